@@ -1,0 +1,253 @@
+/*
+ * arena.c - memdiff's own storage: bump arenas over OS pages, registered process-wide.
+ *
+ * Why not malloc: a snapshot must not disturb the heap it measures, and memdiff's storage must be
+ * known so that it can be reported as Own and kept out of every total. Every chunk of every live
+ * arena is on one global list (guarded by a spinlock: holders never allocate or block).
+ */
+#include <stdatomic.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define CHUNK_MIN ((size_t)64 * 1024)
+#define DEDICATED_MIN ((size_t)16 * 1024) /* larger requests get a chunk of their own */
+#define ALIGN 16u
+
+struct memdiff__chunk {
+    memdiff__chunk *next;               /* in the arena, newest first */
+    memdiff__chunk *gnext, *gprev;      /* in the process-wide registry */
+    size_t size;                        /* bytes mapped, header included */
+    size_t cap;                         /* usable bytes after the header */
+    int dedicated;                      /* holds one block (from memdiff__arena_grow) */
+    _Alignas(16) unsigned char data[];
+};
+
+static memdiff__chunk *registry;
+static atomic_flag registry_lock = ATOMIC_FLAG_INIT;
+static atomic_long fail_countdown;
+
+static void lock(void)
+{
+    while (atomic_flag_test_and_set_explicit(&registry_lock, memory_order_acquire)) {
+    }
+}
+
+static void unlock(void)
+{
+    atomic_flag_clear_explicit(&registry_lock, memory_order_release);
+}
+
+void memdiff__test_fail_alloc_after(long n)
+{
+    atomic_store(&fail_countdown, n);
+}
+
+static int injected_failure(void)
+{
+    long n = atomic_load(&fail_countdown);
+    while (n > 0) {
+        if (atomic_compare_exchange_weak(&fail_countdown, &n, n - 1))
+            return n == 1;
+    }
+    return 0;
+}
+
+static memdiff__chunk *chunk_new(size_t cap, int dedicated)
+{
+    size_t page = memdiff__os_page_size();
+    size_t header = offsetof(memdiff__chunk, data);
+    if (cap > SIZE_MAX - header - page) {
+        memdiff__set_error(MEMDIFF_ENOMEM, "arena: request of %zu bytes is too large", cap);
+        return NULL;
+    }
+    size_t size = (header + cap + page - 1) / page * page;
+    memdiff__chunk *c = injected_failure() ? NULL : memdiff__os_alloc(size);
+    if (!c) {
+        memdiff__set_error(MEMDIFF_ENOMEM, "arena: cannot map %zu bytes", size);
+        return NULL;
+    }
+    c->size = size;
+    c->cap = size - header;
+    c->dedicated = dedicated;
+    lock();
+    c->gprev = NULL;
+    c->gnext = registry;
+    if (registry)
+        registry->gprev = c;
+    registry = c;
+    unlock();
+    return c;
+}
+
+static void chunk_free(memdiff__chunk *c)
+{
+    lock();
+    if (c->gprev)
+        c->gprev->gnext = c->gnext;
+    else
+        registry = c->gnext;
+    if (c->gnext)
+        c->gnext->gprev = c->gprev;
+    unlock();
+    memdiff__os_free(c, c->size);
+}
+
+/* Dedicated chunks go behind the head so that the head stays the bump chunk. */
+static void link_dedicated(memdiff__arena *arena, memdiff__chunk *c)
+{
+    if (arena->chunks && !arena->chunks->dedicated) {
+        c->next = arena->chunks->next;
+        arena->chunks->next = c;
+    } else {
+        c->next = arena->chunks;
+        arena->chunks = c;
+        arena->used = 0;
+    }
+}
+
+void *memdiff__arena_alloc(memdiff__arena *arena, size_t size)
+{
+    if (size == 0)
+        size = 1;
+    size = (size + ALIGN - 1) & ~(size_t)(ALIGN - 1);
+    if (size >= DEDICATED_MIN) {
+        memdiff__chunk *c = chunk_new(size, 1);
+        if (!c)
+            return NULL;
+        link_dedicated(arena, c);
+        return c->data;
+    }
+    memdiff__chunk *head = arena->chunks;
+    if (!head || head->dedicated || head->cap - arena->used < size) {
+        memdiff__chunk *c = chunk_new(CHUNK_MIN, 0);
+        if (!c)
+            return NULL;
+        c->next = arena->chunks;
+        arena->chunks = c;
+        arena->used = 0;
+        head = c;
+    }
+    void *p = head->data + arena->used;
+    arena->used += size;
+    return p; /* zeroed: fresh OS pages, never reused */
+}
+
+char *memdiff__arena_strndup(memdiff__arena *arena, const char *s, size_t len)
+{
+    char *p = memdiff__arena_alloc(arena, len + 1);
+    if (p) {
+        memcpy(p, s, len);
+        p[len] = '\0';
+    }
+    return p;
+}
+
+void *memdiff__arena_grow(memdiff__arena *arena, void *old, size_t old_size, size_t new_size)
+{
+    if (old && new_size <= old_size)
+        return old;
+    memdiff__chunk *owner = NULL, **link = &arena->chunks;
+    if (old) {
+        for (memdiff__chunk *c = arena->chunks; c; link = &c->next, c = c->next) {
+            if (c->dedicated && (void *)c->data == old) {
+                owner = c;
+                break;
+            }
+        }
+        if (owner && owner->cap >= new_size)
+            return old;
+    }
+    void *p = memdiff__arena_alloc(arena, new_size);
+    if (!p)
+        return NULL;
+    if (old) {
+        memcpy(p, old, old_size);
+        if (owner) {
+            /* Re-find the link: the allocation above may have inserted a chunk before it. */
+            for (link = &arena->chunks; *link != owner; link = &(*link)->next) {
+            }
+            *link = owner->next;
+            chunk_free(owner);
+        }
+    }
+    return p;
+}
+
+void memdiff__arena_release(memdiff__arena *arena)
+{
+    memdiff__chunk *c = arena->chunks;
+    while (c) {
+        memdiff__chunk *next = c->next;
+        chunk_free(c);
+        c = next;
+    }
+    arena->chunks = NULL;
+    arena->used = 0;
+}
+
+size_t memdiff__arena_footprint(const memdiff__arena *arena)
+{
+    size_t total = 0;
+    for (const memdiff__chunk *c = arena->chunks; c; c = c->next)
+        total += c->size;
+    return total;
+}
+
+static int range_cmp(const memdiff__range *a, const memdiff__range *b)
+{
+    return a->start < b->start ? -1 : a->start > b->start;
+}
+
+int memdiff__own_ranges(memdiff__arena *arena, memdiff__range **out, size_t *count)
+{
+    *out = NULL;
+    *count = 0;
+    for (;;) {
+        size_t n = 0;
+        lock();
+        for (memdiff__chunk *c = registry; c; c = c->gnext)
+            n++;
+        unlock();
+        /* Room for chunks that appear meanwhile, this array's own among them. */
+        size_t cap = n + 8;
+        memdiff__range *r = memdiff__arena_alloc(arena, cap * sizeof *r);
+        if (!r)
+            return MEMDIFF_ENOMEM;
+        size_t k = 0;
+        int fits = 1;
+        lock();
+        for (memdiff__chunk *c = registry; c; c = c->gnext) {
+            if (k == cap) {
+                fits = 0;
+                break;
+            }
+            r[k].start = (uint64_t)(uintptr_t)c;
+            r[k].end = r[k].start + c->size;
+            k++;
+        }
+        unlock();
+        if (!fits)
+            continue;
+        /* Insertion sort: the list is short and mostly in reverse address order. */
+        for (size_t i = 1; i < k; i++) {
+            memdiff__range x = r[i];
+            size_t j = i;
+            while (j > 0 && range_cmp(&r[j - 1], &x) > 0) {
+                r[j] = r[j - 1];
+                j--;
+            }
+            r[j] = x;
+        }
+        size_t m = 0;
+        for (size_t i = 0; i < k; i++) {
+            if (m > 0 && r[i].start <= r[m - 1].end)
+                r[m - 1].end = MEMDIFF__MAX(r[m - 1].end, r[i].end);
+            else
+                r[m++] = r[i];
+        }
+        *out = r;
+        *count = m;
+        return MEMDIFF_OK;
+    }
+}

@@ -1,0 +1,99 @@
+/*
+ * error.c - status names and strings (from the one X-macro list in memdiff.h), the thread's
+ * last detail message, and the names of the public enums.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "internal.h"
+
+/* Thread-local so that concurrent snapshots do not overwrite each other's details. */
+static _Thread_local char last_error[512];
+
+const char *memdiff_status_name(int status)
+{
+    switch (status) {
+#define NAME_CASE(name, code, text) \
+    case MEMDIFF_##name:            \
+        return "MEMDIFF_" #name;
+        MEMDIFF_STATUS_MAP(NAME_CASE)
+#undef NAME_CASE
+    }
+    return "MEMDIFF_UNKNOWN";
+}
+
+const char *memdiff_strerror(int status)
+{
+    switch (status) {
+#define TEXT_CASE(name, code, text) \
+    case MEMDIFF_##name:            \
+        return text;
+        MEMDIFF_STATUS_MAP(TEXT_CASE)
+#undef TEXT_CASE
+    }
+    return "unknown status";
+}
+
+const char *memdiff_last_error(void)
+{
+    return last_error;
+}
+
+int memdiff__set_error(int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+const char *memdiff_category_name(memdiff_category category)
+{
+    static const char *const names[MEMDIFF_CAT_COUNT] = {
+        "image", "heap", "stack", "mapped-file", "shared", "private", "special", "own", "unknown",
+    };
+    if ((unsigned)category >= MEMDIFF_CAT_COUNT)
+        return "invalid";
+    return names[category];
+}
+
+const char *memdiff_depth_name(memdiff_depth depth)
+{
+    switch (depth) {
+    case MEMDIFF_DEPTH_FAST:
+        return "fast";
+    case MEMDIFF_DEPTH_STANDARD:
+        return "standard";
+    case MEMDIFF_DEPTH_DEEP:
+        return "deep";
+    }
+    return "invalid";
+}
+
+const char *memdiff_change_name(memdiff_change change)
+{
+    switch (change) {
+    case MEMDIFF_CHANGE_NEW:
+        return "new";
+    case MEMDIFF_CHANGE_FREED:
+        return "freed";
+    case MEMDIFF_CHANGE_REPLACED:
+        return "replaced";
+    case MEMDIFF_CHANGE_BECAME_PRIVATE:
+        return "became-private";
+    case MEMDIFF_CHANGE_BECAME_SHARED:
+        return "became-shared";
+    case MEMDIFF_CHANGE_MIXED:
+        return "mixed";
+    }
+    return "invalid";
+}
+
+void memdiff_options_init(memdiff_options *options)
+{
+    if (options) {
+        memdiff_options init = MEMDIFF_OPTIONS_INIT;
+        *options = init;
+    }
+}

@@ -1,0 +1,134 @@
+/*
+ * internal.h - private to the core (memdiff/*.c). Not installed.
+ *
+ * The data model: a snapshot is a sorted array of classified regions and a sorted array of page
+ * runs (one record per run of pages with identical attributes), plus optional per-page arrays of
+ * frame facts. All of it lives in the snapshot's own arena.
+ */
+#ifndef MEMDIFF_INTERNAL_H
+#define MEMDIFF_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "memdiff.h"
+#include "platform.h"
+
+#define MEMDIFF__MIN(a, b) ((a) < (b) ? (a) : (b))
+#define MEMDIFF__MAX(a, b) ((a) > (b) ? (a) : (b))
+
+typedef struct memdiff__range {
+    uint64_t start, end;
+} memdiff__range;
+
+/* ---- snapshot storage ------------------------------------------------------------------- */
+
+#define MEMDIFF__NO_AUX UINT64_MAX
+
+/* A classified region. A mapping the classifier split (a heap range inside an anonymous
+ * mapping, memdiff's own chunk) becomes several regions with the same file identity. */
+typedef struct memdiff__region {
+    uint64_t start, end;
+    uint64_t offset;           /* file offset of start */
+    uint64_t dev, inode;
+    unsigned prot;             /* MEMDIFF_PROT_* */
+    unsigned flags;            /* MEMDIFF_REGION_*, MEMDIFF__RF_* */
+    memdiff__hint hint;
+    memdiff_category category;
+    const char *label;         /* never NULL; interned in the snapshot arena */
+    const char *path;          /* never NULL */
+    uint64_t unit;             /* allocation unit: regions with equal (category, unit, label)
+                                  are one block in a default diff */
+    size_t run_first;          /* runs[run_first .. run_first + run_count) */
+    size_t run_count;
+    uint64_t resident_pages;   /* present, zero page excluded */
+    uint64_t private_pages;
+    uint64_t swapped_pages;
+} memdiff__region;
+
+/* Pages [start, start + npages * page_size) share attrs (MEMDIFF_PAGE_*). Only pages that are
+ * present or swapped are stored; a page inside a region and in no run is mapped, not resident. */
+typedef struct memdiff__run {
+    uint64_t start;
+    uint64_t npages;
+    uint32_t attrs;
+    uint32_t region;           /* index into regions */
+    uint64_t aux;              /* index of the first page in pfn/kflags/mapcount, or NO_AUX */
+} memdiff__run;
+
+struct memdiff_snapshot {
+    memdiff__arena arena;
+    memdiff_snapshot_info info; /* strings point into arena */
+    memdiff__region *regions;
+    size_t region_count;
+    memdiff__run *runs;
+    size_t run_count;
+    uint64_t *pfn;              /* per-page arrays, NULL when not collected */
+    uint64_t *kflags;
+    uint64_t *mapcount;
+    size_t aux_count;
+};
+
+/* A page costs memory: present and not the shared zero page. */
+static inline int memdiff__attrs_resident(unsigned attrs)
+{
+    return (attrs & MEMDIFF_PAGE_PRESENT) && !(attrs & MEMDIFF_PAGE_ZERO);
+}
+
+/* ---- own storage ------------------------------------------------------------------------ */
+
+/* The address ranges of every live arena chunk in the process, sorted and merged, copied into
+ * arena. Safe against concurrent snapshots. */
+int memdiff__own_ranges(memdiff__arena *arena, memdiff__range **out, size_t *count);
+
+/* Testing hook: make the nth OS allocation from now fail (1 = the next one); 0 disables. */
+void memdiff__test_fail_alloc_after(long n);
+
+/* ---- strings ---------------------------------------------------------------------------- */
+
+typedef struct memdiff__strtab memdiff__strtab; /* uthash-backed, arena-allocated */
+
+/* An interned copy of s (equal strings give the same pointer); NULL on allocation failure. */
+const char *memdiff__intern(memdiff__strtab **table, memdiff__arena *arena, const char *s);
+
+/* ---- classification --------------------------------------------------------------------- */
+
+/* Facts from the backend, as read for one snapshot. */
+typedef struct memdiff__facts {
+    int pid;
+    int self;                  /* the snapshot is of the calling process */
+    uint64_t self_stack_hint;  /* memdiff__os_stack_hint() when self, else 0 */
+    const memdiff__plat_region *regions;
+    size_t region_count;
+    const memdiff__plat_thread *threads;
+    size_t thread_count;
+    const memdiff__plat_module *modules;
+    size_t module_count;
+    const memdiff__plat_heap *heaps;
+    size_t heap_count;
+    const memdiff__range *own;
+    size_t own_count;
+} memdiff__facts;
+
+/* Turns facts into classified regions (category, label, unit), splitting regions at heap, own
+ * and module-segment boundaries. Labels and paths are interned into arena via table. Runs are
+ * not filled (run_first = run_count = 0). Portable rules only: docs/categories.md. */
+int memdiff__classify(const memdiff__facts *facts, memdiff__arena *arena,
+                      memdiff__strtab **table, memdiff__region **out, size_t *count);
+
+/* ---- diff ------------------------------------------------------------------------------- */
+
+struct memdiff_diff {
+    memdiff__arena arena;
+    unsigned flags;                /* MEMDIFF_COMPARE_* */
+    memdiff_snapshot_info info[2]; /* before, after; strings copied into arena */
+    memdiff_totals total;          /* Own excluded */
+    memdiff_totals category[MEMDIFF_CAT_COUNT];
+    memdiff_block *blocks;
+    size_t block_count;
+};
+
+/* Adds b into a (all fields, net recomputed). */
+void memdiff__totals_add(memdiff_totals *a, const memdiff_totals *b);
+
+#endif /* MEMDIFF_INTERNAL_H */

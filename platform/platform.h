@@ -1,0 +1,245 @@
+/*
+ * platform.h - the backend contract: all that memdiff's portable core knows of an OS.
+ *
+ * A backend (platform/<os>/) reports facts, never verdicts: regions, page runs, threads,
+ * modules, heaps and process totals. The core classifies, stores and compares. To port memdiff,
+ * implement every function declared under "The backend implements" in platform/<os>/ and list
+ * the folder's sources in CMakeLists.txt; nothing else is needed.
+ *
+ * Rules that hold for every function here:
+ *  - Pointer arguments are non-NULL unless a comment says otherwise.
+ *  - Functions return 0 or a negative memdiff status (MEMDIFF_E*). Native errors (errno,
+ *    GetLastError) are translated inside the backend, by one function per backend, and the
+ *    detail message is set with memdiff__set_error() before returning.
+ *  - No malloc: memory comes from the memdiff__arena passed in (or memdiff__os_alloc), so that a
+ *    snapshot does not disturb the heap it measures. Results allocated from an arena live as long
+ *    as that arena.
+ *  - Addresses are uint64_t so that 32-bit builds can read 64-bit targets; ranges are half-open
+ *    [start, end) and page aligned.
+ *  - Every function may be called from any thread; a memdiff__proc is used by one thread at a
+ *    time.
+ */
+#ifndef MEMDIFF_PLATFORM_H
+#define MEMDIFF_PLATFORM_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "memdiff.h"
+
+/* =============================================================================================
+ * What the core gives a backend
+ * =========================================================================================== */
+
+typedef struct memdiff__chunk memdiff__chunk;
+
+/* A bump allocator over memory from memdiff__os_alloc. Every chunk of every live arena is
+ * registered process-wide, so that snapshots can report memdiff's own storage as Own. Initialise
+ * with MEMDIFF__ARENA_INIT; release everything with memdiff__arena_release(). */
+typedef struct memdiff__arena {
+    memdiff__chunk *chunks; /* newest first */
+    size_t used;            /* bytes used in chunks->data */
+} memdiff__arena;
+
+#define MEMDIFF__ARENA_INIT {0, 0}
+
+/* size bytes, 16-byte aligned and zeroed; NULL (with MEMDIFF_ENOMEM detail set) on failure. */
+void *memdiff__arena_alloc(memdiff__arena *arena, size_t size);
+
+/* A NUL-terminated copy of s[0..len); NULL on failure. */
+char *memdiff__arena_strndup(memdiff__arena *arena, const char *s, size_t len);
+
+/* Grows a block obtained from memdiff__arena_grow (or NULL) to at least new_size bytes, keeping
+ * its contents; large blocks get chunks of their own, which are returned to the OS when they
+ * move. NULL on failure, with the old block still valid. For arrays that grow (runs, regions). */
+void *memdiff__arena_grow(memdiff__arena *arena, void *old, size_t old_size, size_t new_size);
+
+/* Unmaps every chunk of the arena and resets it to empty. */
+void memdiff__arena_release(memdiff__arena *arena);
+
+/* Bytes of OS memory the arena holds. */
+size_t memdiff__arena_footprint(const memdiff__arena *arena);
+
+/* Records a detail message for memdiff_last_error() and returns status, so a backend can write
+ * `return memdiff__set_error(MEMDIFF_ESRCH, "open %s: %s", path, strerror(e));`. */
+int memdiff__set_error(int status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* =============================================================================================
+ * The backend implements: OS memory and clock
+ * =========================================================================================== */
+
+/* size bytes (a multiple of memdiff__os_page_size()) of zeroed, read-write, page-aligned memory
+ * that no allocator of the process owns; NULL on failure. Where the OS allows, the memory is
+ * named as memdiff's (Linux: [anon:memdiff]) so that it is recognisable and not merged. */
+void *memdiff__os_alloc(size_t size);
+
+/* Returns memory from memdiff__os_alloc; size as it was allocated. */
+void memdiff__os_free(void *p, size_t size);
+
+/* The page size of the calling process. */
+uint32_t memdiff__os_page_size(void);
+
+/* Wall-clock time in nanoseconds since the Unix epoch. */
+uint64_t memdiff__os_time_ns(void);
+
+/* The host name into buf (NUL-terminated, truncated to size); "" when unknown. */
+void memdiff__os_hostname(char *buf, size_t size);
+
+/* The calling thread's stack pointer, or an address inside the calling thread's stack. */
+uint64_t memdiff__os_stack_hint(void);
+
+/* =============================================================================================
+ * The backend implements: reading a process
+ * =========================================================================================== */
+
+typedef struct memdiff__proc memdiff__proc; /* backend-private */
+
+typedef struct memdiff__open_args {
+    int pid;               /* 0: the calling process */
+    const char *proc_root; /* NULL: the OS default ("/proc") */
+    const char *sys_root;  /* NULL: the OS default ("/sys") */
+} memdiff__open_args;
+
+/* What the backend can deliver for this process and caller, decided once at open. A source
+ * that is missing has its reason in the matching *_why string (static or arena storage). */
+typedef struct memdiff__caps {
+    uint32_t page_size;  /* of the target process */
+    int pid;             /* resolved pid (never 0) */
+    unsigned sources;    /* MEMDIFF_SRC_* the backend can read for this process */
+    const char *pfn_why; /* NULL, or why frame numbers are unavailable */
+    const char *deep_why; /* NULL, or why kernel page flags / map counts are unavailable */
+} memdiff__caps;
+
+/* Opens the process. The backend keeps scratch buffers in scratch (an arena the core releases
+ * after memdiff__plat_close). Errors: MEMDIFF_ESRCH (no such process), MEMDIFF_EACCES (the caller
+ * may not read its memory map), MEMDIFF_ENOMEM, MEMDIFF_EIO. */
+int memdiff__plat_open(const memdiff__open_args *args, memdiff__arena *scratch,
+                       memdiff__proc **out, memdiff__caps *caps);
+
+/* Closes handles opened by memdiff__plat_open. NULL is allowed. */
+void memdiff__plat_close(memdiff__proc *proc);
+
+/* OS hints on a region, as named by the OS (memdiff__plat_region.hint). */
+typedef enum memdiff__hint {
+    MEMDIFF__HINT_NONE = 0,
+    MEMDIFF__HINT_BRK_HEAP,  /* Linux [heap] */
+    MEMDIFF__HINT_MAIN_STACK, /* Linux [stack] */
+    MEMDIFF__HINT_VDSO,
+    MEMDIFF__HINT_VVAR,
+    MEMDIFF__HINT_VSYSCALL,
+    MEMDIFF__HINT_ANON_NAME, /* Linux [anon:NAME] / [anon_shmem:NAME]; name holds NAME */
+    MEMDIFF__HINT_IMAGE,     /* Windows MEM_IMAGE */
+    MEMDIFF__HINT_PEB_TEB,   /* Windows PEB / TEB */
+    MEMDIFF__HINT_SYSV_SHM,  /* Linux /SYSV<key> (deleted) */
+    MEMDIFF__HINT_MEMFD,     /* Linux /memfd:NAME (deleted) */
+    MEMDIFF__HINT_OTHER      /* another bracketed name the core does not know, in name */
+} memdiff__hint;
+
+/* Region flags (memdiff__plat_region.flags), beyond MEMDIFF_REGION_SHARED / _FILE. */
+#define MEMDIFF__RF_DELETED 0x100u /* the backing file was deleted */
+
+/* One mapping, as the OS reports it. */
+typedef struct memdiff__plat_region {
+    uint64_t start, end;
+    uint64_t offset;       /* file offset of start */
+    uint64_t dev, inode;   /* file identity; 0 for anonymous */
+    unsigned prot;         /* MEMDIFF_PROT_* */
+    unsigned flags;        /* MEMDIFF_REGION_*, MEMDIFF__RF_* */
+    memdiff__hint hint;
+    const char *path;      /* file path without " (deleted)", or "" */
+    const char *name;      /* for ANON_NAME / OTHER hints: the name, else "" */
+    uint64_t alloc_base;   /* start of the allocation this region belongs to (Windows'
+                              AllocationBase), or 0 when the OS has no such notion */
+} memdiff__plat_region;
+
+/* All regions in ascending, non-overlapping order. Errors: as memdiff__plat_open, and
+ * MEMDIFF_EFORMAT when the OS's list cannot be parsed. */
+int memdiff__plat_regions(memdiff__proc *proc, memdiff__arena *arena,
+                          memdiff__plat_region **out, size_t *count);
+
+typedef struct memdiff__plat_thread {
+    int64_t tid;
+    uint64_t sp;                  /* a stack pointer, or 0 when unknown (thread running) */
+    uint64_t stack_lo, stack_hi;  /* the stack's reserved range, or 0, 0 when unknown */
+} memdiff__plat_thread;
+
+/* The process's threads. A thread whose stack cannot be located is listed with zeros; a thread
+ * that exits during the read is left out. */
+int memdiff__plat_threads(memdiff__proc *proc, memdiff__arena *arena,
+                          memdiff__plat_thread **out, size_t *count);
+
+typedef enum memdiff__seg_kind {
+    MEMDIFF__SEG_HEADERS = 0, /* file headers, read-only */
+    MEMDIFF__SEG_TEXT,
+    MEMDIFF__SEG_RODATA,
+    MEMDIFF__SEG_DATA,
+    MEMDIFF__SEG_BSS,         /* anonymous tail past the file-backed data */
+    MEMDIFF__SEG_OTHER
+} memdiff__seg_kind;
+
+typedef struct memdiff__plat_segment {
+    uint64_t start, end;
+    memdiff__seg_kind kind;
+} memdiff__plat_segment;
+
+typedef struct memdiff__plat_module {
+    const char *path;
+    uint64_t base;            /* load address: the module's allocation unit */
+    memdiff__plat_segment *segments;
+    size_t segment_count;
+} memdiff__plat_module;
+
+/* Loaded modules with all their segments, bss tails included, found from regions (as returned
+ * by memdiff__plat_regions for the same proc) and the process's memory. */
+int memdiff__plat_modules(memdiff__proc *proc, memdiff__arena *arena,
+                          const memdiff__plat_region *regions, size_t region_count,
+                          memdiff__plat_module **out, size_t *count);
+
+typedef enum memdiff__heap_kind {
+    MEMDIFF__HEAP_BRK = 0,    /* the main arena's brk heap */
+    MEMDIFF__HEAP_ARENA,      /* a non-main malloc arena heap */
+    MEMDIFF__HEAP_MMAP_CHUNK, /* a malloc chunk served by its own mmap */
+    MEMDIFF__HEAP_OS          /* an OS heap (Windows process heaps) */
+} memdiff__heap_kind;
+
+typedef struct memdiff__plat_heap {
+    uint64_t start, end;
+    memdiff__heap_kind kind;
+    uint64_t id;        /* the heap or arena this range belongs to (its allocation unit) */
+    const char *label;  /* e.g. "malloc arena 0x7f...", "malloc mmap chunk" */
+} memdiff__plat_heap;
+
+/* Address ranges the process's allocators own, in ascending order, non-overlapping. A range may
+ * cover part of a region. Heaps that cannot be read are left out (regions then stay Private). */
+int memdiff__plat_heaps(memdiff__proc *proc, memdiff__arena *arena,
+                        const memdiff__plat_region *regions, size_t region_count,
+                        memdiff__plat_heap **out, size_t *count);
+
+/* Process totals in bytes. Missing figures are 0. */
+int memdiff__plat_totals(memdiff__proc *proc, memdiff_process_totals *out);
+
+/* Receives page runs from memdiff__plat_pages. npages pages from start share attrs. When the
+ * depth gave per-page frame facts (MEMDIFF_SRC_PFN / KPAGEFLAGS / KPAGECOUNT), pfn, kflags and
+ * mapcount point at npages entries each (or are NULL when that source was not read); the
+ * pointers are valid only during the call. Returns 0 or a negative status, which stops the walk
+ * and is returned by memdiff__plat_pages. */
+typedef struct memdiff__page_sink {
+    int (*run)(void *ctx, uint64_t start, uint64_t npages, unsigned attrs, const uint64_t *pfn,
+               const uint64_t *kflags, const uint64_t *mapcount);
+    void *ctx;
+} memdiff__page_sink;
+
+/* Reports the pages of [start, end) that are resident or swapped, as runs (MEMDIFF_PAGE_*
+ * attrs), in ascending order; pages not reported are mapped but not resident. Calls come in
+ * ascending address order over one proc (the backend may read ahead across calls). depth is the
+ * depth to deliver, already limited by caps. MEMDIFF_ESRCH when the process exited; a range
+ * that was unmapped meanwhile reports no pages. */
+int memdiff__plat_pages(memdiff__proc *proc, uint64_t start, uint64_t end, memdiff_depth depth,
+                        const memdiff__page_sink *sink);
+
+#endif /* MEMDIFF_PLATFORM_H */
