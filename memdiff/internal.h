@@ -1,5 +1,5 @@
 /*
- * internal.h - private to the core (memdiff/*.c). Not installed.
+ * internal.h - private to the core (the .c files under memdiff/). Not installed.
  *
  * The data model: a snapshot is a sorted array of classified regions and a sorted array of page
  * runs (one record per run of pages with identical attributes), plus optional per-page arrays of
@@ -98,6 +98,7 @@ typedef struct memdiff__facts {
     int pid;
     int self;                  /* the snapshot is of the calling process */
     uint64_t self_stack_hint;  /* memdiff__os_stack_hint() when self, else 0 */
+    int64_t self_tid;          /* memdiff__os_thread_id() when self, else 0 */
     const memdiff__plat_region *regions;
     size_t region_count;
     const memdiff__plat_thread *threads;

@@ -93,6 +93,9 @@ void memdiff__os_hostname(char *buf, size_t size);
 /* The calling thread's stack pointer, or an address inside the calling thread's stack. */
 uint64_t memdiff__os_stack_hint(void);
 
+/* The calling thread's OS thread id (Linux gettid, Windows GetCurrentThreadId). */
+int64_t memdiff__os_thread_id(void);
+
 /* =============================================================================================
  * The backend implements: reading a process
  * =========================================================================================== */

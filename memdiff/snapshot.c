@@ -1,0 +1,364 @@
+/*
+ * snapshot.c - taking a snapshot: facts from the backend, classified at once, then the page runs
+ * of every region stored run-length in the snapshot's own arena. Also the snapshot accessors.
+ *
+ * Order matters for honesty: the region list is read first and classified before any page is
+ * read, so a mapping that appears during the page walk is simply not in this snapshot, and one
+ * that vanishes reports no pages. memdiff's own chunks are named (Linux [anon:memdiff]) and also
+ * listed from the arena registry, so they are Own either way.
+ */
+#include <string.h>
+
+#include "internal.h"
+
+typedef struct builder {
+    memdiff_snapshot *s;
+    size_t run_cap;
+    size_t aux_cap;
+    size_t region;   /* index of the region being read */
+    int want_pfn, want_kflags, want_mapcount;
+} builder;
+
+static int grow_aux(builder *b, size_t need)
+{
+    memdiff_snapshot *s = b->s;
+    if (need <= b->aux_cap)
+        return MEMDIFF_OK;
+    size_t cap = b->aux_cap ? b->aux_cap : 4096;
+    while (cap < need)
+        cap *= 2;
+    uint64_t **arrays[3] = {&s->pfn, &s->kflags, &s->mapcount};
+    int wanted[3] = {b->want_pfn, b->want_kflags, b->want_mapcount};
+    for (int i = 0; i < 3; i++) {
+        if (!wanted[i])
+            continue;
+        uint64_t *v = memdiff__arena_grow(&s->arena, *arrays[i], b->aux_cap * sizeof(uint64_t),
+                                          cap * sizeof(uint64_t));
+        if (!v)
+            return MEMDIFF_ENOMEM;
+        *arrays[i] = v;
+    }
+    b->aux_cap = cap;
+    return MEMDIFF_OK;
+}
+
+/* The page sink: appends one run, merging with the previous one when nothing distinguishes
+ * them (backends may split runs at batch boundaries). */
+static int on_run(void *ctx, uint64_t start, uint64_t npages, unsigned attrs, const uint64_t *pfn,
+                  const uint64_t *kflags, const uint64_t *mapcount)
+{
+    builder *b = ctx;
+    memdiff_snapshot *s = b->s;
+    memdiff__region *r = &s->regions[b->region];
+    uint64_t ps = s->info.page_size;
+
+    /* Clip to the region: a backend must not report outside it, and a snapshot must not lie. */
+    uint64_t end = start + npages * ps;
+    if (npages == 0 || end <= r->start || start >= r->end)
+        return MEMDIFF_OK;
+    uint64_t skip = 0;
+    if (start < r->start) {
+        skip = (r->start - start) / ps;
+        start = r->start;
+    }
+    if (end > r->end)
+        end = r->end;
+    npages = (end - start) / ps;
+    if (npages == 0)
+        return MEMDIFF_OK;
+
+    int aux = (b->want_pfn && pfn) || (b->want_kflags && kflags) || (b->want_mapcount && mapcount);
+    memdiff__run *last = s->run_count ? &s->runs[s->run_count - 1] : NULL;
+    if (last && !aux && last->aux == MEMDIFF__NO_AUX && last->attrs == attrs &&
+        last->region == b->region && last->start + last->npages * ps == start) {
+        last->npages += npages;
+    } else {
+        if (s->run_count == b->run_cap) {
+            size_t cap = b->run_cap ? b->run_cap * 2 : 1024;
+            memdiff__run *v = memdiff__arena_grow(&s->arena, s->runs, b->run_cap * sizeof *v,
+                                                  cap * sizeof *v);
+            if (!v)
+                return MEMDIFF_ENOMEM;
+            s->runs = v;
+            b->run_cap = cap;
+        }
+        memdiff__run *run = &s->runs[s->run_count++];
+        run->start = start;
+        run->npages = npages;
+        run->attrs = attrs;
+        run->region = (uint32_t)b->region;
+        run->aux = MEMDIFF__NO_AUX;
+        if (aux) {
+            if (grow_aux(b, s->aux_count + npages))
+                return MEMDIFF_ENOMEM;
+            run->aux = s->aux_count;
+            for (uint64_t i = 0; i < npages; i++) {
+                if (s->pfn)
+                    s->pfn[s->aux_count + i] = pfn ? pfn[skip + i] : 0;
+                if (s->kflags)
+                    s->kflags[s->aux_count + i] = kflags ? kflags[skip + i] : 0;
+                if (s->mapcount)
+                    s->mapcount[s->aux_count + i] = mapcount ? mapcount[skip + i] : 0;
+            }
+            s->aux_count += npages;
+        }
+        if (!r->run_count)
+            r->run_first = s->run_count - 1;
+        r->run_count++;
+    }
+    if (memdiff__attrs_resident(attrs)) {
+        r->resident_pages += npages;
+        if (attrs & MEMDIFF_PAGE_PRIVATE)
+            r->private_pages += npages;
+    }
+    if (attrs & MEMDIFF_PAGE_SWAPPED)
+        r->swapped_pages += npages;
+    return MEMDIFF_OK;
+}
+
+static memdiff_depth effective_depth(memdiff_depth want, const memdiff__caps *caps,
+                                     const char **why)
+{
+    *why = NULL;
+    if (want == MEMDIFF_DEPTH_DEEP) {
+        unsigned need = MEMDIFF_SRC_PFN | MEMDIFF_SRC_KPAGEFLAGS | MEMDIFF_SRC_KPAGECOUNT;
+        if ((caps->sources & need) != need) {
+            *why = caps->deep_why ? caps->deep_why
+                                  : caps->pfn_why ? caps->pfn_why
+                                                  : "kernel page flags are unavailable";
+            want = MEMDIFF_DEPTH_STANDARD;
+        }
+    }
+    if (want >= MEMDIFF_DEPTH_STANDARD && !(caps->sources & MEMDIFF_SRC_PAGEMAP)) {
+        if (!*why)
+            *why = "per-page exclusivity is unavailable (no pagemap)";
+        want = MEMDIFF_DEPTH_FAST;
+    }
+    return want;
+}
+
+/* Which sources this depth actually used. */
+static unsigned used_sources(memdiff_depth depth, unsigned avail)
+{
+    unsigned keep = MEMDIFF_SRC_MAPS | MEMDIFF_SRC_STATUS | MEMDIFF_SRC_THREADS |
+                    MEMDIFF_SRC_HEAPS | MEMDIFF_SRC_MODULES | MEMDIFF_SRC_PAGEMAP_SCAN;
+    if (depth >= MEMDIFF_DEPTH_STANDARD)
+        keep |= MEMDIFF_SRC_PAGEMAP | MEMDIFF_SRC_PFN;
+    else if (!(avail & MEMDIFF_SRC_PAGEMAP_SCAN))
+        keep |= MEMDIFF_SRC_PAGEMAP; /* fast depth falls back to reading pagemap */
+    if (depth >= MEMDIFF_DEPTH_DEEP)
+        keep |= MEMDIFF_SRC_KPAGEFLAGS | MEMDIFF_SRC_KPAGECOUNT;
+    return avail & keep;
+}
+
+static void tally(memdiff_snapshot *s)
+{
+    memdiff_snapshot_info *in = &s->info;
+    uint64_t ps = in->page_size;
+    for (size_t i = 0; i < s->region_count; i++) {
+        const memdiff__region *r = &s->regions[i];
+        if (r->category == MEMDIFF_CAT_OWN) {
+            in->own_bytes += r->resident_pages * ps;
+            continue;
+        }
+        in->resident_bytes += r->resident_pages * ps;
+        in->private_bytes += r->private_pages * ps;
+        in->swapped_bytes += r->swapped_pages * ps;
+    }
+    in->shared_bytes = in->resident_bytes - in->private_bytes;
+    in->region_count = s->region_count;
+    in->run_count = s->run_count;
+}
+
+static int take(const memdiff_options *o, memdiff_snapshot *s, memdiff__arena *scratch)
+{
+    memdiff__proc *proc = NULL;
+    memdiff__caps caps;
+    memset(&caps, 0, sizeof caps);
+    memdiff__open_args args = {o->pid, o->proc_root, o->sys_root};
+    char host[256];
+
+    s->info.time_ns = memdiff__os_time_ns();
+    memdiff__os_hostname(host, sizeof host);
+    s->info.host = memdiff__arena_strndup(&s->arena, host, strlen(host));
+    if (!s->info.host)
+        return MEMDIFF_ENOMEM;
+
+    int rc = memdiff__plat_open(&args, scratch, &proc, &caps);
+    if (rc)
+        return rc;
+
+    memdiff__facts f;
+    memset(&f, 0, sizeof f);
+    f.pid = caps.pid;
+    f.self = o->pid == 0;
+    if (f.self) {
+        f.self_stack_hint = memdiff__os_stack_hint();
+        f.self_tid = memdiff__os_thread_id();
+    }
+    const char *why = NULL;
+    memdiff_depth depth = effective_depth(o->depth, &caps, &why);
+
+    memdiff__plat_region *regions = NULL;
+    memdiff__plat_thread *threads = NULL;
+    memdiff__plat_module *modules = NULL;
+    memdiff__plat_heap *heaps = NULL;
+    memdiff__range *own = NULL;
+    rc = memdiff__plat_regions(proc, scratch, &regions, &f.region_count);
+    if (!rc)
+        rc = memdiff__plat_threads(proc, scratch, &threads, &f.thread_count);
+    if (!rc)
+        rc = memdiff__plat_modules(proc, scratch, regions, f.region_count, &modules,
+                                   &f.module_count);
+    if (!rc)
+        rc = memdiff__plat_heaps(proc, scratch, regions, f.region_count, &heaps, &f.heap_count);
+    if (!rc)
+        rc = memdiff__plat_totals(proc, &s->info.totals);
+    if (!rc && f.self)
+        rc = memdiff__own_ranges(scratch, &own, &f.own_count);
+    f.regions = regions;
+    f.threads = threads;
+    f.modules = modules;
+    f.heaps = heaps;
+    f.own = own;
+
+    memdiff__strtab *table = NULL;
+    if (!rc)
+        rc = memdiff__classify(&f, &s->arena, &table, &s->regions, &s->region_count);
+
+    builder b;
+    memset(&b, 0, sizeof b);
+    b.s = s;
+    b.want_pfn = depth >= MEMDIFF_DEPTH_STANDARD && (caps.sources & MEMDIFF_SRC_PFN);
+    b.want_kflags = depth >= MEMDIFF_DEPTH_DEEP;
+    b.want_mapcount = depth >= MEMDIFF_DEPTH_DEEP;
+    s->info.page_size = caps.page_size;
+    memdiff__page_sink sink = {on_run, &b};
+    for (size_t i = 0; !rc && i < s->region_count; i++) {
+        b.region = i;
+        rc = memdiff__plat_pages(proc, s->regions[i].start, s->regions[i].end, depth, &sink);
+        if (rc == MEMDIFF_ENOMEM)
+            memdiff__set_error(rc, "snapshot: out of memory storing page runs");
+    }
+    memdiff__plat_close(proc);
+    if (rc)
+        return rc;
+
+    s->info.pid = caps.pid;
+    s->info.depth_requested = o->depth;
+    s->info.depth = depth;
+    s->info.sources = used_sources(depth, caps.sources);
+    if (why) {
+        s->info.degraded = memdiff__arena_strndup(&s->arena, why, strlen(why));
+        if (!s->info.degraded)
+            return MEMDIFF_ENOMEM;
+    }
+    tally(s);
+    s->info.storage_bytes = memdiff__arena_footprint(&s->arena);
+    return MEMDIFF_OK;
+}
+
+int memdiff_snapshot_take(const memdiff_options *options, memdiff_snapshot **out)
+{
+    if (!out)
+        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_snapshot_take: out is NULL");
+    *out = NULL;
+    memdiff_options o = MEMDIFF_OPTIONS_INIT;
+    if (options)
+        o = *options;
+    if (o.depth < MEMDIFF_DEPTH_FAST || o.depth > MEMDIFF_DEPTH_DEEP)
+        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_snapshot_take: unknown depth %d",
+                                  (int)o.depth);
+    if (o.pid < 0)
+        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_snapshot_take: invalid pid %d", o.pid);
+
+    /* The snapshot lives inside its own arena: one release frees everything. */
+    memdiff__arena a = MEMDIFF__ARENA_INIT;
+    memdiff_snapshot *s = memdiff__arena_alloc(&a, sizeof *s);
+    if (!s)
+        return MEMDIFF_ENOMEM;
+    s->arena = a;
+    memdiff__arena scratch = MEMDIFF__ARENA_INIT;
+    int rc = take(&o, s, &scratch);
+    memdiff__arena_release(&scratch);
+    if (rc) {
+        memdiff_snapshot_free(s);
+        return rc;
+    }
+    *out = s;
+    return MEMDIFF_OK;
+}
+
+int memdiff_snapshot_self(memdiff_depth depth, memdiff_snapshot **out)
+{
+    memdiff_options o = MEMDIFF_OPTIONS_INIT;
+    o.depth = depth;
+    return memdiff_snapshot_take(&o, out);
+}
+
+void memdiff_snapshot_free(memdiff_snapshot *snapshot)
+{
+    if (snapshot) {
+        memdiff__arena a = snapshot->arena; /* the struct itself lives in the arena */
+        memdiff__arena_release(&a);
+    }
+}
+
+int memdiff_snapshot_get_info(const memdiff_snapshot *snapshot, memdiff_snapshot_info *info)
+{
+    if (!snapshot || !info)
+        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_snapshot_get_info: NULL argument");
+    *info = snapshot->info;
+    return MEMDIFF_OK;
+}
+
+size_t memdiff_snapshot_region_count(const memdiff_snapshot *snapshot)
+{
+    return snapshot ? snapshot->region_count : 0;
+}
+
+static void export_region(const memdiff_snapshot *s, const memdiff__region *r, memdiff_region *out)
+{
+    uint64_t ps = s->info.page_size;
+    out->start = r->start;
+    out->end = r->end;
+    out->prot = r->prot;
+    out->flags = r->flags & (MEMDIFF_REGION_SHARED | MEMDIFF_REGION_FILE);
+    out->category = r->category;
+    out->label = r->label;
+    out->path = r->path;
+    out->resident_bytes = r->resident_pages * ps;
+    out->private_bytes = r->private_pages * ps;
+    out->shared_bytes = (r->resident_pages - r->private_pages) * ps;
+    out->swapped_bytes = r->swapped_pages * ps;
+}
+
+int memdiff_snapshot_region(const memdiff_snapshot *snapshot, size_t index, memdiff_region *out)
+{
+    if (!snapshot || !out)
+        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_snapshot_region: NULL argument");
+    if (index >= snapshot->region_count)
+        return memdiff__set_error(MEMDIFF_ERANGE, "memdiff_snapshot_region: index %zu of %zu",
+                                  index, snapshot->region_count);
+    export_region(snapshot, &snapshot->regions[index], out);
+    return MEMDIFF_OK;
+}
+
+int memdiff_snapshot_find(const memdiff_snapshot *snapshot, uint64_t addr, memdiff_region *out)
+{
+    if (!snapshot || !out)
+        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_snapshot_find: NULL argument");
+    size_t lo = 0, hi = snapshot->region_count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (snapshot->regions[mid].end <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == snapshot->region_count || snapshot->regions[lo].start > addr)
+        return memdiff__set_error(MEMDIFF_ERANGE, "no region contains 0x%llx",
+                                  (unsigned long long)addr);
+    export_region(snapshot, &snapshot->regions[lo], out);
+    return MEMDIFF_OK;
+}

@@ -1,0 +1,16 @@
+/* suites.h - one Check suite per concern, one file per suite; main.c runs them. */
+#ifndef MEMDIFF_TEST_SUITES_H
+#define MEMDIFF_TEST_SUITES_H
+
+#include <check.h>
+
+/* X(name): the suite `name` is built by Suite *name##_suite(void) in tests/test_<name>.c. */
+#define MEMDIFF_TEST_SUITES(X) \
+    X(arena)                   \
+    X(errors)
+
+#define MEMDIFF_TEST_DECLARE(name) Suite *name##_suite(void);
+MEMDIFF_TEST_SUITES(MEMDIFF_TEST_DECLARE)
+#undef MEMDIFF_TEST_DECLARE
+
+#endif
