@@ -7,7 +7,8 @@
 /* X(name): the suite `name` is built by Suite *name##_suite(void) in tests/test_<name>.c. */
 #define MEMDIFF_TEST_SUITES(X) \
     X(arena)                   \
-    X(errors)
+    X(errors)                  \
+    X(classify)
 
 #define MEMDIFF_TEST_DECLARE(name) Suite *name##_suite(void);
 MEMDIFF_TEST_SUITES(MEMDIFF_TEST_DECLARE)

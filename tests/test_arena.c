@@ -1,0 +1,134 @@
+/* test_arena.c - memdiff's own storage: alignment, growth, release, registry, forced failure. */
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "internal.h"
+#include "suites.h"
+
+static int own_contains(const memdiff__range *r, size_t n, const void *p)
+{
+    uint64_t a = (uint64_t)(uintptr_t)p;
+    for (size_t i = 0; i < n; i++)
+        if (r[i].start <= a && a < r[i].end)
+            return 1;
+    return 0;
+}
+
+START_TEST(alloc_is_aligned_zeroed_and_registered)
+{
+    memdiff__arena a = MEMDIFF__ARENA_INIT;
+    unsigned char *p = memdiff__arena_alloc(&a, 100);
+    unsigned char *q = memdiff__arena_alloc(&a, 1);
+    ck_assert_ptr_nonnull(p);
+    ck_assert_ptr_nonnull(q);
+    ck_assert_uint_eq((uintptr_t)p % 16, 0);
+    ck_assert_uint_eq((uintptr_t)q % 16, 0);
+    for (int i = 0; i < 100; i++)
+        ck_assert_uint_eq(p[i], 0);
+    ck_assert_uint_ge(memdiff__arena_footprint(&a), 64 * 1024);
+
+    memdiff__arena scratch = MEMDIFF__ARENA_INIT;
+    memdiff__range *own = NULL;
+    size_t n = 0;
+    ck_assert_int_eq(memdiff__own_ranges(&scratch, &own, &n), MEMDIFF_OK);
+    ck_assert(own_contains(own, n, p));
+    ck_assert(own_contains(own, n, own)); /* the list's own storage is memdiff's too */
+    for (size_t i = 1; i < n; i++)
+        ck_assert_uint_gt(own[i].start, own[i - 1].end); /* sorted and merged */
+    memdiff__arena_release(&scratch);
+    memdiff__arena_release(&a);
+    ck_assert_uint_eq(memdiff__arena_footprint(&a), 0);
+}
+END_TEST
+
+START_TEST(strndup_copies_exactly)
+{
+    memdiff__arena a = MEMDIFF__ARENA_INIT;
+    char *s = memdiff__arena_strndup(&a, "hello world", 5);
+    ck_assert_str_eq(s, "hello");
+    memdiff__arena_release(&a);
+}
+END_TEST
+
+START_TEST(grow_keeps_contents_and_returns_old_chunks)
+{
+    memdiff__arena a = MEMDIFF__ARENA_INIT;
+    size_t n = 16, cap = 0;
+    uint32_t *v = NULL;
+    for (uint32_t i = 0; i < 1u << 20; i++) {
+        if (i == cap) {
+            size_t ncap = cap ? cap * 2 : n;
+            uint32_t *w = memdiff__arena_grow(&a, v, cap * sizeof *v, ncap * sizeof *v);
+            ck_assert_ptr_nonnull(w);
+            v = w;
+            cap = ncap;
+        }
+        v[i] = i * 2654435761u;
+    }
+    for (uint32_t i = 0; i < 1u << 20; i++)
+        ck_assert_uint_eq(v[i], i * 2654435761u);
+    /* Old blocks were unmapped as the array moved: the footprint is the final block plus a
+     * few small chunks, not the sum of every size it had (which would be about twice). */
+    ck_assert_uint_lt(memdiff__arena_footprint(&a), (size_t)(4u << 20) + (size_t)(1u << 20));
+    memdiff__arena_release(&a);
+}
+END_TEST
+
+START_TEST(forced_failure_reports_enomem)
+{
+    memdiff__arena a = MEMDIFF__ARENA_INIT;
+    memdiff__test_fail_alloc_after(2);
+    ck_assert_ptr_nonnull(memdiff__arena_alloc(&a, 32));        /* first chunk: request 1 */
+    ck_assert_ptr_null(memdiff__arena_alloc(&a, 1 << 20));      /* dedicated: request 2 fails */
+    ck_assert_ptr_nonnull(strstr(memdiff_last_error(), "arena"));
+    ck_assert_ptr_nonnull(memdiff__arena_alloc(&a, 1 << 20));   /* then it works again */
+    memdiff__test_fail_alloc_after(0);
+    memdiff__arena_release(&a);
+}
+END_TEST
+
+static void *churn(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 200; i++) {
+        memdiff__arena a = MEMDIFF__ARENA_INIT;
+        for (int j = 0; j < 8; j++)
+            if (!memdiff__arena_alloc(&a, (size_t)(j + 1) * 9000))
+                return (void *)1;
+        memdiff__range *own = NULL;
+        size_t n = 0;
+        if (memdiff__own_ranges(&a, &own, &n) || n == 0)
+            return (void *)1;
+        memdiff__arena_release(&a);
+    }
+    return NULL;
+}
+
+START_TEST(registry_is_thread_safe)
+{
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(pthread_create(&t[i], NULL, churn, NULL), 0);
+    for (int i = 0; i < 4; i++) {
+        void *r = NULL;
+        pthread_join(t[i], &r);
+        ck_assert_ptr_null(r);
+    }
+}
+END_TEST
+
+Suite *arena_suite(void)
+{
+    Suite *s = suite_create("arena");
+    TCase *core = tcase_create("Core");
+    tcase_add_test(core, alloc_is_aligned_zeroed_and_registered);
+    tcase_add_test(core, strndup_copies_exactly);
+    tcase_add_test(core, grow_keeps_contents_and_returns_old_chunks);
+    suite_add_tcase(s, core);
+    TCase *limits = tcase_create("Limits");
+    tcase_add_test(limits, forced_failure_reports_enomem);
+    tcase_add_test(limits, registry_is_thread_safe);
+    suite_add_tcase(s, limits);
+    return s;
+}
