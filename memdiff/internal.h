@@ -132,4 +132,50 @@ struct memdiff_diff {
 /* Adds b into a (all fields, net recomputed). */
 void memdiff__totals_add(memdiff_totals *a, const memdiff_totals *b);
 
+/* ---- compare, coalesce and report internals (compare.c, coalesce.c, report_*.c) --------- */
+
+/* What one page did between two snapshots, freed and new split by their kinds. */
+typedef enum memdiff__outcome {
+    MEMDIFF__OUT_NEW_PRIVATE = 0,
+    MEMDIFF__OUT_NEW_SHARED,
+    MEMDIFF__OUT_FREED_UNMAPPED,
+    MEMDIFF__OUT_FREED_DISCARDED,
+    MEMDIFF__OUT_FREED_SWAPPED,
+    MEMDIFF__OUT_REPLACED,
+    MEMDIFF__OUT_BECAME_PRIVATE,
+    MEMDIFF__OUT_BECAME_SHARED,
+    MEMDIFF__OUT_NONE /* unchanged: never counted */
+} memdiff__outcome;
+
+/* Counts bytes of one outcome into t (net kept up to date). */
+void memdiff__totals_count(memdiff_totals *t, memdiff__outcome outcome, uint64_t bytes);
+
+/* Pages [start, end) with one outcome, as the compare walk hands them to the block builder.
+ * label is interned in the diff's arena, so equal labels are equal pointers. */
+typedef struct memdiff__piece {
+    uint64_t start, end;
+    memdiff__outcome outcome;
+    memdiff_category category;
+    const char *label;
+    uint64_t unit;
+    unsigned presence;   /* MEMDIFF_IN_* */
+    unsigned attrs_before, attrs_after;
+} memdiff__piece;
+
+typedef struct memdiff__blocks memdiff__blocks; /* block builder, arena-allocated */
+
+/* A builder of a diff's blocks in arena: per allocation unit, or (verbose) per run of contiguous
+ * pages with identical attributes. Pieces must come in ascending order of start. */
+int memdiff__blocks_new(memdiff__arena *arena, int verbose, memdiff__blocks **out);
+int memdiff__blocks_add(memdiff__blocks *b, const memdiff__piece *piece);
+/* The blocks sorted by start, then category, with their change set; storage in the arena. */
+int memdiff__blocks_finish(memdiff__blocks *b, memdiff_block **out, size_t *count);
+
+/* Length of the valid UTF-8 sequence at s[0..n) (1 for ASCII), or 0 when s starts with a byte
+ * that does not begin one (stray continuation, overlong form, surrogate, beyond U+10FFFF). */
+size_t memdiff__utf8_len(const unsigned char *s, size_t n);
+
+/* The name of one MEMDIFF_PAGE_* bit ("present", "soft-dirty"), or NULL for an unknown bit. */
+const char *memdiff__page_attr_name(unsigned bit);
+
 #endif /* MEMDIFF_INTERNAL_H */

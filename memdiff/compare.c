@@ -1,0 +1,443 @@
+/*
+ * compare.c - the difference of two snapshots: a merge walk over both snapshots' regions and page
+ * runs, in address order, and the diff's accessors.
+ *
+ * The walk visits maximal intervals over which four things are constant: the before region (or
+ * none), the before page attributes (0 where no run covers the page: mapped, not resident), the
+ * after region and the after attributes. Every interval ends at a region or run boundary of one
+ * side, so the walk costs O(regions + runs) whatever the size of the address space; it goes page
+ * by page only where both snapshots carry frame numbers for the pages, because only there can
+ * pages of one interval differ. What each interval means:
+ *
+ *  - A page costs memory when memdiff__attrs_resident() (present, not the shared zero page).
+ *    Pages resident on neither side are left out, swapped or not.
+ *  - Mapping identity: the before and after regions at an address are the same mapping when both
+ *    exist with equal device, inode, SHARED and FILE flags and category, and, for file regions,
+ *    the same file offset at that address. Otherwise the address was unmapped and mapped again
+ *    (or never mapped on one side): before's resident pages are freed-unmapped (before region),
+ *    after's resident pages are new (after region).
+ *  - Same mapping: resident after only: new. Resident before only: freed, swapped out when the
+ *    after page is in swap, else discarded (MADV_DONTNEED, reclaim, truncation). Resident in both:
+ *    replaced when both sides know the page's frame (nonzero) and the frames differ; else
+ *    became-private / became-shared when both snapshots read pagemap (MEMDIFF_SRC_PAGEMAP) and
+ *    the exclusive bit differs; else unchanged.
+ *  - New pages are private or shared by the after page's PRIVATE bit when the after snapshot read
+ *    pagemap. Without it (fast depth through PAGEMAP_SCAN) exclusivity is unknown and estimated:
+ *    a page the kernel calls file-backed (page cache, shared anonymous: MEMDIFF_PAGE_FILE) counts
+ *    as shared, anything else as private. Blind spot: anonymous pages still shared copy-on-write
+ *    with a forked parent or child count as private.
+ *  - Attribution: new, replaced and became-* pages belong to the after region (its category,
+ *    label and allocation unit), freed pages to the before region.
+ *  - Own: when either side's region at an address is memdiff's own storage, whatever happened
+ *    there is counted in category[OWN] only: never in the diff's total, never in a block. Blind
+ *    spot: a process page that reuses an address memdiff held in the other snapshot is hidden.
+ *  - A block's presence says in which snapshot the block's mapping exists: both for changes
+ *    within one mapping, before only for pages freed because their mapping went (even when
+ *    another mapping took its place), after only for pages of a mapping that is new.
+ *
+ * Storage: everything the diff holds (blocks, labels, the infos' strings) is copied into the
+ * diff's own arena, so that it outlives both snapshots; nothing is taken from malloc.
+ */
+#include <string.h>
+
+#include "internal.h"
+
+/* One snapshot's position in the walk. */
+typedef struct side {
+    const memdiff_snapshot *snap;
+    size_t ri, rn;                /* first region / run that ends above the walk's address */
+    const memdiff__region *region; /* the region at the address, or NULL */
+    const memdiff__run *run;      /* the run at the address, or NULL */
+    unsigned attrs;               /* the run's attrs, 0 when not resident (or unmapped) */
+    const memdiff__region *label_of; /* one-entry cache: region whose label was last interned */
+    const char *label;
+} side;
+
+typedef struct walk {
+    memdiff_diff *diff;
+    memdiff__strtab *strings;
+    memdiff__blocks *blocks;
+    side b, a;
+    uint64_t page_size;
+    int frames;   /* both snapshots carry frame numbers */
+    int privacy;  /* both snapshots read the pagemap exclusive bit */
+    int new_by_private_bit;
+} walk;
+
+void memdiff__totals_count(memdiff_totals *t, memdiff__outcome outcome, uint64_t bytes)
+{
+    switch (outcome) {
+    case MEMDIFF__OUT_NEW_PRIVATE:
+        t->new_private_bytes += bytes;
+        t->new_bytes += bytes;
+        t->net_bytes += (int64_t)bytes;
+        break;
+    case MEMDIFF__OUT_NEW_SHARED:
+        t->new_shared_bytes += bytes;
+        t->new_bytes += bytes;
+        t->net_bytes += (int64_t)bytes;
+        break;
+    case MEMDIFF__OUT_FREED_UNMAPPED:
+        t->freed_unmapped_bytes += bytes;
+        t->freed_bytes += bytes;
+        t->net_bytes -= (int64_t)bytes;
+        break;
+    case MEMDIFF__OUT_FREED_DISCARDED:
+        t->freed_discarded_bytes += bytes;
+        t->freed_bytes += bytes;
+        t->net_bytes -= (int64_t)bytes;
+        break;
+    case MEMDIFF__OUT_FREED_SWAPPED:
+        t->freed_swapped_bytes += bytes;
+        t->freed_bytes += bytes;
+        t->net_bytes -= (int64_t)bytes;
+        break;
+    case MEMDIFF__OUT_REPLACED:
+        t->replaced_bytes += bytes;
+        break;
+    case MEMDIFF__OUT_BECAME_PRIVATE:
+        t->became_private_bytes += bytes;
+        break;
+    case MEMDIFF__OUT_BECAME_SHARED:
+        t->became_shared_bytes += bytes;
+        break;
+    case MEMDIFF__OUT_NONE:
+        break;
+    }
+}
+
+void memdiff__totals_add(memdiff_totals *a, const memdiff_totals *b)
+{
+    a->new_bytes += b->new_bytes;
+    a->new_private_bytes += b->new_private_bytes;
+    a->new_shared_bytes += b->new_shared_bytes;
+    a->freed_bytes += b->freed_bytes;
+    a->freed_unmapped_bytes += b->freed_unmapped_bytes;
+    a->freed_discarded_bytes += b->freed_discarded_bytes;
+    a->freed_swapped_bytes += b->freed_swapped_bytes;
+    a->replaced_bytes += b->replaced_bytes;
+    a->became_private_bytes += b->became_private_bytes;
+    a->became_shared_bytes += b->became_shared_bytes;
+    a->net_bytes = (int64_t)a->new_bytes - (int64_t)a->freed_bytes;
+}
+
+static uint64_t run_end(const side *sd, const memdiff__run *r)
+{
+    return r->start + r->npages * sd->snap->info.page_size;
+}
+
+/* Positions sd at addr and returns the next address above addr where its state changes
+ * (UINT64_MAX when none). Cursors only move forward: the walk's addresses ascend. */
+static uint64_t side_seek(side *sd, uint64_t addr)
+{
+    const memdiff_snapshot *s = sd->snap;
+    uint64_t next = UINT64_MAX;
+    while (sd->ri < s->region_count && s->regions[sd->ri].end <= addr)
+        sd->ri++;
+    sd->region = NULL;
+    if (sd->ri < s->region_count) {
+        const memdiff__region *r = &s->regions[sd->ri];
+        if (r->start <= addr) {
+            sd->region = r;
+            next = r->end;
+        } else {
+            next = r->start;
+        }
+    }
+    while (sd->rn < s->run_count && run_end(sd, &s->runs[sd->rn]) <= addr)
+        sd->rn++;
+    sd->run = NULL;
+    if (sd->rn < s->run_count) {
+        const memdiff__run *u = &s->runs[sd->rn];
+        if (u->start <= addr) {
+            sd->run = u;
+            next = MEMDIFF__MIN(next, run_end(sd, u));
+        } else {
+            next = MEMDIFF__MIN(next, u->start);
+        }
+    }
+    if (!sd->region)
+        sd->run = NULL; /* a run outside every region would be corrupt: the page is unmapped */
+    sd->attrs = sd->run ? sd->run->attrs : 0;
+    return next;
+}
+
+/* The frame numbers of sd's current run, or NULL when the snapshot has none for it. */
+static const uint64_t *run_frames(const side *sd)
+{
+    const memdiff_snapshot *s = sd->snap;
+    const memdiff__run *r = sd->run;
+    if (!s->pfn || !r || r->aux == MEMDIFF__NO_AUX || r->aux > s->aux_count ||
+        r->npages > s->aux_count - r->aux)
+        return NULL;
+    return s->pfn + r->aux;
+}
+
+static int same_mapping(const memdiff__region *b, const memdiff__region *a, uint64_t addr)
+{
+    const unsigned kind = MEMDIFF_REGION_SHARED | MEMDIFF_REGION_FILE;
+    if (!b || !a || b->dev != a->dev || b->inode != a->inode ||
+        (b->flags & kind) != (a->flags & kind) || b->category != a->category)
+        return 0;
+    if (!(b->flags & MEMDIFF_REGION_FILE))
+        return 1;
+    return b->offset + (addr - b->start) == a->offset + (addr - a->start);
+}
+
+static const char *label_of(walk *w, side *sd, const memdiff__region *r)
+{
+    if (sd->label_of != r) {
+        sd->label = memdiff__intern(&w->strings, &w->diff->arena, r->label);
+        if (!sd->label)
+            return NULL;
+        sd->label_of = r;
+    }
+    return sd->label;
+}
+
+/* Counts [lo, hi) with one outcome into the attributed region's category (or Own) and hands it
+ * to the block builder. from_after: the pages belong to the after region, else to the before. */
+static int emit(walk *w, uint64_t lo, uint64_t hi, memdiff__outcome outcome, int from_after,
+                unsigned presence, unsigned attrs_before, unsigned attrs_after)
+{
+    side *sd = from_after ? &w->a : &w->b;
+    const memdiff__region *r = sd->region;
+    int own = (w->b.region && w->b.region->category == MEMDIFF_CAT_OWN) ||
+              (w->a.region && w->a.region->category == MEMDIFF_CAT_OWN);
+    if ((unsigned)r->category >= MEMDIFF_CAT_COUNT)
+        return memdiff__set_error(MEMDIFF_EFORMAT, "region 0x%llx: category %d out of range",
+                                  (unsigned long long)r->start, (int)r->category);
+    memdiff_category cat = own ? MEMDIFF_CAT_OWN : r->category;
+    memdiff__totals_count(&w->diff->category[cat], outcome, hi - lo);
+    if (own)
+        return MEMDIFF_OK;
+    memdiff__piece p;
+    memset(&p, 0, sizeof p);
+    p.start = lo;
+    p.end = hi;
+    p.outcome = outcome;
+    p.category = cat;
+    p.label = label_of(w, sd, r);
+    if (!p.label)
+        return MEMDIFF_ENOMEM;
+    p.unit = r->unit;
+    p.presence = presence;
+    if (w->diff->flags & MEMDIFF_COMPARE_VERBOSE) {
+        p.attrs_before = attrs_before;
+        p.attrs_after = attrs_after;
+    }
+    return memdiff__blocks_add(w->blocks, &p);
+}
+
+static memdiff__outcome new_outcome(const walk *w, unsigned attrs_after)
+{
+    if (w->new_by_private_bit)
+        return (attrs_after & MEMDIFF_PAGE_PRIVATE) ? MEMDIFF__OUT_NEW_PRIVATE
+                                                    : MEMDIFF__OUT_NEW_SHARED;
+    return (attrs_after & MEMDIFF_PAGE_FILE) ? MEMDIFF__OUT_NEW_SHARED : MEMDIFF__OUT_NEW_PRIVATE;
+}
+
+/* Pages resident in both snapshots of one mapping, with frame numbers on both sides: the only
+ * per-page loop. Consecutive pages with the same outcome are handed on as one piece. */
+static int compare_frames(walk *w, uint64_t lo, uint64_t hi, const uint64_t *fb,
+                          const uint64_t *fa, memdiff__outcome privacy)
+{
+    const unsigned both = MEMDIFF_IN_BEFORE | MEMDIFF_IN_AFTER;
+    uint64_t ps = w->page_size;
+    uint64_t ib = (lo - w->b.run->start) / ps, ia = (lo - w->a.run->start) / ps;
+    uint64_t piece = lo;
+    memdiff__outcome cur = MEMDIFF__OUT_NONE;
+    for (uint64_t addr = lo; addr < hi; addr += ps, ib++, ia++) {
+        memdiff__outcome o =
+            (fb[ib] && fa[ia] && fb[ib] != fa[ia]) ? MEMDIFF__OUT_REPLACED : privacy;
+        if (o == cur)
+            continue;
+        if (cur != MEMDIFF__OUT_NONE) {
+            int rc = emit(w, piece, addr, cur, 1, both, w->b.attrs, w->a.attrs);
+            if (rc)
+                return rc;
+        }
+        cur = o;
+        piece = addr;
+    }
+    if (cur != MEMDIFF__OUT_NONE)
+        return emit(w, piece, hi, cur, 1, both, w->b.attrs, w->a.attrs);
+    return MEMDIFF_OK;
+}
+
+static int compare_interval(walk *w, uint64_t lo, uint64_t hi)
+{
+    const memdiff__region *rb = w->b.region, *ra = w->a.region;
+    unsigned ab = w->b.attrs, aa = w->a.attrs;
+    int res_b = rb && memdiff__attrs_resident(ab);
+    int res_a = ra && memdiff__attrs_resident(aa);
+    if (!res_b && !res_a)
+        return MEMDIFF_OK;
+
+    if (!same_mapping(rb, ra, lo)) {
+        /* The other side's attributes belong to another mapping: a block shows its own only. */
+        int rc = MEMDIFF_OK;
+        if (res_b)
+            rc = emit(w, lo, hi, MEMDIFF__OUT_FREED_UNMAPPED, 0, MEMDIFF_IN_BEFORE, ab, 0);
+        if (!rc && res_a)
+            rc = emit(w, lo, hi, new_outcome(w, aa), 1, MEMDIFF_IN_AFTER, 0, aa);
+        return rc;
+    }
+
+    const unsigned both = MEMDIFF_IN_BEFORE | MEMDIFF_IN_AFTER;
+    if (!res_a) {
+        memdiff__outcome o = (aa & MEMDIFF_PAGE_SWAPPED) ? MEMDIFF__OUT_FREED_SWAPPED
+                                                         : MEMDIFF__OUT_FREED_DISCARDED;
+        return emit(w, lo, hi, o, 0, both, ab, aa);
+    }
+    if (!res_b)
+        return emit(w, lo, hi, new_outcome(w, aa), 1, both, ab, aa);
+
+    memdiff__outcome privacy = MEMDIFF__OUT_NONE;
+    if (w->privacy && ((ab ^ aa) & MEMDIFF_PAGE_PRIVATE))
+        privacy = (aa & MEMDIFF_PAGE_PRIVATE) ? MEMDIFF__OUT_BECAME_PRIVATE
+                                              : MEMDIFF__OUT_BECAME_SHARED;
+    if (w->frames) {
+        const uint64_t *fb = run_frames(&w->b), *fa = run_frames(&w->a);
+        if (fb && fa)
+            return compare_frames(w, lo, hi, fb, fa, privacy);
+    }
+    if (privacy != MEMDIFF__OUT_NONE)
+        return emit(w, lo, hi, privacy, 1, both, ab, aa);
+    return MEMDIFF_OK;
+}
+
+/* A copy of info whose strings live in the diff. */
+static int copy_info(walk *w, const memdiff_snapshot_info *in, memdiff_snapshot_info *out)
+{
+    *out = *in;
+    if (in->host && !(out->host = memdiff__intern(&w->strings, &w->diff->arena, in->host)))
+        return MEMDIFF_ENOMEM;
+    if (in->degraded &&
+        !(out->degraded = memdiff__intern(&w->strings, &w->diff->arena, in->degraded)))
+        return MEMDIFF_ENOMEM;
+    return MEMDIFF_OK;
+}
+
+static int compare(walk *w)
+{
+    memdiff_diff *d = w->diff;
+    int rc = copy_info(w, &w->b.snap->info, &d->info[0]);
+    if (!rc)
+        rc = copy_info(w, &w->a.snap->info, &d->info[1]);
+    if (!rc)
+        rc = memdiff__blocks_new(&d->arena, (d->flags & MEMDIFF_COMPARE_VERBOSE) != 0, &w->blocks);
+    for (uint64_t addr = 0; !rc;) {
+        uint64_t next = MEMDIFF__MIN(side_seek(&w->b, addr), side_seek(&w->a, addr));
+        if (w->b.region || w->a.region)
+            rc = compare_interval(w, addr, next);
+        if (next == UINT64_MAX)
+            break;
+        addr = next;
+    }
+    if (!rc)
+        rc = memdiff__blocks_finish(w->blocks, &d->blocks, &d->block_count);
+    if (rc)
+        return rc;
+    for (int c = 0; c < MEMDIFF_CAT_COUNT; c++) {
+        if (c != MEMDIFF_CAT_OWN)
+            memdiff__totals_add(&d->total, &d->category[c]);
+    }
+    return MEMDIFF_OK;
+}
+
+int memdiff_compare(const memdiff_snapshot *before, const memdiff_snapshot *after,
+                    unsigned flags, memdiff_diff **out)
+{
+    if (!out)
+        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_compare: out is NULL");
+    *out = NULL;
+    if (!before || !after)
+        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_compare: NULL snapshot");
+    if (flags & ~MEMDIFF_COMPARE_VERBOSE)
+        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_compare: unknown flags 0x%x",
+                                  flags & ~MEMDIFF_COMPARE_VERBOSE);
+    if (before->info.page_size != after->info.page_size)
+        return memdiff__set_error(MEMDIFF_EMISMATCH,
+                                  "memdiff_compare: page sizes differ (%u before, %u after)",
+                                  (unsigned)before->info.page_size,
+                                  (unsigned)after->info.page_size);
+    if (before->info.page_size == 0)
+        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_compare: snapshot without page size");
+
+    /* The diff lives inside its own arena, like a snapshot: one release frees everything. */
+    memdiff__arena arena = MEMDIFF__ARENA_INIT;
+    memdiff_diff *d = memdiff__arena_alloc(&arena, sizeof *d);
+    if (!d)
+        return MEMDIFF_ENOMEM;
+    d->arena = arena;
+    d->flags = flags;
+
+    walk w;
+    memset(&w, 0, sizeof w);
+    w.diff = d;
+    w.b.snap = before;
+    w.a.snap = after;
+    w.page_size = before->info.page_size;
+    w.frames = before->pfn && after->pfn;
+    w.privacy = (before->info.sources & after->info.sources & MEMDIFF_SRC_PAGEMAP) != 0;
+    w.new_by_private_bit = (after->info.sources & MEMDIFF_SRC_PAGEMAP) != 0;
+    int rc = compare(&w);
+    if (rc) {
+        memdiff_diff_free(d);
+        if (rc == MEMDIFF_ENOMEM)
+            memdiff__set_error(rc, "memdiff_compare: out of memory");
+        return rc;
+    }
+    *out = d;
+    return MEMDIFF_OK;
+}
+
+void memdiff_diff_free(memdiff_diff *diff)
+{
+    if (diff) {
+        memdiff__arena a = diff->arena; /* the struct itself lives in the arena */
+        memdiff__arena_release(&a);
+    }
+}
+
+int memdiff_diff_totals(const memdiff_diff *diff, memdiff_totals *out)
+{
+    if (!diff || !out)
+        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_diff_totals: NULL argument");
+    *out = diff->total;
+    return MEMDIFF_OK;
+}
+
+int memdiff_diff_category_totals(const memdiff_diff *diff, memdiff_category category,
+                                 memdiff_totals *out)
+{
+    if (!diff || !out)
+        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_diff_category_totals: NULL argument");
+    if ((unsigned)category >= MEMDIFF_CAT_COUNT)
+        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_diff_category_totals: category %d",
+                                  (int)category);
+    *out = diff->category[category];
+    return MEMDIFF_OK;
+}
+
+size_t memdiff_diff_block_count(const memdiff_diff *diff)
+{
+    return diff ? diff->block_count : 0;
+}
+
+const memdiff_block *memdiff_diff_block(const memdiff_diff *diff, size_t index)
+{
+    if (!diff || index >= diff->block_count)
+        return NULL;
+    return &diff->blocks[index];
+}
+
+int memdiff_diff_snapshot_info(const memdiff_diff *diff, int which_after,
+                               memdiff_snapshot_info *out)
+{
+    if (!diff || !out)
+        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_diff_snapshot_info: NULL argument");
+    *out = diff->info[which_after ? 1 : 0];
+    return MEMDIFF_OK;
+}
