@@ -1,0 +1,212 @@
+/*
+ * report_json.c - a diff as one JSON object; the schema, field by field, is docs/json-report.md.
+ *
+ * Strings are labels and paths that a process chose (file names may hold any byte but NUL), so
+ * they are escaped for JSON (RFC 8259): quote, backslash and control characters escaped, DEL as
+ * \u007f, valid UTF-8 passed through, and every byte that is not part of valid UTF-8 written as
+ * \ufffd (U+FFFD REPLACEMENT CHARACTER), so that the output is always valid UTF-8 and valid JSON.
+ * Byte counts are exact decimal integers (beyond 2^53 some parsers round them); addresses are
+ * hex strings. Output is deterministic for a diff: no allocation, no locale.
+ */
+#include <inttypes.h>
+#include <string.h>
+
+#include "internal.h"
+
+static void put_string(FILE *out, const char *s)
+{
+    if (!s) {
+        fputs("null", out);
+        return;
+    }
+    const unsigned char *p = (const unsigned char *)s;
+    size_t n = strlen(s);
+    fputc('"', out);
+    while (n > 0) {
+        size_t len = memdiff__utf8_len(p, n);
+        switch (*p) {
+        case '"':
+            fputs("\\\"", out);
+            break;
+        case '\\':
+            fputs("\\\\", out);
+            break;
+        case '\b':
+            fputs("\\b", out);
+            break;
+        case '\f':
+            fputs("\\f", out);
+            break;
+        case '\n':
+            fputs("\\n", out);
+            break;
+        case '\r':
+            fputs("\\r", out);
+            break;
+        case '\t':
+            fputs("\\t", out);
+            break;
+        default:
+            if (len == 0)
+                fputs("\\ufffd", out);
+            else if (*p < 0x20 || *p == 0x7F)
+                fprintf(out, "\\u%04x", *p);
+            else
+                fwrite(p, 1, len, out);
+        }
+        if (len == 0)
+            len = 1;
+        p += len;
+        n -= len;
+    }
+    fputc('"', out);
+}
+
+static void put_totals(FILE *out, const memdiff_totals *t)
+{
+    fprintf(out,
+            "{\"new_bytes\": %" PRIu64 ", \"new_private_bytes\": %" PRIu64
+            ", \"new_shared_bytes\": %" PRIu64 ", \"freed_bytes\": %" PRIu64
+            ", \"freed_unmapped_bytes\": %" PRIu64 ", \"freed_discarded_bytes\": %" PRIu64
+            ", \"freed_swapped_bytes\": %" PRIu64 ", \"replaced_bytes\": %" PRIu64
+            ", \"became_private_bytes\": %" PRIu64 ", \"became_shared_bytes\": %" PRIu64
+            ", \"net_bytes\": %" PRId64 "}",
+            t->new_bytes, t->new_private_bytes, t->new_shared_bytes, t->freed_bytes,
+            t->freed_unmapped_bytes, t->freed_discarded_bytes, t->freed_swapped_bytes,
+            t->replaced_bytes, t->became_private_bytes, t->became_shared_bytes, t->net_bytes);
+}
+
+/* A JSON array of the names of the bits set in bits; names(bit) is NULL for unknown bits, which
+ * are left out. */
+static void put_names(FILE *out, unsigned bits, const char *(*names)(unsigned bit))
+{
+    int first = 1;
+    fputc('[', out);
+    for (unsigned bit = 1; bit != 0; bit <<= 1) {
+        const char *name = (bits & bit) ? names(bit) : NULL;
+        if (name) {
+            fprintf(out, "%s\"%s\"", first ? "" : ", ", name);
+            first = 0;
+        }
+    }
+    fputc(']', out);
+}
+
+static const char *source_name(unsigned bit)
+{
+    switch (bit) {
+    case MEMDIFF_SRC_MAPS:
+        return "maps";
+    case MEMDIFF_SRC_PAGEMAP:
+        return "pagemap";
+    case MEMDIFF_SRC_PAGEMAP_SCAN:
+        return "pagemap-scan";
+    case MEMDIFF_SRC_PFN:
+        return "pfn";
+    case MEMDIFF_SRC_KPAGEFLAGS:
+        return "kpageflags";
+    case MEMDIFF_SRC_KPAGECOUNT:
+        return "kpagecount";
+    case MEMDIFF_SRC_STATUS:
+        return "status";
+    case MEMDIFF_SRC_THREADS:
+        return "threads";
+    case MEMDIFF_SRC_HEAPS:
+        return "heaps";
+    case MEMDIFF_SRC_MODULES:
+        return "modules";
+    }
+    return NULL;
+}
+
+static void put_info(FILE *out, const char *key, const memdiff_snapshot_info *i)
+{
+    const memdiff_process_totals *p = &i->totals;
+    fprintf(out, "  \"%s\": {\n    \"pid\": %d,\n    \"depth\": \"%s\",\n", key, i->pid,
+            memdiff_depth_name(i->depth));
+    fprintf(out, "    \"depth_requested\": \"%s\",\n    \"sources\": ",
+            memdiff_depth_name(i->depth_requested));
+    put_names(out, i->sources, source_name);
+    fputs(",\n    \"degraded\": ", out);
+    put_string(out, i->degraded);
+    fprintf(out, ",\n    \"page_size\": %" PRIu32 ",\n    \"time_ns\": %" PRIu64 ",\n", i->page_size,
+            i->time_ns);
+    fputs("    \"host\": ", out);
+    put_string(out, i->host);
+    fprintf(out,
+            ",\n    \"region_count\": %zu,\n    \"run_count\": %zu,\n"
+            "    \"resident_bytes\": %" PRIu64 ",\n    \"private_bytes\": %" PRIu64 ",\n"
+            "    \"shared_bytes\": %" PRIu64 ",\n    \"swapped_bytes\": %" PRIu64 ",\n"
+            "    \"own_bytes\": %" PRIu64 ",\n    \"storage_bytes\": %" PRIu64 ",\n",
+            i->region_count, i->run_count, i->resident_bytes, i->private_bytes, i->shared_bytes,
+            i->swapped_bytes, i->own_bytes, i->storage_bytes);
+    fprintf(out,
+            "    \"process\": {\"vm_size\": %" PRIu64 ", \"vm_rss\": %" PRIu64
+            ", \"vm_hwm\": %" PRIu64 ", \"rss_anon\": %" PRIu64 ", \"rss_file\": %" PRIu64
+            ", \"rss_shmem\": %" PRIu64 ", \"vm_pte\": %" PRIu64 ", \"vm_swap\": %" PRIu64 "}\n",
+            p->vm_size, p->vm_rss, p->vm_hwm, p->rss_anon, p->rss_file, p->rss_shmem, p->vm_pte,
+            p->vm_swap);
+    fputs("  },\n", out);
+}
+
+static const char *presence_name(unsigned bit)
+{
+    return bit == MEMDIFF_IN_BEFORE ? "before" : bit == MEMDIFF_IN_AFTER ? "after" : NULL;
+}
+
+static void put_block(FILE *out, const memdiff_block *k, int verbose)
+{
+    fprintf(out, "    {\"start\": \"0x%" PRIx64 "\", \"end\": \"0x%" PRIx64 "\", \"category\": \"%s\", ",
+            k->start, k->end, memdiff_category_name(k->category));
+    fputs("\"label\": ", out);
+    put_string(out, k->label);
+    fprintf(out, ", \"change\": \"%s\", \"presence\": ", memdiff_change_name(k->change));
+    put_names(out, k->presence, presence_name);
+    fputs(", \"totals\": ", out);
+    put_totals(out, &k->totals);
+    if (verbose) {
+        fputs(", \"attrs_before\": ", out);
+        put_names(out, k->attrs_before, memdiff__page_attr_name);
+        fputs(", \"attrs_after\": ", out);
+        put_names(out, k->attrs_after, memdiff__page_attr_name);
+    }
+    fputc('}', out);
+}
+
+int memdiff_report_json(const memdiff_diff *diff, FILE *out, unsigned flags)
+{
+    if (!diff || !out)
+        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_report_json: NULL argument");
+    if (flags & ~MEMDIFF_REPORT_NO_HEADER)
+        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_report_json: unknown flags 0x%x",
+                                  flags & ~MEMDIFF_REPORT_NO_HEADER);
+    int verbose = (diff->flags & MEMDIFF_COMPARE_VERBOSE) != 0;
+    fputs("{\n  \"version\": 1,\n", out);
+    if (!(flags & MEMDIFF_REPORT_NO_HEADER)) {
+        put_info(out, "before", &diff->info[0]);
+        put_info(out, "after", &diff->info[1]);
+    }
+    fprintf(out, "  \"verbose\": %s,\n  \"totals\": ", verbose ? "true" : "false");
+    put_totals(out, &diff->total);
+    fputs(",\n  \"own\": ", out);
+    put_totals(out, &diff->category[MEMDIFF_CAT_OWN]);
+    fputs(",\n  \"categories\": {\n", out);
+    for (int c = 0, first = 1; c < MEMDIFF_CAT_COUNT; c++) {
+        if (c == MEMDIFF_CAT_OWN)
+            continue;
+        fprintf(out, "%s    \"%s\": ", first ? "" : ",\n",
+                memdiff_category_name((memdiff_category)c));
+        put_totals(out, &diff->category[c]);
+        first = 0;
+    }
+    fputs("\n  },\n  \"blocks\": [", out);
+    for (size_t i = 0; i < diff->block_count; i++) {
+        fputs(i ? ",\n" : "\n", out);
+        put_block(out, &diff->blocks[i], verbose);
+    }
+    fputs(diff->block_count ? "\n  ]\n}\n" : "]\n}\n", out);
+    /* A stream reports write errors late (buffered): flush before asking. */
+    if (fflush(out) != 0 || ferror(out))
+        return memdiff__set_error(MEMDIFF_EIO, "memdiff_report_json: writing the report failed");
+    return MEMDIFF_OK;
+}

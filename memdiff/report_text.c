@@ -1,0 +1,471 @@
+/*
+ * report_text.c - the MemDiff-style text report of a diff, and the small helpers both report
+ * writers share (UTF-8 validation, page attribute names).
+ *
+ * Layout (every number with thousands separators; sizes of changes signed, + new, - freed):
+ *
+ *   memdiff: pid 4242 on host, standard depth, 4096-byte pages; before 2026-11-22 10:00:00.123 UTC, after +0.250 s
+ *     (after: share counts unavailable: needs CAP_SYS_ADMIN)
+ *   Net change:              +1,056,768 bytes  (+258 pages)
+ *   Memory allocated:        +1,069,056 bytes  (261 pages: 257 private, 4 shared)
+ *   Memory freed:               -12,288 bytes  (3 pages: 1 unmapped, 2 discarded, 0 swapped out)
+ *   Replaced: 0 bytes  Became private: 4,096 bytes  Became shared: 0 bytes
+ *   memdiff's own storage:     +65,536 bytes  (excluded from all totals)
+ *
+ *   Category          New   Freed         Net  Private  Shared
+ *   heap        1,048,576  12,288  +1,036,288  ...
+ *   total       ...
+ *
+ *   Blocks (2, by allocation unit):
+ *     0x7f0000000000-0x7f0000100000  +1,048,576  heap  new (mapped after only)  malloc mmap chunk
+ *
+ * The first two lines (snapshot header) go with MEMDIFF_REPORT_NO_HEADER. The Replaced line
+ * appears only when a page was replaced or changed exclusivity, the table's Replaced /
+ * Became-private / Became-shared columns likewise. Verbose diffs add the page attributes before
+ * and after ("present,private -> -") before the label. Labels come last because they are as
+ * long as paths; bytes that would break a line or a terminal (controls, backslash, invalid
+ * UTF-8) are written as \xNN ("\\" for a backslash).
+ *
+ * No allocation: numbers are formatted into stack buffers; output is deterministic for a diff.
+ */
+#include <inttypes.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* ---- shared with report_json.c ------------------------------------------------------------ */
+
+size_t memdiff__utf8_len(const unsigned char *s, size_t n)
+{
+    if (n == 0)
+        return 0;
+    unsigned c = s[0];
+    size_t len;
+    unsigned lo = 0x80, hi = 0xBF; /* the range of the second byte */
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xC2 && c <= 0xDF) {
+        len = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        len = 3;
+        if (c == 0xE0)
+            lo = 0xA0; /* overlong */
+        else if (c == 0xED)
+            hi = 0x9F; /* UTF-16 surrogates */
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        len = 4;
+        if (c == 0xF0)
+            lo = 0x90; /* overlong */
+        else if (c == 0xF4)
+            hi = 0x8F; /* beyond U+10FFFF */
+    } else {
+        return 0;
+    }
+    if (n < len || s[1] < lo || s[1] > hi)
+        return 0;
+    for (size_t i = 2; i < len; i++) {
+        if (s[i] < 0x80 || s[i] > 0xBF)
+            return 0;
+    }
+    return len;
+}
+
+const char *memdiff__page_attr_name(unsigned bit)
+{
+    switch (bit) {
+    case MEMDIFF_PAGE_PRESENT:
+        return "present";
+    case MEMDIFF_PAGE_SWAPPED:
+        return "swapped";
+    case MEMDIFF_PAGE_PRIVATE:
+        return "private";
+    case MEMDIFF_PAGE_FILE:
+        return "file";
+    case MEMDIFF_PAGE_ZERO:
+        return "zero";
+    case MEMDIFF_PAGE_HUGE:
+        return "huge";
+    case MEMDIFF_PAGE_SOFT_DIRTY:
+        return "soft-dirty";
+    case MEMDIFF_PAGE_KSM:
+        return "ksm";
+    case MEMDIFF_PAGE_DIRTY:
+        return "dirty";
+    case MEMDIFF_PAGE_ACTIVE:
+        return "active";
+    case MEMDIFF_PAGE_REFERENCED:
+        return "referenced";
+    }
+    return NULL;
+}
+
+/* ---- formatting --------------------------------------------------------------------------- */
+
+#define NUM_MAX 40 /* "-9,223,372,036,854,775,808" and more */
+
+/* v with thousands separators; sign: '+' or '-' in front unless v is 0, or 0 for none. */
+static const char *fmt_num(char buf[NUM_MAX], uint64_t v, char sign)
+{
+    char digits[24];
+    int n = snprintf(digits, sizeof digits, "%" PRIu64, v);
+    char *p = buf;
+    if (sign && v)
+        *p++ = sign;
+    for (int i = 0; i < n; i++) {
+        if (i > 0 && (n - i) % 3 == 0)
+            *p++ = ',';
+        *p++ = digits[i];
+    }
+    *p = '\0';
+    return buf;
+}
+
+static uint64_t magnitude(int64_t v)
+{
+    return v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+}
+
+static const char *fmt_signed(char buf[NUM_MAX], int64_t v)
+{
+    return fmt_num(buf, magnitude(v), v < 0 ? '-' : '+');
+}
+
+/* Writes s so that it stays one printable line (see the top of the file). */
+static void put_label(FILE *out, const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t n = strlen(s);
+    while (n > 0) {
+        size_t len = memdiff__utf8_len(p, n);
+        if (*p == '\\') {
+            fputs("\\\\", out);
+            len = 1;
+        } else if (len == 0 || *p < 0x20 || *p == 0x7F) {
+            fprintf(out, "\\x%02x", *p);
+            len = 1;
+        } else {
+            fwrite(p, 1, len, out);
+        }
+        p += len;
+        n -= len;
+    }
+}
+
+/* "present,private", or "-" for none. */
+static const char *fmt_attrs(char *buf, size_t size, unsigned attrs)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (unsigned bit = 1; bit != 0 && used < size; bit <<= 1) {
+        const char *name = (attrs & bit) ? memdiff__page_attr_name(bit) : NULL;
+        if (name)
+            used += (size_t)snprintf(buf + used, size - used, "%s%s", used ? "," : "", name);
+    }
+    if (!buf[0])
+        snprintf(buf, size, "-");
+    return buf;
+}
+
+/* Civil date from days since 1970-01-01 (Howard Hinnant's algorithm): no gmtime, which is
+ * neither thread-safe nor available as gmtime_r everywhere. */
+static void civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
+{
+    z += 719468;
+    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    unsigned doe = (unsigned)(z - era * 146097);
+    unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    unsigned mp = (5 * doy + 2) / 153;
+    *d = doy - (153 * mp + 2) / 5 + 1;
+    *m = mp < 10 ? mp + 3 : mp - 9;
+    *y = (int64_t)yoe + era * 400 + (*m <= 2);
+}
+
+static void put_time(FILE *out, uint64_t ns)
+{
+    uint64_t secs = ns / 1000000000u;
+    int64_t y;
+    unsigned mo, d;
+    civil_from_days((int64_t)(secs / 86400), &y, &mo, &d);
+    unsigned sod = (unsigned)(secs % 86400);
+    fprintf(out, "%04" PRId64 "-%02u-%02u %02u:%02u:%02u.%03u UTC", y, mo, d, sod / 3600,
+            sod / 60 % 60, sod % 60, (unsigned)(ns / 1000000u % 1000u));
+}
+
+/* ---- the report --------------------------------------------------------------------------- */
+
+static void put_header(const memdiff_diff *diff, FILE *out)
+{
+    const memdiff_snapshot_info *b = &diff->info[0], *a = &diff->info[1];
+    fputs("memdiff: ", out);
+    if (b->pid == a->pid)
+        fprintf(out, "pid %d", a->pid);
+    else
+        fprintf(out, "pid %d -> %d", b->pid, a->pid);
+    if (a->host && a->host[0]) {
+        fputs(" on ", out);
+        put_label(out, a->host);
+    }
+    if (b->depth == a->depth)
+        fprintf(out, ", %s depth", memdiff_depth_name(a->depth));
+    else
+        fprintf(out, ", %s depth before, %s after", memdiff_depth_name(b->depth),
+                memdiff_depth_name(a->depth));
+    fprintf(out, ", %" PRIu32 "-byte pages; before ", a->page_size);
+    if (b->time_ns) {
+        put_time(out, b->time_ns);
+        int64_t dt = (int64_t)(a->time_ns - b->time_ns);
+        uint64_t ms = (magnitude(dt) + 500000u) / 1000000u;
+        fprintf(out, ", after %c%" PRIu64 ".%03u s\n", dt < 0 ? '-' : '+', ms / 1000,
+                (unsigned)(ms % 1000));
+    } else {
+        fputs("at an unknown time\n", out);
+    }
+    const char *why[2] = {b->degraded, a->degraded};
+    if (why[0] && why[1] && strcmp(why[0], why[1]) == 0) {
+        fputs("  (before and after: ", out);
+        put_label(out, why[0]);
+        fputs(")\n", out);
+        return;
+    }
+    for (int i = 0; i < 2; i++) {
+        if (why[i]) {
+            fprintf(out, "  (%s: ", i ? "after" : "before");
+            put_label(out, why[i]);
+            fputs(")\n", out);
+        }
+    }
+}
+
+static void put_summary(const memdiff_diff *diff, FILE *out)
+{
+    const memdiff_totals *t = &diff->total, *own = &diff->category[MEMDIFF_CAT_OWN];
+    uint64_t ps = diff->info[1].page_size ? diff->info[1].page_size : 1;
+    char net[NUM_MAX], alloc[NUM_MAX], freed[NUM_MAX], mine[NUM_MAX], x[NUM_MAX], y[NUM_MAX],
+        z[NUM_MAX];
+    fmt_signed(net, t->net_bytes);
+    fmt_num(alloc, t->new_bytes, '+');
+    fmt_num(freed, t->freed_bytes, '-');
+    fmt_signed(mine, own->net_bytes);
+    int w = (int)MEMDIFF__MAX(MEMDIFF__MAX(strlen(net), strlen(alloc)),
+                              MEMDIFF__MAX(strlen(freed), strlen(mine)));
+    w = MEMDIFF__MAX(w, 10);
+    int64_t net_pages = t->net_bytes / (int64_t)ps;
+    fprintf(out, "%-23s%*s bytes  (%s pages)\n", "Net change:", w, net, fmt_signed(x, net_pages));
+    fprintf(out, "%-23s%*s bytes  (%s pages: %s private, %s shared%s)\n", "Memory allocated:", w,
+            alloc, fmt_num(x, t->new_bytes / ps, 0), fmt_num(y, t->new_private_bytes / ps, 0),
+            fmt_num(z, t->new_shared_bytes / ps, 0),
+            (diff->info[1].sources & MEMDIFF_SRC_PAGEMAP) ? "" : ", estimated");
+    fprintf(out, "%-23s%*s bytes  (%s pages: %s unmapped, %s discarded, ", "Memory freed:", w,
+            freed, fmt_num(x, t->freed_bytes / ps, 0), fmt_num(y, t->freed_unmapped_bytes / ps, 0),
+            fmt_num(z, t->freed_discarded_bytes / ps, 0));
+    fprintf(out, "%s swapped out)\n", fmt_num(x, t->freed_swapped_bytes / ps, 0));
+    if (t->replaced_bytes || t->became_private_bytes || t->became_shared_bytes)
+        fprintf(out, "Replaced: %s bytes  Became private: %s bytes  Became shared: %s bytes\n",
+                fmt_num(x, t->replaced_bytes, 0), fmt_num(y, t->became_private_bytes, 0),
+                fmt_num(z, t->became_shared_bytes, 0));
+    fprintf(out, "%-23s%*s bytes  (excluded from all totals)\n", "memdiff's own storage:", w,
+            mine);
+}
+
+static int totals_empty(const memdiff_totals *t)
+{
+    return !t->new_bytes && !t->freed_bytes && !t->replaced_bytes && !t->became_private_bytes &&
+           !t->became_shared_bytes;
+}
+
+enum { COLS_MAX = 8 };
+
+/* One table row's cells, formatted. */
+static int table_cells(const memdiff_totals *t, int wide, char cells[COLS_MAX][NUM_MAX])
+{
+    int n = 0;
+    fmt_num(cells[n++], t->new_bytes, 0);
+    fmt_num(cells[n++], t->freed_bytes, 0);
+    fmt_signed(cells[n++], t->net_bytes);
+    fmt_num(cells[n++], t->new_private_bytes, 0);
+    fmt_num(cells[n++], t->new_shared_bytes, 0);
+    if (wide) {
+        fmt_num(cells[n++], t->replaced_bytes, 0);
+        fmt_num(cells[n++], t->became_private_bytes, 0);
+        fmt_num(cells[n++], t->became_shared_bytes, 0);
+    }
+    return n;
+}
+
+static void put_table(const memdiff_diff *diff, FILE *out)
+{
+    static const char *const heads[COLS_MAX] = {
+        "New", "Freed", "Net", "Private", "Shared", "Replaced", "Became private", "Became shared",
+    };
+    const memdiff_totals *t = &diff->total;
+    int wide = t->replaced_bytes || t->became_private_bytes || t->became_shared_bytes;
+    char cells[COLS_MAX][NUM_MAX];
+    int width[COLS_MAX];
+    int ncols = wide ? COLS_MAX : 5;
+    for (int i = 0; i < ncols; i++)
+        width[i] = (int)strlen(heads[i]);
+    /* Two passes: widths from every printed row (the total row is the widest), then rows. */
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1) {
+            fprintf(out, "%-12s", "Category");
+            for (int i = 0; i < ncols; i++)
+                fprintf(out, "  %*s", width[i], heads[i]);
+            fputc('\n', out);
+        }
+        for (int c = 0; c <= MEMDIFF_CAT_COUNT; c++) {
+            const memdiff_totals *row = c < MEMDIFF_CAT_COUNT ? &diff->category[c] : t;
+            if (c == MEMDIFF_CAT_OWN || (c < MEMDIFF_CAT_COUNT && totals_empty(row)))
+                continue;
+            table_cells(row, wide, cells);
+            for (int i = 0; i < ncols; i++) {
+                if (pass == 0)
+                    width[i] = MEMDIFF__MAX(width[i], (int)strlen(cells[i]));
+            }
+            if (pass == 0)
+                continue;
+            fprintf(out, "%-12s",
+                    c < MEMDIFF_CAT_COUNT ? memdiff_category_name((memdiff_category)c) : "total");
+            for (int i = 0; i < ncols; i++)
+                fprintf(out, "  %*s", width[i], cells[i]);
+            fputc('\n', out);
+        }
+    }
+}
+
+/* The size shown for a block: the net change when pages came or went, else the bytes whose
+ * frames or exclusivity changed (unsigned: nothing was added or taken away). */
+static const char *block_size(char buf[NUM_MAX], const memdiff_block *k)
+{
+    const memdiff_totals *t = &k->totals;
+    if (t->new_bytes || t->freed_bytes)
+        return fmt_signed(buf, t->net_bytes);
+    return fmt_num(buf, t->replaced_bytes + t->became_private_bytes + t->became_shared_bytes, 0);
+}
+
+static void add_part(char *buf, size_t size, size_t *used, int *parts, const char *part)
+{
+    if (*used < size)
+        *used += (size_t)snprintf(buf + *used, size - *used, "%s%s", *parts ? ", " : " (", part);
+    (*parts)++;
+}
+
+/* "new (mapped after only)", "freed (discarded, swapped out)", "mixed (new, freed)". */
+static const char *block_change(char *buf, size_t size, const memdiff_block *k)
+{
+    static const char *const names[] = {
+        "new", "freed", "replaced", "became private", "became shared", "mixed",
+    };
+    const memdiff_totals *t = &k->totals;
+    size_t used = (size_t)snprintf(buf, size, "%s", names[k->change]);
+    int parts = 0;
+    if (k->change == MEMDIFF_CHANGE_FREED) {
+        if (t->freed_unmapped_bytes)
+            add_part(buf, size, &used, &parts, "unmapped");
+        if (t->freed_discarded_bytes)
+            add_part(buf, size, &used, &parts, "discarded");
+        if (t->freed_swapped_bytes)
+            add_part(buf, size, &used, &parts, "swapped out");
+    }
+    if (k->change == MEMDIFF_CHANGE_MIXED) {
+        const uint64_t bytes[] = {t->new_bytes, t->freed_bytes, t->replaced_bytes,
+                                  t->became_private_bytes, t->became_shared_bytes};
+        for (size_t i = 0; i < sizeof bytes / sizeof bytes[0]; i++) {
+            if (bytes[i])
+                add_part(buf, size, &used, &parts, names[i]);
+        }
+    }
+    if (k->presence == MEMDIFF_IN_AFTER)
+        add_part(buf, size, &used, &parts, "mapped after only");
+    else if (k->presence == MEMDIFF_IN_BEFORE && k->change != MEMDIFF_CHANGE_FREED)
+        add_part(buf, size, &used, &parts, "mapped before only");
+    if (parts && used + 1 < size) {
+        buf[used++] = ')';
+        buf[used] = '\0';
+    }
+    return buf;
+}
+
+#define CHANGE_MAX 96
+#define ATTR_SIDE_MAX 112 /* every attribute name, comma separated */
+#define ATTRS_MAX (2 * ATTR_SIDE_MAX + 8)
+
+static const char *block_attrs(char buf[ATTRS_MAX], const memdiff_block *k)
+{
+    char before[ATTR_SIDE_MAX], after[ATTR_SIDE_MAX];
+    snprintf(buf, ATTRS_MAX, "%s -> %s", fmt_attrs(before, sizeof before, k->attrs_before),
+             fmt_attrs(after, sizeof after, k->attrs_after));
+    return buf;
+}
+
+static int hex_digits(uint64_t v)
+{
+    int n = 1;
+    while (v >>= 4)
+        n++;
+    return n;
+}
+
+static void put_blocks(const memdiff_diff *diff, FILE *out)
+{
+    int verbose = (diff->flags & MEMDIFF_COMPARE_VERBOSE) != 0;
+    size_t n = diff->block_count;
+    if (n == 0) {
+        fputs("Blocks: none\n", out);
+        return;
+    }
+    fprintf(out, "Blocks (%zu, %s):\n", n,
+            verbose ? "contiguous pages with identical attributes" : "by allocation unit");
+    char size[NUM_MAX], change[CHANGE_MAX], attrs[ATTRS_MAX];
+    int wa = 8, ws = 0, wc = 0, wh = 0, wt = 0;
+    for (size_t i = 0; i < n; i++) {
+        const memdiff_block *k = &diff->blocks[i];
+        wa = MEMDIFF__MAX(wa, hex_digits(k->end));
+        ws = MEMDIFF__MAX(ws, (int)strlen(block_size(size, k)));
+        wc = MEMDIFF__MAX(wc, (int)strlen(memdiff_category_name(k->category)));
+        wh = MEMDIFF__MAX(wh, (int)strlen(block_change(change, sizeof change, k)));
+        if (verbose)
+            wt = MEMDIFF__MAX(wt, (int)strlen(block_attrs(attrs, k)));
+    }
+    for (size_t i = 0; i < n; i++) {
+        const memdiff_block *k = &diff->blocks[i];
+        int labelled = k->label && k->label[0];
+        fprintf(out, "  0x%0*" PRIx64 "-0x%0*" PRIx64 "  %*s  %-*s  ", wa, k->start, wa, k->end,
+                ws, block_size(size, k), wc, memdiff_category_name(k->category));
+        block_change(change, sizeof change, k);
+        if (verbose) {
+            fprintf(out, "%-*s  %-*s", wh, change, labelled ? wt : 0, block_attrs(attrs, k));
+        } else {
+            fprintf(out, "%-*s", labelled ? wh : 0, change);
+        }
+        if (labelled) {
+            fputs("  ", out);
+            put_label(out, k->label);
+        }
+        fputc('\n', out);
+    }
+}
+
+int memdiff_report_text(const memdiff_diff *diff, FILE *out, unsigned flags)
+{
+    if (!diff || !out)
+        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_report_text: NULL argument");
+    if (flags & ~MEMDIFF_REPORT_NO_HEADER)
+        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_report_text: unknown flags 0x%x",
+                                  flags & ~MEMDIFF_REPORT_NO_HEADER);
+    if (!(flags & MEMDIFF_REPORT_NO_HEADER))
+        put_header(diff, out);
+    put_summary(diff, out);
+    if (totals_empty(&diff->total) && diff->block_count == 0) {
+        fputs("\nNo changed pages.\n", out);
+    } else {
+        fputc('\n', out);
+        put_table(diff, out);
+        fputc('\n', out);
+        put_blocks(diff, out);
+    }
+    /* A stream reports write errors late (buffered): flush before asking. */
+    if (fflush(out) != 0 || ferror(out))
+        return memdiff__set_error(MEMDIFF_EIO, "memdiff_report_text: writing the report failed");
+    return MEMDIFF_OK;
+}
