@@ -28,9 +28,12 @@
  *    with a forked parent or child count as private.
  *  - Attribution: new, replaced and became-* pages belong to the after region (its category,
  *    label and allocation unit), freed pages to the before region.
- *  - Own: when either side's region at an address is memdiff's own storage, whatever happened
- *    there is counted in category[OWN] only: never in the diff's total, never in a block. Blind
- *    spot: a process page that reuses an address memdiff held in the other snapshot is hidden.
+ *  - Own: pages attributed to a region of memdiff's own storage are counted in category[OWN]
+ *    only: never in the diff's total, never in a block. The attributed region decides, not
+ *    either side: memdiff releases scratch chunks right after a snapshot and the process's next
+ *    mmap often lands on their address, so "Own on either side" would hide the process's new
+ *    pages (it hid a fresh 32 KiB mapping in the first real run). There, before's Own pages
+ *    are freed-unmapped in Own and after's pages are new in their own category.
  *  - A block's presence says in which snapshot the block's mapping exists: both for changes
  *    within one mapping, before only for pages freed because their mapping went (even when
  *    another mapping took its place), after only for pages of a mapping that is new.
@@ -202,12 +205,11 @@ static int emit(walk *w, uint64_t lo, uint64_t hi, memdiff__outcome outcome, int
 {
     side *sd = from_after ? &w->a : &w->b;
     const memdiff__region *r = sd->region;
-    int own = (w->b.region && w->b.region->category == MEMDIFF_CAT_OWN) ||
-              (w->a.region && w->a.region->category == MEMDIFF_CAT_OWN);
+    int own = r->category == MEMDIFF_CAT_OWN;
     if ((unsigned)r->category >= MEMDIFF_CAT_COUNT)
         return memdiff__set_error(MEMDIFF_EFORMAT, "region 0x%llx: category %d out of range",
                                   (unsigned long long)r->start, (int)r->category);
-    memdiff_category cat = own ? MEMDIFF_CAT_OWN : r->category;
+    memdiff_category cat = r->category;
     memdiff__totals_count(&w->diff->category[cat], outcome, hi - lo);
     if (own)
         return MEMDIFF_OK;
