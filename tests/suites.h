@@ -8,7 +8,9 @@
 #define MEMDIFF_TEST_SUITES(X) \
     X(arena)                   \
     X(errors)                  \
-    X(classify)
+    X(classify)                \
+    X(compare)                 \
+    X(report)
 
 #define MEMDIFF_TEST_DECLARE(name) Suite *name##_suite(void);
 MEMDIFF_TEST_SUITES(MEMDIFF_TEST_DECLARE)

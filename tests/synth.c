@@ -1,0 +1,138 @@
+/*
+ * synth.c - synthetic snapshots (see synth.h). The layout written here must match what
+ * snapshot.c writes: the snapshot struct lives inside its own arena, labels and strings are
+ * interned in it, runs point to their region and regions to their runs, per-page frame numbers
+ * are indexed by run.aux.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "synth.h"
+
+static void malformed(const char *what, size_t index)
+{
+    fprintf(stderr, "synth: malformed table: %s (entry %zu)\n", what, index);
+    abort();
+}
+
+static int fill(memdiff_snapshot *s, const synth_spec *spec)
+{
+    memdiff__strtab *table = NULL;
+    uint64_t ps = spec->page_size ? spec->page_size : SYNTH_PAGE;
+    memdiff_snapshot_info *info = &s->info;
+    info->pid = 4242;
+    info->page_size = (uint32_t)ps;
+    info->time_ns = spec->time_ns;
+    if (spec->sources) {
+        info->sources = spec->sources;
+        info->depth = info->depth_requested = spec->depth;
+    } else {
+        info->sources = MEMDIFF_SRC_MAPS | MEMDIFF_SRC_PAGEMAP | MEMDIFF_SRC_STATUS;
+        info->depth = info->depth_requested = MEMDIFF_DEPTH_STANDARD;
+    }
+    if (spec->pfn)
+        info->sources |= MEMDIFF_SRC_PFN;
+    info->host = memdiff__intern(&table, &s->arena, "synthhost");
+    if (!info->host)
+        return MEMDIFF_ENOMEM;
+    if (spec->degraded && !(info->degraded = memdiff__intern(&table, &s->arena, spec->degraded)))
+        return MEMDIFF_ENOMEM;
+
+    size_t nr = spec->region_count, nu = spec->run_count;
+    s->regions = memdiff__arena_grow(&s->arena, NULL, 0, (nr ? nr : 1) * sizeof *s->regions);
+    s->runs = memdiff__arena_grow(&s->arena, NULL, 0, (nu ? nu : 1) * sizeof *s->runs);
+    if (!s->regions || !s->runs)
+        return MEMDIFF_ENOMEM;
+    for (size_t i = 0; i < nr; i++) {
+        const synth_region *in = &spec->regions[i];
+        memdiff__region *r = &s->regions[i];
+        if (in->start >= in->end || in->start % ps || in->end % ps ||
+            (i > 0 && in->start < spec->regions[i - 1].end))
+            malformed("region", i);
+        r->start = in->start;
+        r->end = in->end;
+        r->offset = in->offset;
+        r->dev = in->dev;
+        r->inode = in->inode;
+        r->prot = MEMDIFF_PROT_READ | MEMDIFF_PROT_WRITE;
+        r->flags = in->flags;
+        r->category = in->category;
+        r->label = memdiff__intern(&table, &s->arena, in->label ? in->label : "");
+        r->path = memdiff__intern(&table, &s->arena, "");
+        if (!r->label || !r->path)
+            return MEMDIFF_ENOMEM;
+        r->unit = in->unit;
+    }
+
+    uint64_t aux = 0;
+    size_t ri = 0;
+    for (size_t i = 0; i < nu; i++) {
+        const synth_run *in = &spec->runs[i];
+        uint64_t end = in->start + in->npages * ps;
+        if (!in->npages || in->start % ps || (i > 0 && in->start < s->runs[i - 1].start +
+                                                                      s->runs[i - 1].npages * ps))
+            malformed("run", i);
+        while (ri < nr && s->regions[ri].end <= in->start)
+            ri++;
+        if (ri == nr || s->regions[ri].start > in->start || s->regions[ri].end < end)
+            malformed("run outside every region", i);
+        memdiff__region *r = &s->regions[ri];
+        if (r->run_count == 0)
+            r->run_first = i;
+        r->run_count++;
+        memdiff__run *u = &s->runs[i];
+        u->start = in->start;
+        u->npages = in->npages;
+        u->attrs = in->attrs;
+        u->region = (uint32_t)ri;
+        u->aux = spec->pfn ? aux : MEMDIFF__NO_AUX;
+        aux += in->npages;
+        if (memdiff__attrs_resident(in->attrs)) {
+            r->resident_pages += in->npages;
+            if (in->attrs & MEMDIFF_PAGE_PRIVATE)
+                r->private_pages += in->npages;
+        }
+        if (in->attrs & MEMDIFF_PAGE_SWAPPED)
+            r->swapped_pages += in->npages;
+    }
+    if (spec->pfn) {
+        s->pfn = memdiff__arena_grow(&s->arena, NULL, 0, (aux ? aux : 1) * sizeof *s->pfn);
+        if (!s->pfn)
+            return MEMDIFF_ENOMEM;
+        memcpy(s->pfn, spec->pfn, aux * sizeof *s->pfn);
+        s->aux_count = aux;
+    }
+    s->region_count = nr;
+    s->run_count = nu;
+
+    info->region_count = nr;
+    info->run_count = nu;
+    for (size_t i = 0; i < nr; i++) {
+        const memdiff__region *r = &s->regions[i];
+        if (r->category == MEMDIFF_CAT_OWN) {
+            info->own_bytes += r->resident_pages * ps;
+            continue;
+        }
+        info->resident_bytes += r->resident_pages * ps;
+        info->private_bytes += r->private_pages * ps;
+        info->shared_bytes += (r->resident_pages - r->private_pages) * ps;
+        info->swapped_bytes += r->swapped_pages * ps;
+    }
+    return MEMDIFF_OK;
+}
+
+memdiff_snapshot *synth_snapshot(const synth_spec *spec)
+{
+    memdiff__arena a = MEMDIFF__ARENA_INIT;
+    memdiff_snapshot *s = memdiff__arena_alloc(&a, sizeof *s);
+    if (!s)
+        return NULL;
+    s->arena = a; /* from here on the snapshot's arena is s->arena */
+    if (fill(s, spec) != MEMDIFF_OK) {
+        memdiff_snapshot_free(s);
+        return NULL;
+    }
+    return s;
+}

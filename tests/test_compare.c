@@ -1,0 +1,759 @@
+/*
+ * test_compare.c - the compare engine on synthetic snapshots (tests/synth.h): every outcome with
+ * exact page counts, attribution, Own, blocks in both modes, reuse of snapshots, lifetime of the
+ * diff, error paths and a large case.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <check.h>
+
+#include "internal.h"
+#include "suites.h"
+#include "synth.h"
+
+#define PG ((uint64_t)SYNTH_PAGE)
+#define PRES MEMDIFF_PAGE_PRESENT
+#define PRIV MEMDIFF_PAGE_PRIVATE
+#define FILEPG MEMDIFF_PAGE_FILE
+#define SWAP MEMDIFF_PAGE_SWAPPED
+#define ZERO MEMDIFF_PAGE_ZERO
+#define BOTH (MEMDIFF_IN_BEFORE | MEMDIFF_IN_AFTER)
+
+#define HEAP 0x10000000u
+#define LIB 0x7f0000000000u
+#define FILEMAP 0x7f1000000000u
+#define OWNMAP 0x7f2000000000u
+
+/* Expected totals, in pages. */
+typedef struct pages {
+    uint64_t new_private, new_shared, unmapped, discarded, swapped, replaced, became_private,
+        became_shared;
+} pages;
+
+static void check_totals(const memdiff_totals *t, pages e)
+{
+    ck_assert_uint_eq(t->new_private_bytes, e.new_private * PG);
+    ck_assert_uint_eq(t->new_shared_bytes, e.new_shared * PG);
+    ck_assert_uint_eq(t->new_bytes, (e.new_private + e.new_shared) * PG);
+    ck_assert_uint_eq(t->freed_unmapped_bytes, e.unmapped * PG);
+    ck_assert_uint_eq(t->freed_discarded_bytes, e.discarded * PG);
+    ck_assert_uint_eq(t->freed_swapped_bytes, e.swapped * PG);
+    ck_assert_uint_eq(t->freed_bytes, (e.unmapped + e.discarded + e.swapped) * PG);
+    ck_assert_uint_eq(t->replaced_bytes, e.replaced * PG);
+    ck_assert_uint_eq(t->became_private_bytes, e.became_private * PG);
+    ck_assert_uint_eq(t->became_shared_bytes, e.became_shared * PG);
+    ck_assert_int_eq(t->net_bytes, ((int64_t)(e.new_private + e.new_shared) -
+                                    (int64_t)(e.unmapped + e.discarded + e.swapped)) *
+                                       (int64_t)PG);
+}
+
+static void check_diff_totals(const memdiff_diff *d, pages e)
+{
+    memdiff_totals t;
+    ck_assert_int_eq(memdiff_diff_totals(d, &t), MEMDIFF_OK);
+    check_totals(&t, e);
+}
+
+static void check_category(const memdiff_diff *d, memdiff_category c, pages e)
+{
+    memdiff_totals t;
+    ck_assert_int_eq(memdiff_diff_category_totals(d, c, &t), MEMDIFF_OK);
+    check_totals(&t, e);
+}
+
+static void check_block(const memdiff_diff *d, size_t i, uint64_t start, uint64_t end,
+                        memdiff_category c, const char *label, memdiff_change change,
+                        unsigned presence)
+{
+    const memdiff_block *k = memdiff_diff_block(d, i);
+    ck_assert_ptr_nonnull(k);
+    ck_assert_uint_eq(k->start, start);
+    ck_assert_uint_eq(k->end, end);
+    ck_assert_int_eq(k->category, c);
+    ck_assert_str_eq(k->label, label);
+    ck_assert_int_eq(k->change, change);
+    ck_assert_uint_eq(k->presence, presence);
+}
+
+/* The diff of two snapshots made from tables; both snapshots are freed before returning, which
+ * every test thereby checks the diff survives. */
+static memdiff_diff *diff_specs(const synth_spec *b, const synth_spec *a, unsigned flags)
+{
+    memdiff_snapshot *sb = synth_snapshot(b), *sa = synth_snapshot(a);
+    ck_assert_ptr_nonnull(sb);
+    ck_assert_ptr_nonnull(sa);
+    memdiff_diff *d = NULL;
+    ck_assert_int_eq(memdiff_compare(sb, sa, flags, &d), MEMDIFF_OK);
+    ck_assert_ptr_nonnull(d);
+    memdiff_snapshot_free(sa);
+    memdiff_snapshot_free(sb);
+    return d;
+}
+
+#define SPEC(regs, runs_) \
+    ((synth_spec){.regions = (regs), .region_count = SYNTH_COUNT(regs), .runs = (runs_), \
+                  .run_count = SYNTH_COUNT(runs_)})
+#define SPEC_NORUNS(regs) ((synth_spec){.regions = (regs), .region_count = SYNTH_COUNT(regs)})
+
+static const synth_region heap_only[] = {
+    {HEAP, HEAP + 16 * PG, MEMDIFF_CAT_HEAP, "[heap]", 1, 0, 0, 0, 0},
+};
+
+/* ---- outcomes ----------------------------------------------------------------------------- */
+
+START_TEST(touched_pages_are_new)
+{
+    static const synth_run before[] = {{HEAP, 4, PRES | PRIV}};
+    static const synth_run after[] = {
+        {HEAP, 10, PRES | PRIV},
+        {HEAP + 12 * PG, 2, PRES | FILEPG}, /* shared: exclusive bit clear */
+    };
+    memdiff_diff *d = diff_specs(&SPEC(heap_only, before), &SPEC(heap_only, after), 0);
+    check_diff_totals(d, (pages){.new_private = 6, .new_shared = 2});
+    check_category(d, MEMDIFF_CAT_HEAP, (pages){.new_private = 6, .new_shared = 2});
+    check_category(d, MEMDIFF_CAT_PRIVATE, (pages){0});
+    ck_assert_uint_eq(memdiff_diff_block_count(d), 1);
+    check_block(d, 0, HEAP + 4 * PG, HEAP + 14 * PG, MEMDIFF_CAT_HEAP, "[heap]",
+                MEMDIFF_CHANGE_NEW, BOTH);
+    check_totals(&memdiff_diff_block(d, 0)->totals, (pages){.new_private = 6, .new_shared = 2});
+    memdiff_diff_free(d);
+}
+END_TEST
+
+START_TEST(discarded_pages_are_freed)
+{
+    static const synth_run before[] = {{HEAP, 8, PRES | PRIV}};
+    static const synth_run after[] = {{HEAP, 3, PRES | PRIV}};
+    memdiff_diff *d = diff_specs(&SPEC(heap_only, before), &SPEC(heap_only, after), 0);
+    check_diff_totals(d, (pages){.discarded = 5});
+    ck_assert_uint_eq(memdiff_diff_block_count(d), 1);
+    check_block(d, 0, HEAP + 3 * PG, HEAP + 8 * PG, MEMDIFF_CAT_HEAP, "[heap]",
+                MEMDIFF_CHANGE_FREED, BOTH);
+    memdiff_diff_free(d);
+}
+END_TEST
+
+START_TEST(swapped_out_and_back)
+{
+    static const synth_run before[] = {
+        {HEAP, 4, PRES | PRIV},
+        {HEAP + 4 * PG, 2, SWAP}, /* swapped in both: no change */
+        {HEAP + 6 * PG, 3, SWAP}, /* swapped in again after: new */
+    };
+    static const synth_run after[] = {
+        {HEAP, 6, SWAP},
+        {HEAP + 6 * PG, 3, PRES | PRIV},
+    };
+    memdiff_diff *d = diff_specs(&SPEC(heap_only, before), &SPEC(heap_only, after), 0);
+    check_diff_totals(d, (pages){.swapped = 4, .new_private = 3});
+    ck_assert_uint_eq(memdiff_diff_block_count(d), 1);
+    check_block(d, 0, HEAP, HEAP + 9 * PG, MEMDIFF_CAT_HEAP, "[heap]", MEMDIFF_CHANGE_MIXED,
+                BOTH);
+    memdiff_diff_free(d);
+}
+END_TEST
+
+static const synth_region file_a[] = {
+    {FILEMAP, FILEMAP + 8 * PG, MEMDIFF_CAT_MAPPED_FILE, "/data/a.bin", FILEMAP,
+     MEMDIFF_REGION_FILE, 0x801, 11, 0},
+};
+
+START_TEST(unmapped_region_is_freed_before_only)
+{
+    static const synth_run before[] = {{HEAP, 2, PRES | PRIV}, {FILEMAP + PG, 3, PRES | FILEPG}};
+    static const synth_run after[] = {{HEAP, 2, PRES | PRIV}};
+    static const synth_region regs_before[] = {heap_only[0], file_a[0]};
+    memdiff_diff *d = diff_specs(&SPEC(regs_before, before), &SPEC(heap_only, after), 0);
+    check_diff_totals(d, (pages){.unmapped = 3});
+    check_category(d, MEMDIFF_CAT_MAPPED_FILE, (pages){.unmapped = 3});
+    ck_assert_uint_eq(memdiff_diff_block_count(d), 1);
+    check_block(d, 0, FILEMAP + PG, FILEMAP + 4 * PG, MEMDIFF_CAT_MAPPED_FILE, "/data/a.bin",
+                MEMDIFF_CHANGE_FREED, MEMDIFF_IN_BEFORE);
+    memdiff_diff_free(d);
+}
+END_TEST
+
+START_TEST(new_region_is_new_after_only)
+{
+    static const synth_run before[] = {{HEAP, 2, PRES | PRIV}};
+    static const synth_run after[] = {{HEAP, 2, PRES | PRIV}, {FILEMAP, 5, PRES | FILEPG}};
+    static const synth_region regs_after[] = {heap_only[0], file_a[0]};
+    memdiff_diff *d = diff_specs(&SPEC(heap_only, before), &SPEC(regs_after, after), 0);
+    check_diff_totals(d, (pages){.new_shared = 5});
+    ck_assert_uint_eq(memdiff_diff_block_count(d), 1);
+    check_block(d, 0, FILEMAP, FILEMAP + 5 * PG, MEMDIFF_CAT_MAPPED_FILE, "/data/a.bin",
+                MEMDIFF_CHANGE_NEW, MEMDIFF_IN_AFTER);
+    memdiff_diff_free(d);
+}
+END_TEST
+
+START_TEST(remapped_with_another_file_is_freed_and_new)
+{
+    static const synth_region file_b[] = {
+        {FILEMAP, FILEMAP + 8 * PG, MEMDIFF_CAT_MAPPED_FILE, "/data/b.bin", FILEMAP,
+         MEMDIFF_REGION_FILE, 0x801, 12, 0},
+    };
+    static const synth_run runs[] = {{FILEMAP, 4, PRES | FILEPG}};
+    memdiff_diff *d = diff_specs(&SPEC(file_a, runs), &SPEC(file_b, runs), 0);
+    check_diff_totals(d, (pages){.unmapped = 4, .new_shared = 4});
+    ck_assert_uint_eq(memdiff_diff_block_count(d), 2);
+    /* Same start, same category: the walk's order (freed first) is kept. */
+    check_block(d, 0, FILEMAP, FILEMAP + 4 * PG, MEMDIFF_CAT_MAPPED_FILE, "/data/a.bin",
+                MEMDIFF_CHANGE_FREED, MEMDIFF_IN_BEFORE);
+    check_block(d, 1, FILEMAP, FILEMAP + 4 * PG, MEMDIFF_CAT_MAPPED_FILE, "/data/b.bin",
+                MEMDIFF_CHANGE_NEW, MEMDIFF_IN_AFTER);
+    memdiff_diff_free(d);
+}
+END_TEST
+
+START_TEST(same_file_other_offset_is_another_mapping)
+{
+    static const synth_region shifted[] = {
+        {FILEMAP, FILEMAP + 8 * PG, MEMDIFF_CAT_MAPPED_FILE, "/data/a.bin", FILEMAP,
+         MEMDIFF_REGION_FILE, 0x801, 11, 2 * PG},
+    };
+    static const synth_run runs[] = {{FILEMAP, 2, PRES | FILEPG}};
+    memdiff_diff *d = diff_specs(&SPEC(file_a, runs), &SPEC(shifted, runs), 0);
+    check_diff_totals(d, (pages){.unmapped = 2, .new_shared = 2});
+    memdiff_diff_free(d);
+
+    /* The same file at the same offset, split into two regions after: nothing changed. */
+    static const synth_region split[] = {
+        {FILEMAP, FILEMAP + PG, MEMDIFF_CAT_MAPPED_FILE, "/data/a.bin", FILEMAP,
+         MEMDIFF_REGION_FILE, 0x801, 11, 0},
+        {FILEMAP + PG, FILEMAP + 8 * PG, MEMDIFF_CAT_MAPPED_FILE, "/data/a.bin", FILEMAP,
+         MEMDIFF_REGION_FILE, 0x801, 11, PG},
+    };
+    static const synth_run split_runs[] = {{FILEMAP, 1, PRES | FILEPG},
+                                           {FILEMAP + PG, 1, PRES | FILEPG}};
+    d = diff_specs(&SPEC(file_a, runs), &SPEC(split, split_runs), 0);
+    check_diff_totals(d, (pages){0});
+    ck_assert_uint_eq(memdiff_diff_block_count(d), 0);
+    memdiff_diff_free(d);
+}
+END_TEST
+
+START_TEST(other_category_at_one_address_sorts_by_category)
+{
+    static const synth_region anon[] = {
+        {HEAP, HEAP + 4 * PG, MEMDIFF_CAT_PRIVATE, "anonymous", 7, 0, 0, 0, 0},
+    };
+    static const synth_run runs[] = {{HEAP, 2, PRES | PRIV}};
+    memdiff_diff *d = diff_specs(&SPEC(anon, runs), &SPEC(heap_only, runs), 0);
+    check_diff_totals(d, (pages){.unmapped = 2, .new_private = 2});
+    ck_assert_uint_eq(memdiff_diff_block_count(d), 2);
+    check_block(d, 0, HEAP, HEAP + 2 * PG, MEMDIFF_CAT_HEAP, "[heap]", MEMDIFF_CHANGE_NEW,
+                MEMDIFF_IN_AFTER);
+    check_block(d, 1, HEAP, HEAP + 2 * PG, MEMDIFF_CAT_PRIVATE, "anonymous", MEMDIFF_CHANGE_FREED,
+                MEMDIFF_IN_BEFORE);
+    memdiff_diff_free(d);
+}
+END_TEST
+
+START_TEST(replaced_frames)
+{
+    static const synth_run runs[] = {{HEAP, 6, PRES | PRIV}};
+    static const uint64_t pfn_before[] = {100, 101, 102, 103, 0, 105};
+    static const uint64_t pfn_after[] = {100, 201, 202, 103, 204, 0}; /* 0: frame unknown */
+    synth_spec b = SPEC(heap_only, runs), a = SPEC(heap_only, runs);
+    b.pfn = pfn_before;
+    a.pfn = pfn_after;
+    memdiff_diff *d = diff_specs(&b, &a, 0);
+    check_diff_totals(d, (pages){.replaced = 2});
+    ck_assert_uint_eq(memdiff_diff_block_count(d), 1);
+    check_block(d, 0, HEAP + PG, HEAP + 3 * PG, MEMDIFF_CAT_HEAP, "[heap]",
+                MEMDIFF_CHANGE_REPLACED, BOTH);
+    memdiff_diff_free(d);
+
+    /* Frames on one side only: nothing can be said about frames. */
+    b.pfn = NULL;
+    d = diff_specs(&b, &a, 0);
+    check_diff_totals(d, (pages){0});
+    memdiff_diff_free(d);
+}
+END_TEST
+
+START_TEST(became_private_and_shared)
+{
+    static const synth_run before[] = {{HEAP, 3, PRES}, {HEAP + 3 * PG, 2, PRES | PRIV}};
+    static const synth_run after[] = {{HEAP, 1, PRES}, {HEAP + PG, 2, PRES | PRIV},
+                                      {HEAP + 3 * PG, 2, PRES}};
+    memdiff_diff *d = diff_specs(&SPEC(heap_only, before), &SPEC(heap_only, after), 0);
+    check_diff_totals(d, (pages){.became_private = 2, .became_shared = 2});
+    ck_assert_uint_eq(memdiff_diff_block_count(d), 1);
+    check_block(d, 0, HEAP + PG, HEAP + 5 * PG, MEMDIFF_CAT_HEAP, "[heap]", MEMDIFF_CHANGE_MIXED,
+                BOTH);
+    memdiff_diff_free(d);
+
+    d = diff_specs(&SPEC(heap_only, before), &SPEC(heap_only, after), MEMDIFF_COMPARE_VERBOSE);
+    ck_assert_uint_eq(memdiff_diff_block_count(d), 2);
+    check_block(d, 0, HEAP + PG, HEAP + 3 * PG, MEMDIFF_CAT_HEAP, "[heap]",
+                MEMDIFF_CHANGE_BECAME_PRIVATE, BOTH);
+    check_block(d, 1, HEAP + 3 * PG, HEAP + 5 * PG, MEMDIFF_CAT_HEAP, "[heap]",
+                MEMDIFF_CHANGE_BECAME_SHARED, BOTH);
+    memdiff_diff_free(d);
+
+    /* Exclusivity is only compared when both snapshots read it (pagemap). */
+    synth_spec fast = SPEC(heap_only, before);
+    fast.sources = MEMDIFF_SRC_MAPS | MEMDIFF_SRC_PAGEMAP_SCAN;
+    fast.depth = MEMDIFF_DEPTH_FAST;
+    d = diff_specs(&fast, &SPEC(heap_only, after), 0);
+    check_diff_totals(d, (pages){0});
+    memdiff_diff_free(d);
+}
+END_TEST
+
+START_TEST(fast_depth_estimates_private_and_shared)
+{
+    static const synth_run before[] = {{HEAP, 1, PRES}};
+    /* At fast depth the exclusive bit is never set: file-backed pages are estimated shared,
+     * anonymous ones private. */
+    static const synth_run after[] = {{HEAP, 4, PRES}, {HEAP + 4 * PG, 3, PRES | FILEPG}};
+    synth_spec b = SPEC(heap_only, before), a = SPEC(heap_only, after);
+    b.sources = a.sources = MEMDIFF_SRC_MAPS | MEMDIFF_SRC_PAGEMAP_SCAN;
+    b.depth = a.depth = MEMDIFF_DEPTH_FAST;
+    memdiff_diff *d = diff_specs(&b, &a, 0);
+    check_diff_totals(d, (pages){.new_private = 3, .new_shared = 3});
+    memdiff_diff_free(d);
+
+    /* With pagemap the same attributes say: nothing exclusive, all shared. */
+    d = diff_specs(&SPEC(heap_only, before), &SPEC(heap_only, after), 0);
+    check_diff_totals(d, (pages){.new_shared = 6});
+    memdiff_diff_free(d);
+}
+END_TEST
+
+START_TEST(zero_pages_cost_nothing)
+{
+    static const synth_run before[] = {{HEAP, 4, PRES | PRIV}};
+    static const synth_run after[] = {{HEAP, 2, PRES | ZERO}, {HEAP + 2 * PG, 2, PRES | PRIV},
+                                      {HEAP + 4 * PG, 3, PRES | ZERO}};
+    memdiff_diff *d = diff_specs(&SPEC(heap_only, before), &SPEC(heap_only, after), 0);
+    check_diff_totals(d, (pages){.discarded = 2});
+    memdiff_diff_free(d);
+
+    d = diff_specs(&SPEC(heap_only, after), &SPEC(heap_only, before), 0);
+    check_diff_totals(d, (pages){.new_private = 2});
+    memdiff_diff_free(d);
+}
+END_TEST
+
+START_TEST(unmapped_and_not_resident_pages_are_left_out)
+{
+    static const synth_region two[] = {
+        {HEAP, HEAP + 4 * PG, MEMDIFF_CAT_HEAP, "[heap]", 1, 0, 0, 0, 0},
+        {HEAP + 100 * PG, HEAP + 104 * PG, MEMDIFF_CAT_PRIVATE, "anonymous", 2, 0, 0, 0, 0},
+    };
+    memdiff_diff *d = diff_specs(&SPEC_NORUNS(two), &SPEC_NORUNS(heap_only), 0);
+    check_diff_totals(d, (pages){0});
+    ck_assert_uint_eq(memdiff_diff_block_count(d), 0);
+    memdiff_diff_free(d);
+}
+END_TEST
+
+/* ---- Own ---------------------------------------------------------------------------------- */
+
+START_TEST(own_is_apart_from_totals_and_blocks)
+{
+    static const synth_region before_regs[] = {
+        heap_only[0],
+        {OWNMAP, OWNMAP + 16 * PG, MEMDIFF_CAT_OWN, "memdiff", 0, 0, 0, 0, 0},
+    };
+    static const synth_region after_regs[] = {
+        heap_only[0],
+        {OWNMAP, OWNMAP + 16 * PG, MEMDIFF_CAT_OWN, "memdiff", 0, 0, 0, 0, 0},
+        {OWNMAP + 16 * PG, OWNMAP + 32 * PG, MEMDIFF_CAT_OWN, "memdiff", 0, 0, 0, 0, 0},
+    };
+    static const synth_run before[] = {{HEAP, 1, PRES | PRIV}, {OWNMAP, 4, PRES | PRIV}};
+    static const synth_run after[] = {{HEAP, 2, PRES | PRIV},
+                                      {OWNMAP, 2, PRES | PRIV},
+                                      {OWNMAP + 16 * PG, 16, PRES | PRIV}};
+    memdiff_diff *d = diff_specs(&SPEC(before_regs, before), &SPEC(after_regs, after), 0);
+    check_diff_totals(d, (pages){.new_private = 1});
+    check_category(d, MEMDIFF_CAT_OWN, (pages){.new_private = 16, .discarded = 2});
+    ck_assert_uint_eq(memdiff_diff_block_count(d), 1);
+    check_block(d, 0, HEAP + PG, HEAP + 2 * PG, MEMDIFF_CAT_HEAP, "[heap]", MEMDIFF_CHANGE_NEW,
+                BOTH);
+    memdiff_diff_free(d);
+}
+END_TEST
+
+START_TEST(own_address_reused_by_the_process)
+{
+    /* memdiff released a chunk after the first snapshot and malloc's next mmap took its
+     * address: Own lost its pages, the heap gained its own. */
+    static const synth_region before_regs[] = {
+        {OWNMAP, OWNMAP + 4 * PG, MEMDIFF_CAT_OWN, "memdiff", 0, 0, 0, 0, 0},
+    };
+    static const synth_region after_regs[] = {
+        {OWNMAP, OWNMAP + 4 * PG, MEMDIFF_CAT_HEAP, "malloc mmap chunk", OWNMAP, 0, 0, 0, 0},
+    };
+    static const synth_run runs[] = {{OWNMAP, 3, PRES | PRIV}};
+    memdiff_diff *d = diff_specs(&SPEC(before_regs, runs), &SPEC(after_regs, runs), 0);
+    check_diff_totals(d, (pages){.new_private = 3});
+    check_category(d, MEMDIFF_CAT_OWN, (pages){.unmapped = 3});
+    check_category(d, MEMDIFF_CAT_HEAP, (pages){.new_private = 3});
+    ck_assert_uint_eq(memdiff_diff_block_count(d), 1);
+    check_block(d, 0, OWNMAP, OWNMAP + 3 * PG, MEMDIFF_CAT_HEAP, "malloc mmap chunk",
+                MEMDIFF_CHANGE_NEW, MEMDIFF_IN_AFTER);
+    memdiff_diff_free(d);
+
+    /* And the other way: the process unmapped, memdiff mapped its chunk there. */
+    d = diff_specs(&SPEC(after_regs, runs), &SPEC(before_regs, runs), 0);
+    check_diff_totals(d, (pages){.unmapped = 3});
+    check_category(d, MEMDIFF_CAT_OWN, (pages){.new_private = 3});
+    ck_assert_uint_eq(memdiff_diff_block_count(d), 1);
+    check_block(d, 0, OWNMAP, OWNMAP + 3 * PG, MEMDIFF_CAT_HEAP, "malloc mmap chunk",
+                MEMDIFF_CHANGE_FREED, MEMDIFF_IN_BEFORE);
+    memdiff_diff_free(d);
+}
+END_TEST
+
+/* ---- blocks ------------------------------------------------------------------------------- */
+
+/* A module mapped as text, data (both file) and bss (anonymous), one unit; a heap beside it. */
+static const synth_region module_regs[] = {
+    {LIB, LIB + 4 * PG, MEMDIFF_CAT_IMAGE, "/usr/lib/libfoo.so", LIB, MEMDIFF_REGION_FILE, 0x801,
+     42, 0},
+    {LIB + 4 * PG, LIB + 6 * PG, MEMDIFF_CAT_IMAGE, "/usr/lib/libfoo.so", LIB,
+     MEMDIFF_REGION_FILE, 0x801, 42, 4 * PG},
+    {LIB + 6 * PG, LIB + 10 * PG, MEMDIFF_CAT_IMAGE, "/usr/lib/libfoo.so", LIB, 0, 0, 0, 0},
+    {LIB + 16 * PG, LIB + 20 * PG, MEMDIFF_CAT_HEAP, "malloc arena 0x7f0000010000", 9, 0, 0, 0, 0},
+};
+
+static const synth_run module_before[] = {
+    {LIB, 1, PRES | FILEPG},
+};
+
+static const synth_run module_after[] = {
+    {LIB, 3, PRES | FILEPG},                   /* text paged in: new shared */
+    {LIB + 4 * PG, 2, PRES | PRIV},            /* data written: new private */
+    {LIB + 6 * PG, 1, PRES | PRIV},            /* bss touched */
+    {LIB + 7 * PG, 1, PRES | PRIV | MEMDIFF_PAGE_SOFT_DIRTY},
+    {LIB + 16 * PG, 2, PRES | PRIV},
+};
+
+START_TEST(default_blocks_group_a_module)
+{
+    memdiff_diff *d = diff_specs(&SPEC(module_regs, module_before),
+                                 &SPEC(module_regs, module_after), 0);
+    check_diff_totals(d, (pages){.new_shared = 2, .new_private = 6});
+    ck_assert_uint_eq(memdiff_diff_block_count(d), 2);
+    check_block(d, 0, LIB + PG, LIB + 8 * PG, MEMDIFF_CAT_IMAGE, "/usr/lib/libfoo.so",
+                MEMDIFF_CHANGE_NEW, BOTH);
+    check_totals(&memdiff_diff_block(d, 0)->totals, (pages){.new_shared = 2, .new_private = 4});
+    ck_assert_uint_eq(memdiff_diff_block(d, 0)->attrs_before, 0);
+    ck_assert_uint_eq(memdiff_diff_block(d, 0)->attrs_after, 0);
+    check_block(d, 1, LIB + 16 * PG, LIB + 18 * PG, MEMDIFF_CAT_HEAP,
+                "malloc arena 0x7f0000010000", MEMDIFF_CHANGE_NEW, BOTH);
+    ck_assert_ptr_null(memdiff_diff_block(d, 2));
+    memdiff_diff_free(d);
+}
+END_TEST
+
+START_TEST(verbose_blocks_split_by_attributes)
+{
+    memdiff_diff *d = diff_specs(&SPEC(module_regs, module_before),
+                                 &SPEC(module_regs, module_after), MEMDIFF_COMPARE_VERBOSE);
+    check_diff_totals(d, (pages){.new_shared = 2, .new_private = 6});
+    ck_assert_uint_eq(memdiff_diff_block_count(d), 4);
+    /* Text; data and the first bss page coalesce (same attributes, contiguous, one label). */
+    check_block(d, 0, LIB + PG, LIB + 3 * PG, MEMDIFF_CAT_IMAGE, "/usr/lib/libfoo.so",
+                MEMDIFF_CHANGE_NEW, BOTH);
+    ck_assert_uint_eq(memdiff_diff_block(d, 0)->attrs_before, 0);
+    ck_assert_uint_eq(memdiff_diff_block(d, 0)->attrs_after, PRES | FILEPG);
+    check_block(d, 1, LIB + 4 * PG, LIB + 7 * PG, MEMDIFF_CAT_IMAGE, "/usr/lib/libfoo.so",
+                MEMDIFF_CHANGE_NEW, BOTH);
+    ck_assert_uint_eq(memdiff_diff_block(d, 1)->attrs_after, PRES | PRIV);
+    check_block(d, 2, LIB + 7 * PG, LIB + 8 * PG, MEMDIFF_CAT_IMAGE, "/usr/lib/libfoo.so",
+                MEMDIFF_CHANGE_NEW, BOTH);
+    ck_assert_uint_eq(memdiff_diff_block(d, 2)->attrs_after,
+                      PRES | PRIV | MEMDIFF_PAGE_SOFT_DIRTY);
+    check_block(d, 3, LIB + 16 * PG, LIB + 18 * PG, MEMDIFF_CAT_HEAP,
+                "malloc arena 0x7f0000010000", MEMDIFF_CHANGE_NEW, BOTH);
+    memdiff_diff_free(d);
+}
+END_TEST
+
+START_TEST(verbose_keeps_freed_kinds_apart)
+{
+    static const synth_run before[] = {{HEAP, 6, PRES | PRIV}};
+    static const synth_run after[] = {{HEAP, 2, SWAP}};
+    memdiff_diff *d =
+        diff_specs(&SPEC(heap_only, before), &SPEC(heap_only, after), MEMDIFF_COMPARE_VERBOSE);
+    ck_assert_uint_eq(memdiff_diff_block_count(d), 2);
+    check_block(d, 0, HEAP, HEAP + 2 * PG, MEMDIFF_CAT_HEAP, "[heap]", MEMDIFF_CHANGE_FREED,
+                BOTH);
+    check_totals(&memdiff_diff_block(d, 0)->totals, (pages){.swapped = 2});
+    ck_assert_uint_eq(memdiff_diff_block(d, 0)->attrs_after, SWAP);
+    check_block(d, 1, HEAP + 2 * PG, HEAP + 6 * PG, MEMDIFF_CAT_HEAP, "[heap]",
+                MEMDIFF_CHANGE_FREED, BOTH);
+    check_totals(&memdiff_diff_block(d, 1)->totals, (pages){.discarded = 4});
+    ck_assert_uint_eq(memdiff_diff_block(d, 1)->attrs_before, PRES | PRIV);
+    ck_assert_uint_eq(memdiff_diff_block(d, 1)->attrs_after, 0);
+    memdiff_diff_free(d);
+}
+END_TEST
+
+/* Bytes of every live arena chunk in the process: equal before and after a test that freed all
+ * it made, whatever failed on the way. */
+static uint64_t live_arena_bytes(void)
+{
+    memdiff__arena a = MEMDIFF__ARENA_INIT;
+    memdiff__range *r = NULL;
+    size_t n = 0;
+    ck_assert_int_eq(memdiff__own_ranges(&a, &r, &n), MEMDIFF_OK);
+    uint64_t sum = 0;
+    for (size_t i = 0; i < n; i++)
+        sum += r[i].end - r[i].start;
+    memdiff__arena_release(&a);
+    return sum;
+}
+
+/* ---- snapshots as const inputs, diff lifetime ---------------------------------------------- */
+
+static void check_same_diff(const memdiff_diff *x, const memdiff_diff *y)
+{
+    memdiff_totals tx, ty;
+    ck_assert_int_eq(memdiff_diff_totals(x, &tx), MEMDIFF_OK);
+    ck_assert_int_eq(memdiff_diff_totals(y, &ty), MEMDIFF_OK);
+    ck_assert_int_eq(memcmp(&tx, &ty, sizeof tx), 0);
+    for (int c = 0; c < MEMDIFF_CAT_COUNT; c++) {
+        ck_assert_int_eq(memdiff_diff_category_totals(x, (memdiff_category)c, &tx), MEMDIFF_OK);
+        ck_assert_int_eq(memdiff_diff_category_totals(y, (memdiff_category)c, &ty), MEMDIFF_OK);
+        ck_assert_int_eq(memcmp(&tx, &ty, sizeof tx), 0);
+    }
+    ck_assert_uint_eq(memdiff_diff_block_count(x), memdiff_diff_block_count(y));
+    for (size_t i = 0; i < memdiff_diff_block_count(x); i++) {
+        memdiff_block bx = *memdiff_diff_block(x, i), by = *memdiff_diff_block(y, i);
+        ck_assert_str_eq(bx.label, by.label);
+        bx.label = by.label = NULL;
+        ck_assert_int_eq(memcmp(&bx, &by, sizeof bx), 0);
+    }
+}
+
+START_TEST(compare_twice_gives_the_same_diff)
+{
+    uint64_t live = live_arena_bytes();
+    memdiff_snapshot *b = synth_snapshot(&SPEC(module_regs, module_before));
+    memdiff_snapshot *a = synth_snapshot(&SPEC(module_regs, module_after));
+    memdiff_diff *d1 = NULL, *d2 = NULL, *d3 = NULL;
+    ck_assert_int_eq(memdiff_compare(b, a, 0, &d1), MEMDIFF_OK);
+    ck_assert_int_eq(memdiff_compare(b, a, MEMDIFF_COMPARE_VERBOSE, &d3), MEMDIFF_OK);
+    ck_assert_int_eq(memdiff_compare(b, a, 0, &d2), MEMDIFF_OK);
+    check_same_diff(d1, d2);
+    memdiff_diff_free(d1);
+    memdiff_diff_free(d2);
+    memdiff_diff_free(d3);
+    /* Reversed, the same snapshots give the mirror image. */
+    ck_assert_int_eq(memdiff_compare(a, b, 0, &d1), MEMDIFF_OK);
+    check_diff_totals(d1, (pages){.discarded = 8});
+    memdiff_diff_free(d1);
+    memdiff_snapshot_free(a);
+    memdiff_snapshot_free(b);
+    ck_assert_uint_eq(live_arena_bytes(), live);
+}
+END_TEST
+
+START_TEST(diff_outlives_its_snapshots)
+{
+    synth_spec sb = SPEC(module_regs, module_before), sa = SPEC(module_regs, module_after);
+    sb.degraded = "frame numbers unavailable: needs CAP_SYS_ADMIN";
+    sb.time_ns = 1000;
+    sa.time_ns = 2000;
+    memdiff_diff *d = diff_specs(&sb, &sa, 0); /* frees both snapshots */
+    memdiff_snapshot_info info;
+    ck_assert_int_eq(memdiff_diff_snapshot_info(d, 0, &info), MEMDIFF_OK);
+    ck_assert_str_eq(info.host, "synthhost");
+    ck_assert_str_eq(info.degraded, "frame numbers unavailable: needs CAP_SYS_ADMIN");
+    ck_assert_uint_eq(info.time_ns, 1000);
+    ck_assert_int_eq(info.pid, 4242);
+    ck_assert_int_eq(memdiff_diff_snapshot_info(d, 7, &info), MEMDIFF_OK);
+    ck_assert_ptr_null(info.degraded);
+    ck_assert_uint_eq(info.time_ns, 2000);
+    ck_assert_uint_eq(info.page_size, SYNTH_PAGE);
+    ck_assert_str_eq(memdiff_diff_block(d, 0)->label, "/usr/lib/libfoo.so");
+    ck_assert_str_eq(memdiff_diff_block(d, 1)->label, "malloc arena 0x7f0000010000");
+    memdiff_diff_free(d);
+}
+END_TEST
+
+/* ---- errors ------------------------------------------------------------------------------- */
+
+START_TEST(invalid_arguments)
+{
+    static const synth_run runs[] = {{HEAP, 1, PRES | PRIV}};
+    memdiff_snapshot *s = synth_snapshot(&SPEC(heap_only, runs));
+    memdiff_diff *d = (memdiff_diff *)&d;
+    ck_assert_int_eq(memdiff_compare(NULL, s, 0, &d), MEMDIFF_EINVAL);
+    ck_assert_ptr_null(d);
+    d = (memdiff_diff *)&d;
+    ck_assert_int_eq(memdiff_compare(s, NULL, 0, &d), MEMDIFF_EINVAL);
+    ck_assert_ptr_null(d);
+    ck_assert_int_eq(memdiff_compare(s, s, 0, NULL), MEMDIFF_EINVAL);
+    ck_assert_int_eq(memdiff_compare(s, s, 0x80, &d), MEMDIFF_EINVAL);
+    ck_assert_ptr_null(d);
+    ck_assert_str_ne(memdiff_last_error(), "");
+
+    memdiff_totals t;
+    memdiff_snapshot_info info;
+    ck_assert_int_eq(memdiff_diff_totals(NULL, &t), MEMDIFF_EINVAL);
+    ck_assert_int_eq(memdiff_diff_category_totals(NULL, MEMDIFF_CAT_HEAP, &t), MEMDIFF_EINVAL);
+    ck_assert_uint_eq(memdiff_diff_block_count(NULL), 0);
+    ck_assert_ptr_null(memdiff_diff_block(NULL, 0));
+    ck_assert_int_eq(memdiff_diff_snapshot_info(NULL, 0, &info), MEMDIFF_EINVAL);
+    memdiff_diff_free(NULL);
+
+    ck_assert_int_eq(memdiff_compare(s, s, 0, &d), MEMDIFF_OK);
+    check_diff_totals(d, (pages){0});
+    ck_assert_int_eq(memdiff_diff_totals(d, NULL), MEMDIFF_EINVAL);
+    ck_assert_int_eq(memdiff_diff_category_totals(d, MEMDIFF_CAT_COUNT, &t), MEMDIFF_EINVAL);
+    ck_assert_int_eq(memdiff_diff_category_totals(d, (memdiff_category)-1, &t), MEMDIFF_EINVAL);
+    ck_assert_int_eq(memdiff_diff_snapshot_info(d, 1, NULL), MEMDIFF_EINVAL);
+    ck_assert_ptr_null(memdiff_diff_block(d, 0));
+    memdiff_diff_free(d);
+    memdiff_snapshot_free(s);
+}
+END_TEST
+
+START_TEST(page_size_mismatch)
+{
+    static const synth_region big_heap[] = {
+        {HEAP, HEAP + 16 * 16384, MEMDIFF_CAT_HEAP, "[heap]", 1, 0, 0, 0, 0},
+    };
+    static const synth_run runs[] = {{HEAP, 1, PRES | PRIV}};
+    synth_spec sa = SPEC(big_heap, runs);
+    sa.page_size = 16384;
+    memdiff_snapshot *b = synth_snapshot(&SPEC(heap_only, runs)), *a = synth_snapshot(&sa);
+    memdiff_diff *d = (memdiff_diff *)&d;
+    ck_assert_int_eq(memdiff_compare(b, a, 0, &d), MEMDIFF_EMISMATCH);
+    ck_assert_ptr_null(d);
+    memdiff_snapshot_free(a);
+    memdiff_snapshot_free(b);
+}
+END_TEST
+
+START_TEST(out_of_memory_at_every_step)
+{
+    /* Enough regions (each its own unit and label) that blocks, labels and the unit table
+     * outgrow the first arena chunk, so that failures hit each of them. */
+    enum { REGIONS = 600 };
+    static char labels[REGIONS][24];
+    static synth_region regs[REGIONS];
+    static synth_run runs[REGIONS];
+    for (int i = 0; i < REGIONS; i++) {
+        snprintf(labels[i], sizeof labels[i], "mapping %d", i);
+        uint64_t start = HEAP + (uint64_t)i * 4 * PG;
+        regs[i] = (synth_region){start, start + 2 * PG, MEMDIFF_CAT_PRIVATE, labels[i],
+                                 (uint64_t)i, 0, 0, 0, 0};
+        runs[i] = (synth_run){start + PG, 1, PRES | PRIV};
+    }
+    uint64_t live = live_arena_bytes();
+    memdiff_snapshot *b = synth_snapshot(&SPEC_NORUNS(regs));
+    memdiff_snapshot *a = synth_snapshot(&SPEC(regs, runs));
+    for (unsigned flags = 0; flags <= MEMDIFF_COMPARE_VERBOSE; flags++) {
+        int rc = MEMDIFF_ENOMEM;
+        long n;
+        for (n = 1; n < 1000 && rc == MEMDIFF_ENOMEM; n++) {
+            memdiff_diff *d = (memdiff_diff *)&d;
+            memdiff__test_fail_alloc_after(n);
+            rc = memdiff_compare(b, a, flags, &d);
+            memdiff__test_fail_alloc_after(0);
+            if (rc == MEMDIFF_ENOMEM) {
+                ck_assert_ptr_null(d);
+            } else {
+                ck_assert_int_eq(rc, MEMDIFF_OK);
+                check_diff_totals(d, (pages){.new_private = REGIONS});
+                ck_assert_uint_eq(memdiff_diff_block_count(d), REGIONS);
+                ck_assert_str_eq(memdiff_diff_block(d, REGIONS - 1)->label, "mapping 599");
+                memdiff_diff_free(d);
+            }
+        }
+        ck_assert_int_eq(rc, MEMDIFF_OK);
+        ck_assert_int_gt(n, 4); /* several failures were injected and survived */
+    }
+    memdiff_snapshot_free(a);
+    memdiff_snapshot_free(b);
+    ck_assert_uint_eq(live_arena_bytes(), live);
+}
+END_TEST
+
+/* ---- scale -------------------------------------------------------------------------------- */
+
+START_TEST(million_alternating_runs)
+{
+    enum { RUNS = 1000000 };
+    static const synth_region big[] = {
+        {HEAP, HEAP + 2 * (uint64_t)RUNS * PG, MEMDIFF_CAT_HEAP, "[heap]", 1, 0, 0, 0, 0},
+    };
+    synth_run *before = calloc(RUNS, sizeof *before), *after = calloc(RUNS, sizeof *after);
+    ck_assert_ptr_nonnull(before);
+    ck_assert_ptr_nonnull(after);
+    for (uint64_t i = 0; i < RUNS; i++) {
+        /* Even pages resident before, odd pages after: every page changes. */
+        before[i] = (synth_run){HEAP + 2 * i * PG, 1, PRES | PRIV};
+        after[i] = (synth_run){HEAP + (2 * i + 1) * PG, 1, PRES | (i % 2 ? PRIV : FILEPG)};
+    }
+    synth_spec sb = {.regions = big, .region_count = 1, .runs = before, .run_count = RUNS};
+    synth_spec sa = {.regions = big, .region_count = 1, .runs = after, .run_count = RUNS};
+    memdiff_diff *d = diff_specs(&sb, &sa, 0);
+    check_diff_totals(d, (pages){.new_private = RUNS / 2, .new_shared = RUNS / 2,
+                                 .discarded = RUNS});
+    ck_assert_uint_eq(memdiff_diff_block_count(d), 1);
+    check_block(d, 0, HEAP, HEAP + 2 * (uint64_t)RUNS * PG, MEMDIFF_CAT_HEAP, "[heap]",
+                MEMDIFF_CHANGE_MIXED, BOTH);
+    memdiff_diff_free(d);
+    free(before);
+    free(after);
+}
+END_TEST
+
+Suite *compare_suite(void)
+{
+    Suite *s = suite_create("compare");
+    TCase *tc = tcase_create("Outcomes");
+    tcase_add_test(tc, touched_pages_are_new);
+    tcase_add_test(tc, discarded_pages_are_freed);
+    tcase_add_test(tc, swapped_out_and_back);
+    tcase_add_test(tc, unmapped_region_is_freed_before_only);
+    tcase_add_test(tc, new_region_is_new_after_only);
+    tcase_add_test(tc, remapped_with_another_file_is_freed_and_new);
+    tcase_add_test(tc, same_file_other_offset_is_another_mapping);
+    tcase_add_test(tc, other_category_at_one_address_sorts_by_category);
+    tcase_add_test(tc, replaced_frames);
+    tcase_add_test(tc, became_private_and_shared);
+    tcase_add_test(tc, fast_depth_estimates_private_and_shared);
+    tcase_add_test(tc, zero_pages_cost_nothing);
+    tcase_add_test(tc, unmapped_and_not_resident_pages_are_left_out);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("Own");
+    tcase_add_test(tc, own_is_apart_from_totals_and_blocks);
+    tcase_add_test(tc, own_address_reused_by_the_process);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("Blocks");
+    tcase_add_test(tc, default_blocks_group_a_module);
+    tcase_add_test(tc, verbose_blocks_split_by_attributes);
+    tcase_add_test(tc, verbose_keeps_freed_kinds_apart);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("Lifetime");
+    tcase_add_test(tc, compare_twice_gives_the_same_diff);
+    tcase_add_test(tc, diff_outlives_its_snapshots);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("Errors");
+    tcase_add_test(tc, invalid_arguments);
+    tcase_add_test(tc, page_size_mismatch);
+    tcase_add_test(tc, out_of_memory_at_every_step);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("Limits");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, million_alternating_runs);
+    suite_add_tcase(s, tc);
+    return s;
+}
