@@ -204,6 +204,10 @@ static void put_header(const memdiff_diff *diff, FILE *out)
         fprintf(out, "pid %d -> %d", b->pid, a->pid);
     if (a->host && a->host[0]) {
         fputs(" on ", out);
+        if (b->host && b->host[0] && strcmp(b->host, a->host) != 0) {
+            put_label(out, b->host); /* a forced comparison across hosts */
+            fputs(" -> ", out);
+        }
         put_label(out, a->host);
     }
     if (b->depth == a->depth)
@@ -211,15 +215,17 @@ static void put_header(const memdiff_diff *diff, FILE *out)
     else
         fprintf(out, ", %s depth before, %s after", memdiff_depth_name(b->depth),
                 memdiff_depth_name(a->depth));
-    fprintf(out, ", %" PRIu32 "-byte pages; before ", a->page_size);
-    if (b->time_ns) {
+    fprintf(out, ", %" PRIu32 "-byte pages; ", a->page_size);
+    /* Times are UTC so that a report reads the same wherever it is printed. */
+    if (b->time_ns && a->time_ns) {
+        fputs("before ", out);
         put_time(out, b->time_ns);
         int64_t dt = (int64_t)(a->time_ns - b->time_ns);
         uint64_t ms = (magnitude(dt) + 500000u) / 1000000u;
         fprintf(out, ", after %c%" PRIu64 ".%03u s\n", dt < 0 ? '-' : '+', ms / 1000,
                 (unsigned)(ms % 1000));
     } else {
-        fputs("at an unknown time\n", out);
+        fputs("times unknown\n", out);
     }
     const char *why[2] = {b->degraded, a->degraded};
     if (why[0] && why[1] && strcmp(why[0], why[1]) == 0) {

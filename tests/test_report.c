@@ -186,6 +186,15 @@ START_TEST(text_header)
     ck_assert_msg(strncmp(got, want, strlen(want)) == 0, "header:\n%s", got);
     free(got);
     memdiff_diff_free(d);
+
+    d = sample_diff(0, 0, 0);
+    got = render(memdiff_report_text, d, 0, &len);
+    want = "memdiff: pid 4242 on synthhost, standard depth, 4096-byte pages; times unknown\n"
+           "  (after: frame numbers unavailable: needs CAP_SYS_ADMIN)\n"
+           "Net change:";
+    ck_assert_msg(strncmp(got, want, strlen(want)) == 0, "header:\n%s", got);
+    free(got);
+    memdiff_diff_free(d);
 }
 END_TEST
 
