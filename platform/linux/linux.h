@@ -1,0 +1,164 @@
+/*
+ * linux.h - private to the Linux backend (platform/linux/). Not installed.
+ *
+ * The backend reads /proc (and /sys) through the root paths of memdiff__open_args only, so a
+ * test can point it at a recorded or constructed fixture tree. It never calls malloc and never
+ * uses stdio streams or opendir: a snapshot must not touch the heap it measures. Memory comes
+ * from arenas; files are read with open/read/pread; directories with getdents64.
+ *
+ * Device numbers: /proc/PID/maps prints MAJOR(dev):MINOR(dev) in hex. memdiff__plat_region.dev
+ * packs them as (major << 32) | minor; memdiff__linux_dev() packs a stat st_dev the same way so
+ * the two compare equal.
+ */
+#ifndef MEMDIFF_LINUX_H
+#define MEMDIFF_LINUX_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/ioctl.h>
+#include <sys/types.h>
+
+#include <linux/fs.h>
+#include <linux/types.h>
+
+#include "platform.h"
+
+/* ---- PAGEMAP_SCAN (Linux 6.7, include/uapi/linux/fs.h; Documentation/admin-guide/mm/pagemap.rst)
+ * Debian 12's kernel headers predate it, so the uapi is restated here. The layout is ABI: the
+ * kernel rejects a call whose size field differs from sizeof(struct pm_scan_arg). */
+#ifndef PAGEMAP_SCAN
+#define PAGE_IS_WPALLOWED (1 << 0)
+#define PAGE_IS_WRITTEN (1 << 1)
+#define PAGE_IS_FILE (1 << 2)
+#define PAGE_IS_PRESENT (1 << 3)
+#define PAGE_IS_SWAPPED (1 << 4)
+#define PAGE_IS_PFNZERO (1 << 5)
+#define PAGE_IS_HUGE (1 << 6)
+#define PAGE_IS_SOFT_DIRTY (1 << 7)
+
+struct page_region {
+    __u64 start;
+    __u64 end;
+    __u64 categories;
+};
+
+struct pm_scan_arg {
+    __u64 size;
+    __u64 flags;
+    __u64 start;
+    __u64 end;
+    __u64 walk_end;
+    __u64 vec;
+    __u64 vec_len;
+    __u64 max_pages;
+    __u64 category_inverted;
+    __u64 category_mask;
+    __u64 category_anyof_mask;
+    __u64 return_mask;
+};
+
+#define PAGEMAP_SCAN _IOWR('f', 16, struct pm_scan_arg)
+#endif
+
+/* ---- pagemap entry bits (Documentation/admin-guide/mm/pagemap.rst) ----------------------- */
+#define MEMDIFF__PM_PFN_MASK ((UINT64_C(1) << 55) - 1) /* bits 0-54: PFN when present */
+#define MEMDIFF__PM_SOFT_DIRTY (UINT64_C(1) << 55)
+#define MEMDIFF__PM_EXCLUSIVE (UINT64_C(1) << 56)     /* page exclusively mapped (4.2) */
+#define MEMDIFF__PM_FILE (UINT64_C(1) << 61)          /* file page or shared anon (3.5) */
+#define MEMDIFF__PM_SWAP (UINT64_C(1) << 62)
+#define MEMDIFF__PM_PRESENT (UINT64_C(1) << 63)
+
+/* Batch sizes: no syscall per page anywhere. 64K pagemap entries (512 KiB) cover 256 MiB of
+ * address space with 4 KiB pages in one pread. */
+#define MEMDIFF__LINUX_BATCH 65536u
+#define MEMDIFF__LINUX_SCAN_VEC 4096u
+
+/* The backend's view of an open process. Buffers come from the scratch arena given to
+ * memdiff__plat_open, created on first use and reused by every later call. */
+struct memdiff__proc {
+    int pid;                  /* resolved, never 0 */
+    int self;                 /* the calling process */
+    const char *proc_root;    /* copies in scratch */
+    const char *sys_root;
+    char dir[PATH_MAX];       /* "<proc_root>/<pid>" or "<proc_root>/self" */
+    uint32_t page_size;
+    unsigned page_shift;
+    int pagemap_fd, mem_fd, kpageflags_fd, kpagecount_fd; /* -1 when unavailable */
+    unsigned sources;         /* MEMDIFF_SRC_* as reported in caps */
+    uint64_t zero_pfn;        /* frame of the shared zero page, 0 when unknown */
+    memdiff__arena *scratch;
+
+    char *text;               /* reusable buffer for whole-file reads */
+    size_t text_cap;
+
+    /* page walk scratch (pages.c) */
+    uint64_t *pm;             /* raw pagemap entries of one batch */
+    uint32_t *attrs;          /* decoded attrs of one batch */
+    uint64_t *pfn, *kflags, *mapcount; /* per-page arrays: pending run carried at the front */
+    uint64_t *frames, *frame_flags, *frame_counts; /* sorted unique frames of one batch */
+    uint64_t *span;           /* one pread of kpageflags / kpagecount */
+    struct page_region *vec;  /* PAGEMAP_SCAN output */
+};
+
+/* ---- errors (procfs.c) ------------------------------------------------------------------ */
+
+/* The one errno → status translation of the backend: ENOENT/ESRCH → MEMDIFF_ESRCH,
+ * EACCES/EPERM → MEMDIFF_EACCES, ENOMEM → MEMDIFF_ENOMEM, anything else → MEMDIFF_EIO. */
+int memdiff__linux_status(int err);
+
+/* Sets the detail "<what> <path>: <strerror(err)>" and returns memdiff__linux_status(err). */
+int memdiff__linux_fail(int err, const char *what, const char *path);
+
+/* ---- paths and files (procfs.c) --------------------------------------------------------- */
+
+/* "<dir>/<name>" into buf; MEMDIFF_EINVAL (with detail) when it does not fit. */
+int memdiff__linux_path(char *buf, size_t size, const char *dir, const char *name);
+
+/* open(path, O_RDONLY | O_CLOEXEC | extra_flags), retried on EINTR; -1 with errno set. */
+int memdiff__linux_open(const char *path, int extra_flags);
+
+/* Reads the whole file at path into *buf (grown from arena as needed, NUL-terminated, reusable
+ * across calls through *buf / *cap). /proc files report size 0, so it reads until EOF.
+ * Errors: translated errno with detail; MEMDIFF_ENOMEM. */
+int memdiff__linux_read_file(memdiff__arena *arena, const char *path, char **buf, size_t *cap,
+                             size_t *len);
+
+/* Reads at most size - 1 bytes of a small file into buf, NUL-terminated. Returns the length, or
+ * -errno (no detail set: callers decide whether a missing file is an error). */
+ssize_t memdiff__linux_read_small(const char *path, char *buf, size_t size);
+
+/* pread of exactly len bytes at off, retried on EINTR and short reads. Returns the bytes read
+ * (less than len only at end of file), or -errno. */
+ssize_t memdiff__linux_pread_full(int fd, void *buf, size_t len, uint64_t off);
+
+/* The value of "<key>:" in a /proc status text, in the field's own unit; 0 when missing. base is
+ * 10 for "VmRSS:   1234 kB" style fields, 16 for "CapEff:  000001ff..". */
+uint64_t memdiff__linux_status_field(const char *text, size_t len, const char *key, int base);
+
+/* (major << 32) | minor of a stat st_dev, as memdiff__plat_region.dev packs maps' dev field. */
+uint64_t memdiff__linux_dev(dev_t dev);
+
+/* ---- the process (proc.c) --------------------------------------------------------------- */
+
+/* Whether the process still runs: the calling process always does; another one has exited once
+ * its /proc directory is gone or its state is zombie or dead. */
+int memdiff__linux_alive(memdiff__proc *proc);
+
+/* Reads len (at most 64 KiB) bytes of the process's memory at addr through <dir>/mem, but only
+ * when pagemap says every page involved is present, so that reading never faults in a page and
+ * disturbs what is measured. MEMDIFF_ENOTSUP when memory cannot be read that way (no mem or
+ * pagemap file, a page not resident, a fixture tree); no other status, and no detail is set:
+ * callers treat unreadable memory as a fact to work around, not as a failure. */
+int memdiff__linux_read_mem(memdiff__proc *proc, uint64_t addr, void *buf, size_t len);
+
+/* ---- maps (maps.c) ---------------------------------------------------------------------- */
+
+/* Parses the text of a /proc/PID/maps file (len bytes, not necessarily NUL-terminated) into
+ * regions allocated from arena, in ascending order. Paths keep the kernel's "\012" escape for a
+ * newline; one trailing " (deleted)" is stripped into MEMDIFF__RF_DELETED. Errors:
+ * MEMDIFF_EFORMAT with the line number in the detail, MEMDIFF_ENOMEM. */
+int memdiff__linux_parse_maps(const char *text, size_t len, memdiff__arena *arena,
+                              memdiff__plat_region **out, size_t *count);
+
+#endif /* MEMDIFF_LINUX_H */

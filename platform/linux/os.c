@@ -1,0 +1,88 @@
+/*
+ * os.c - OS memory, clock, host name and thread identity for the Linux backend.
+ */
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "linux.h"
+
+/* Named anonymous memory (Linux 5.17, CONFIG_ANON_VMA_NAME; Documentation/filesystems/proc.rst
+ * "[anon:<name>]"). Restated for headers that predate it. */
+#ifndef PR_SET_VMA
+#define PR_SET_VMA 0x53564d41
+#endif
+#ifndef PR_SET_VMA_ANON_NAME
+#define PR_SET_VMA_ANON_NAME 0
+#endif
+
+void *memdiff__os_alloc(size_t size)
+{
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    /* The name shows as [anon:memdiff] in maps, which tells memdiff's storage apart, and keeps
+     * the kernel from merging our chunks with the program's own anonymous mappings (VMAs with
+     * different names never merge). Kernels without the feature just leave it unnamed. */
+    (void)prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, (unsigned long)p, (unsigned long)size,
+                (unsigned long)"memdiff");
+    return p;
+}
+
+void memdiff__os_free(void *p, size_t size)
+{
+    if (p)
+        munmap(p, size);
+}
+
+uint32_t memdiff__os_page_size(void)
+{
+    static atomic_uint cached;
+    unsigned v = atomic_load_explicit(&cached, memory_order_relaxed);
+    if (!v) {
+        long s = sysconf(_SC_PAGESIZE);
+        v = s > 0 ? (unsigned)s : 4096u;
+        atomic_store_explicit(&cached, v, memory_order_relaxed);
+    }
+    return v;
+}
+
+uint64_t memdiff__os_time_ns(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_REALTIME, &ts) != 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * UINT64_C(1000000000) + (uint64_t)ts.tv_nsec;
+}
+
+void memdiff__os_hostname(char *buf, size_t size)
+{
+    if (size == 0)
+        return;
+    struct utsname u;
+    buf[0] = '\0';
+    if (uname(&u) == 0) {
+        size_t n = strnlen(u.nodename, sizeof u.nodename);
+        if (n >= size)
+            n = size - 1;
+        memcpy(buf, u.nodename, n);
+        buf[n] = '\0';
+    }
+}
+
+/* The frame address rather than a local's address: with AddressSanitizer's fake stacks
+ * (detect_stack_use_after_return) locals may live on the heap, the frame never does. noinline so
+ * that the frame is this function's own, on the caller's thread stack. */
+__attribute__((noinline)) uint64_t memdiff__os_stack_hint(void)
+{
+    return (uint64_t)(uintptr_t)__builtin_frame_address(0);
+}
+
+int64_t memdiff__os_thread_id(void)
+{
+    return (int64_t)gettid();
+}

@@ -1,0 +1,295 @@
+/*
+ * proc.c - opening a process: which sources the caller may read, decided once; process totals;
+ * reading process memory without disturbing it; telling an exited process from a quiet one.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "linux.h"
+
+#define CAP_SYS_ADMIN_BIT 21 /* include/uapi/linux/capability.h */
+
+static const char PFN_WHY[] = "frame numbers need CAP_SYS_ADMIN (pagemap hides them since Linux 4.2)";
+static const char PFN_HIDDEN_WHY[] = "frame numbers are hidden: pagemap needs CAP_SYS_ADMIN in the "
+                                     "initial user namespace";
+static const char DEEP_WHY[] = "kernel page flags and map counts need CAP_SYS_ADMIN "
+                               "(/proc/kpageflags, /proc/kpagecount)";
+
+static void close_fd(int *fd)
+{
+    if (*fd >= 0)
+        close(*fd);
+    *fd = -1;
+}
+
+void memdiff__plat_close(memdiff__proc *proc)
+{
+    if (!proc)
+        return;
+    close_fd(&proc->pagemap_fd);
+    close_fd(&proc->mem_fd);
+    close_fd(&proc->kpageflags_fd);
+    close_fd(&proc->kpagecount_fd);
+}
+
+static int open_in(const char *dir, const char *name, int flags)
+{
+    char path[PATH_MAX];
+    if (memdiff__linux_path(path, sizeof path, dir, name))
+        return -1;
+    return memdiff__linux_open(path, flags);
+}
+
+/* PAGEMAP_SCAN exists from Linux 6.7 on pagemap files only. Probing a one-page range at address
+ * 0 (never mapped) costs one ioctl; any failure (ENOTTY on older kernels and on fixture files,
+ * EINVAL, EOPNOTSUPP) just means the pagemap read path is used instead. */
+static int probe_scan(int fd, uint32_t page_size)
+{
+    struct page_region vec[1];
+    struct pm_scan_arg arg;
+    memset(&arg, 0, sizeof arg);
+    arg.size = sizeof arg;
+    arg.start = 0;
+    arg.end = page_size;
+    arg.vec = (uint64_t)(uintptr_t)vec;
+    arg.vec_len = 1;
+    arg.category_anyof_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED;
+    arg.return_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED | PAGE_IS_FILE | PAGE_IS_PFNZERO |
+                      PAGE_IS_HUGE;
+    return ioctl(fd, PAGEMAP_SCAN, &arg) >= 0;
+}
+
+/* Whether the caller holds CAP_SYS_ADMIN, from the caller's own status under the proc root
+ * (<root>/self/status), so that a fixture tree can state it. */
+static int caller_has_sys_admin(const char *proc_root)
+{
+    char path[PATH_MAX], buf[4096];
+    if (snprintf(path, sizeof path, "%s/self/status", proc_root) >= (int)sizeof path)
+        return 0;
+    ssize_t n = memdiff__linux_read_small(path, buf, sizeof buf);
+    if (n <= 0)
+        return 0;
+    uint64_t capeff = memdiff__linux_status_field(buf, (size_t)n, "CapEff", 16);
+    return (capeff >> CAP_SYS_ADMIN_BIT) & 1;
+}
+
+/* The frame of the shared zero page, learned once per open: a read fault on a private anonymous
+ * page maps the zero page (mm/memory.c do_anonymous_page), and our own pagemap then names its
+ * frame. This is the one place memdiff maps a page to learn something. Returns 1 with *pfn set,
+ * 0 when unknown (no such pagemap under the proc root, e.g. a fixture tree), -1 when the entry
+ * is present but its frame reads 0: frame numbers are hidden from this caller. */
+static int learn_zero_pfn(const char *proc_root, uint32_t page_size, uint64_t *pfn)
+{
+    char path[PATH_MAX];
+    *pfn = 0;
+    if (snprintf(path, sizeof path, "%s/self/pagemap", proc_root) >= (int)sizeof path)
+        return 0;
+    void *p = mmap(NULL, page_size, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return 0;
+    (void)*(volatile const char *)p;
+    int result = 0;
+    int fd = memdiff__linux_open(path, 0);
+    if (fd >= 0) {
+        uint64_t e = 0;
+        if (memdiff__linux_pread_full(fd, &e, sizeof e, (uint64_t)(uintptr_t)p / page_size * 8) ==
+                sizeof e &&
+            (e & MEMDIFF__PM_PRESENT)) {
+            *pfn = e & MEMDIFF__PM_PFN_MASK;
+            result = *pfn ? 1 : -1;
+        }
+        close(fd);
+    }
+    munmap(p, page_size);
+    return result;
+}
+
+int memdiff__plat_open(const memdiff__open_args *args, memdiff__arena *scratch,
+                       memdiff__proc **out, memdiff__caps *caps)
+{
+    *out = NULL;
+    memset(caps, 0, sizeof *caps);
+    if (args->pid < 0)
+        return memdiff__set_error(MEMDIFF_EINVAL, "open: invalid pid %d", args->pid);
+    memdiff__proc *proc = memdiff__arena_alloc(scratch, sizeof *proc);
+    if (!proc)
+        return MEMDIFF_ENOMEM;
+    proc->pagemap_fd = proc->mem_fd = proc->kpageflags_fd = proc->kpagecount_fd = -1;
+    proc->scratch = scratch;
+    const char *proc_root = args->proc_root ? args->proc_root : "/proc";
+    const char *sys_root = args->sys_root ? args->sys_root : "/sys";
+    proc->proc_root = memdiff__arena_strndup(scratch, proc_root, strlen(proc_root));
+    proc->sys_root = memdiff__arena_strndup(scratch, sys_root, strlen(sys_root));
+    if (!proc->proc_root || !proc->sys_root)
+        return MEMDIFF_ENOMEM;
+    proc->page_size = memdiff__os_page_size();
+    while ((UINT32_C(1) << proc->page_shift) < proc->page_size)
+        proc->page_shift++;
+
+    int n;
+    if (args->pid == 0) {
+        proc->pid = (int)getpid();
+        proc->self = 1;
+        n = snprintf(proc->dir, sizeof proc->dir, "%s/self", proc_root);
+    } else {
+        proc->pid = args->pid;
+        proc->self = args->pid == (int)getpid();
+        n = snprintf(proc->dir, sizeof proc->dir, "%s/%d", proc_root, args->pid);
+    }
+    if (n < 0 || (size_t)n >= sizeof proc->dir)
+        return memdiff__set_error(MEMDIFF_EINVAL, "open: proc root too long: %s", proc_root);
+
+    /* maps decides whether the process can be read at all: its open does the ptrace access
+     * check (PTRACE_MODE_READ), so ENOENT/ESRCH and EACCES come out distinct here. */
+    char path[PATH_MAX];
+    int rc = memdiff__linux_path(path, sizeof path, proc->dir, "maps");
+    if (rc)
+        return rc;
+    int fd = memdiff__linux_open(path, 0);
+    if (fd < 0)
+        return memdiff__linux_fail(errno, "open", path);
+    close(fd);
+
+    unsigned src = MEMDIFF_SRC_MAPS | MEMDIFF_SRC_MODULES;
+    proc->pagemap_fd = open_in(proc->dir, "pagemap", 0);
+    if (proc->pagemap_fd >= 0) {
+        src |= MEMDIFF_SRC_PAGEMAP;
+        if (probe_scan(proc->pagemap_fd, proc->page_size))
+            src |= MEMDIFF_SRC_PAGEMAP_SCAN;
+    }
+    proc->mem_fd = open_in(proc->dir, "mem", 0);
+    if (proc->mem_fd >= 0)
+        src |= MEMDIFF_SRC_HEAPS;
+    fd = open_in(proc->dir, "status", 0);
+    if (fd >= 0) {
+        src |= MEMDIFF_SRC_STATUS;
+        close(fd);
+    }
+    fd = open_in(proc->dir, "task", O_DIRECTORY);
+    if (fd >= 0) {
+        src |= MEMDIFF_SRC_THREADS;
+        close(fd);
+    }
+
+    caps->pfn_why = PFN_WHY;
+    if (proc->pagemap_fd >= 0 && caller_has_sys_admin(proc_root)) {
+        int z = learn_zero_pfn(proc_root, proc->page_size, &proc->zero_pfn);
+        if (z < 0) {
+            /* CapEff can show CAP_SYS_ADMIN held in a user namespace (a container), while
+             * pagemap wants it in the initial one: trust what pagemap shows. */
+            caps->pfn_why = PFN_HIDDEN_WHY;
+        } else {
+            src |= MEMDIFF_SRC_PFN;
+            caps->pfn_why = NULL;
+        }
+    }
+    if (src & MEMDIFF_SRC_PFN) {
+        char kpath[PATH_MAX];
+        if (!memdiff__linux_path(kpath, sizeof kpath, proc_root, "kpageflags"))
+            proc->kpageflags_fd = memdiff__linux_open(kpath, 0);
+        if (!memdiff__linux_path(kpath, sizeof kpath, proc_root, "kpagecount"))
+            proc->kpagecount_fd = memdiff__linux_open(kpath, 0);
+        if (proc->kpageflags_fd >= 0)
+            src |= MEMDIFF_SRC_KPAGEFLAGS;
+        if (proc->kpagecount_fd >= 0)
+            src |= MEMDIFF_SRC_KPAGECOUNT;
+    }
+    if ((src & (MEMDIFF_SRC_KPAGEFLAGS | MEMDIFF_SRC_KPAGECOUNT)) !=
+        (MEMDIFF_SRC_KPAGEFLAGS | MEMDIFF_SRC_KPAGECOUNT))
+        caps->deep_why = DEEP_WHY;
+
+    proc->sources = src;
+    caps->page_size = proc->page_size;
+    caps->pid = proc->pid;
+    caps->sources = src;
+    *out = proc;
+    return MEMDIFF_OK;
+}
+
+int memdiff__plat_totals(memdiff__proc *proc, memdiff_process_totals *out)
+{
+    static const struct {
+        const char *key;
+        size_t offset;
+    } fields[] = {
+        {"VmSize", offsetof(memdiff_process_totals, vm_size)},
+        {"VmRSS", offsetof(memdiff_process_totals, vm_rss)},
+        {"VmHWM", offsetof(memdiff_process_totals, vm_hwm)},
+        {"RssAnon", offsetof(memdiff_process_totals, rss_anon)},
+        {"RssFile", offsetof(memdiff_process_totals, rss_file)},
+        {"RssShmem", offsetof(memdiff_process_totals, rss_shmem)},
+        {"VmPTE", offsetof(memdiff_process_totals, vm_pte)},
+        {"VmSwap", offsetof(memdiff_process_totals, vm_swap)},
+    };
+    char path[PATH_MAX];
+    size_t len = 0;
+    memset(out, 0, sizeof *out);
+    int rc = memdiff__linux_path(path, sizeof path, proc->dir, "status");
+    if (!rc)
+        rc = memdiff__linux_read_file(proc->scratch, path, &proc->text, &proc->text_cap, &len);
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+        /* proc.rst: these fields are in kB (KiB). */
+        uint64_t kb = memdiff__linux_status_field(proc->text, len, fields[i].key, 10);
+        uint64_t *slot = (uint64_t *)((char *)out + fields[i].offset);
+        *slot = kb * 1024;
+    }
+    return MEMDIFF_OK;
+}
+
+int memdiff__linux_alive(memdiff__proc *proc)
+{
+    if (proc->self)
+        return 1;
+    char path[PATH_MAX], buf[1024];
+    int fd = memdiff__linux_open(proc->dir, O_DIRECTORY);
+    if (fd < 0)
+        return 0;
+    close(fd);
+    if (memdiff__linux_path(path, sizeof path, proc->dir, "stat"))
+        return 1;
+    ssize_t n = memdiff__linux_read_small(path, buf, sizeof buf);
+    if (n <= 0)
+        return n == -ENOENT || n == -ESRCH ? 1 : 0; /* a fixture tree need not record stat */
+    /* proc.rst "stat": "pid (comm) state ..."; comm may hold ')' so take the last one. */
+    const char *rp = NULL;
+    for (ssize_t i = 0; i < n; i++)
+        if (buf[i] == ')')
+            rp = buf + i;
+    if (!rp || rp + 2 >= buf + n)
+        return 1;
+    return rp[2] != 'Z' && rp[2] != 'X' && rp[2] != 'x';
+}
+
+int memdiff__linux_read_mem(memdiff__proc *proc, uint64_t addr, void *buf, size_t len)
+{
+    enum { MAX_PAGES = 17 };
+    uint64_t entries[MAX_PAGES];
+    if (proc->mem_fd < 0 || proc->pagemap_fd < 0)
+        return MEMDIFF_ENOTSUP;
+    if (len == 0 || len > 64 * 1024 || addr > UINT64_MAX - len)
+        return MEMDIFF_ENOTSUP;
+    uint64_t first = addr >> proc->page_shift;
+    uint64_t last = (addr + len - 1) >> proc->page_shift;
+    size_t npages = (size_t)(last - first + 1);
+    if (npages > MAX_PAGES)
+        return MEMDIFF_ENOTSUP;
+    /* /proc/PID/mem reads with FOLL_FORCE: a page not yet faulted in would be faulted in (the
+     * zero page for untouched anonymous memory, a page cache page for a file). Only resident
+     * pages are read, so that looking does not change what a snapshot sees. */
+    ssize_t r = memdiff__linux_pread_full(proc->pagemap_fd, entries, npages * 8, first * 8);
+    if (r != (ssize_t)(npages * 8))
+        return MEMDIFF_ENOTSUP;
+    for (size_t i = 0; i < npages; i++)
+        if (!(entries[i] & MEMDIFF__PM_PRESENT))
+            return MEMDIFF_ENOTSUP;
+    r = memdiff__linux_pread_full(proc->mem_fd, buf, len, addr);
+    if (r != (ssize_t)len)
+        return MEMDIFF_ENOTSUP;
+    return MEMDIFF_OK;
+}

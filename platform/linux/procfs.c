@@ -1,0 +1,173 @@
+/*
+ * procfs.c - the backend's file plumbing: paths under the proc root, whole-file and small-file
+ * reads without stdio, full preads, status fields, and the one errno → status translation.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "linux.h"
+
+int memdiff__linux_status(int err)
+{
+    switch (err) {
+    case ENOENT:
+    case ESRCH:
+        return MEMDIFF_ESRCH;
+    case EACCES:
+    case EPERM:
+        return MEMDIFF_EACCES;
+    case ENOMEM:
+        return MEMDIFF_ENOMEM;
+    default:
+        return MEMDIFF_EIO;
+    }
+}
+
+int memdiff__linux_fail(int err, const char *what, const char *path)
+{
+    return memdiff__set_error(memdiff__linux_status(err), "%s %s: %s", what, path, strerror(err));
+}
+
+int memdiff__linux_path(char *buf, size_t size, const char *dir, const char *name)
+{
+    int n = snprintf(buf, size, "%s/%s", dir, name);
+    if (n < 0 || (size_t)n >= size)
+        return memdiff__set_error(MEMDIFF_EINVAL, "path too long: %s/%s", dir, name);
+    return MEMDIFF_OK;
+}
+
+int memdiff__linux_open(const char *path, int extra_flags)
+{
+    int fd;
+    do
+        fd = open(path, O_RDONLY | O_CLOEXEC | extra_flags);
+    while (fd < 0 && errno == EINTR);
+    return fd;
+}
+
+int memdiff__linux_read_file(memdiff__arena *arena, const char *path, char **buf, size_t *cap,
+                             size_t *len)
+{
+    *len = 0;
+    int fd = memdiff__linux_open(path, 0);
+    if (fd < 0)
+        return memdiff__linux_fail(errno, "open", path);
+    size_t n = 0;
+    for (;;) {
+        /* Keep room for the terminating NUL and for a large read: /proc seq files hand out
+         * at most a page or so per read, regular fixture files everything at once. */
+        if (!*buf || *cap - n < 4096 + 1) {
+            size_t ncap = *cap ? *cap * 2 : 64 * 1024;
+            char *p = memdiff__arena_grow(arena, *buf, *cap, ncap);
+            if (!p) {
+                close(fd);
+                return memdiff__set_error(MEMDIFF_ENOMEM, "reading %s: out of memory", path);
+            }
+            *buf = p;
+            *cap = ncap;
+        }
+        ssize_t r = read(fd, *buf + n, *cap - n - 1);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            int e = errno;
+            close(fd);
+            return memdiff__linux_fail(e, "read", path);
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    close(fd);
+    (*buf)[n] = '\0';
+    *len = n;
+    return MEMDIFF_OK;
+}
+
+ssize_t memdiff__linux_read_small(const char *path, char *buf, size_t size)
+{
+    if (size == 0)
+        return -EINVAL;
+    int fd = memdiff__linux_open(path, 0);
+    if (fd < 0)
+        return -errno;
+    size_t n = 0;
+    while (n < size - 1) {
+        ssize_t r = read(fd, buf + n, size - 1 - n);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            int e = errno;
+            close(fd);
+            return -e;
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    close(fd);
+    buf[n] = '\0';
+    return (ssize_t)n;
+}
+
+ssize_t memdiff__linux_pread_full(int fd, void *buf, size_t len, uint64_t off)
+{
+    size_t n = 0;
+    if (off > (uint64_t)INT64_MAX || len > (uint64_t)INT64_MAX - off)
+        return -EINVAL;
+    while (n < len) {
+        ssize_t r = pread64(fd, (char *)buf + n, len - n, (off64_t)(off + n));
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    return (ssize_t)n;
+}
+
+uint64_t memdiff__linux_status_field(const char *text, size_t len, const char *key, int base)
+{
+    size_t klen = strlen(key);
+    size_t i = 0;
+    while (i < len) {
+        const char *line = text + i;
+        const char *nl = memchr(line, '\n', len - i);
+        size_t llen = nl ? (size_t)(nl - line) : len - i;
+        if (llen > klen && memcmp(line, key, klen) == 0 && line[klen] == ':') {
+            uint64_t v = 0;
+            size_t j = klen + 1;
+            while (j < llen && (line[j] == ' ' || line[j] == '\t'))
+                j++;
+            for (; j < llen; j++) {
+                unsigned c = (unsigned char)line[j], d;
+                if (c >= '0' && c <= '9')
+                    d = c - '0';
+                else if (base == 16 && c >= 'a' && c <= 'f')
+                    d = c - 'a' + 10;
+                else if (base == 16 && c >= 'A' && c <= 'F')
+                    d = c - 'A' + 10;
+                else
+                    break;
+                if (v > (UINT64_MAX - d) / (uint64_t)base)
+                    return 0; /* not a figure the kernel would print */
+                v = v * (uint64_t)base + d;
+            }
+            return v;
+        }
+        i += llen + 1;
+    }
+    return 0;
+}
+
+uint64_t memdiff__linux_dev(dev_t dev)
+{
+    return ((uint64_t)major(dev) << 32) | (uint64_t)minor(dev);
+}

@@ -1,0 +1,187 @@
+/*
+ * threads.c - the process's threads and their stack pointers, from <dir>/task (getdents64, no
+ * opendir: that would malloc) and task/<tid>/syscall (proc.rst: "syscall").
+ *
+ * The syscall file reads "nr a1 a2 a3 a4 a5 a6 sp pc" for a thread blocked in a system call,
+ * "-1 sp pc" for one blocked outside any, and "running" for one on a CPU. The stack pointer is
+ * the second-to-last field either way. The stack's extent is left to the core, which finds the
+ * region holding sp (stack_lo / stack_hi stay 0: unknown).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "linux.h"
+
+struct dirent64_raw {
+    uint64_t d_ino;
+    int64_t d_off;
+    unsigned short d_reclen;
+    unsigned char d_type;
+    char d_name[];
+};
+
+#define DENTS_BUF (32 * 1024)
+
+static int parse_tid(const char *s, int64_t *tid)
+{
+    int64_t v = 0;
+    if (!*s)
+        return -1;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9' || v > (INT64_MAX - 9) / 10)
+            return -1;
+        v = v * 10 + (*s - '0');
+    }
+    *tid = v;
+    return v > 0 ? 0 : -1;
+}
+
+static uint64_t parse_hex_token(const char *s, size_t n, int *ok)
+{
+    uint64_t v = 0;
+    *ok = 0;
+    if (n >= 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+        s += 2;
+        n -= 2;
+    }
+    if (n == 0 || n > 16)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned c = (unsigned char)s[i], d;
+        if (c >= '0' && c <= '9')
+            d = c - '0';
+        else if (c >= 'a' && c <= 'f')
+            d = c - 'a' + 10;
+        else if (c >= 'A' && c <= 'F')
+            d = c - 'A' + 10;
+        else
+            return 0;
+        v = v << 4 | d;
+    }
+    *ok = 1;
+    return v;
+}
+
+/* The second-to-last whitespace-separated field of a syscall file, or 0 ("running", or a
+ * format this code does not know). */
+static uint64_t syscall_sp(const char *text, size_t len)
+{
+    const char *tok[2] = {NULL, NULL};
+    size_t tlen[2] = {0, 0};
+    size_t count = 0, i = 0;
+    while (i < len) {
+        while (i < len && (text[i] == ' ' || text[i] == '\n' || text[i] == '\t'))
+            i++;
+        if (i >= len)
+            break;
+        size_t s = i;
+        while (i < len && text[i] != ' ' && text[i] != '\n' && text[i] != '\t')
+            i++;
+        tok[0] = tok[1];
+        tlen[0] = tlen[1];
+        tok[1] = text + s;
+        tlen[1] = i - s;
+        count++;
+    }
+    if (count < 3)
+        return 0;
+    int ok;
+    uint64_t sp = parse_hex_token(tok[0], tlen[0], &ok);
+    return ok ? sp : 0;
+}
+
+/* The tids listed in <dir>/task into the scratch arena. */
+static int list_tids(memdiff__proc *proc, int64_t **out, size_t *count)
+{
+    char path[PATH_MAX];
+    *out = NULL;
+    *count = 0;
+    int rc = memdiff__linux_path(path, sizeof path, proc->dir, "task");
+    if (rc)
+        return rc;
+    int fd = memdiff__linux_open(path, O_DIRECTORY);
+    if (fd < 0)
+        return memdiff__linux_fail(errno, "open", path);
+    char *buf = memdiff__arena_alloc(proc->scratch, DENTS_BUF);
+    int64_t *tids = NULL;
+    size_t n = 0, cap = 0;
+    if (!buf) {
+        close(fd);
+        return MEMDIFF_ENOMEM;
+    }
+    for (;;) {
+        long got = syscall(SYS_getdents64, fd, buf, DENTS_BUF);
+        if (got < 0) {
+            if (errno == EINTR)
+                continue;
+            int e = errno;
+            close(fd);
+            return memdiff__linux_fail(e, "getdents64", path);
+        }
+        if (got == 0)
+            break;
+        for (long off = 0; off < got;) {
+            const struct dirent64_raw *d = (const struct dirent64_raw *)(buf + off);
+            if (d->d_reclen == 0 || off + d->d_reclen > got)
+                break;
+            off += d->d_reclen;
+            int64_t tid;
+            if (parse_tid(d->d_name, &tid))
+                continue;
+            if (n == cap) {
+                size_t ncap = cap ? cap * 2 : 256;
+                int64_t *v = memdiff__arena_grow(proc->scratch, tids, cap * sizeof *v,
+                                                 ncap * sizeof *v);
+                if (!v) {
+                    close(fd);
+                    return MEMDIFF_ENOMEM;
+                }
+                tids = v;
+                cap = ncap;
+            }
+            tids[n++] = tid;
+        }
+    }
+    close(fd);
+    *out = tids;
+    *count = n;
+    return MEMDIFF_OK;
+}
+
+int memdiff__plat_threads(memdiff__proc *proc, memdiff__arena *arena,
+                          memdiff__plat_thread **out, size_t *count)
+{
+    int64_t *tids;
+    size_t n;
+    *out = NULL;
+    *count = 0;
+    int rc = list_tids(proc, &tids, &n);
+    if (rc)
+        return rc;
+    memdiff__plat_thread *threads = memdiff__arena_alloc(arena, (n ? n : 1) * sizeof *threads);
+    if (!threads)
+        return MEMDIFF_ENOMEM;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        char path[PATH_MAX], text[512];
+        if (snprintf(path, sizeof path, "%s/task/%lld/syscall", proc->dir, (long long)tids[i]) >=
+            (int)sizeof path)
+            return memdiff__set_error(MEMDIFF_EINVAL, "path too long: %s/task", proc->dir);
+        ssize_t len = memdiff__linux_read_small(path, text, sizeof text);
+        if (len == -ENOENT || len == -ESRCH)
+            continue; /* the thread exited meanwhile */
+        memdiff__plat_thread *t = &threads[k++];
+        memset(t, 0, sizeof *t);
+        t->tid = tids[i];
+        /* Unreadable (syscall needs ptrace attach rights): listed, stack unknown. */
+        if (len > 0)
+            t->sp = syscall_sp(text, (size_t)len);
+    }
+    *out = threads;
+    *count = k;
+    return MEMDIFF_OK;
+}
