@@ -8,6 +8,7 @@
 #define MEMDIFF_TEST_SUITES(X) \
     X(arena)                   \
     X(errors)                  \
+    X(linux_maps)              \
     X(classify)                \
     X(compare)                 \
     X(report)

@@ -1,0 +1,364 @@
+/* test_linux_maps.c - the /proc/PID/maps parser on constructed text, and on a real mapping of a
+ * file with a hostile name. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "linux.h"
+#include "suites.h"
+
+static memdiff__arena arena;
+
+static void setup(void)
+{
+    memdiff__arena a = MEMDIFF__ARENA_INIT;
+    arena = a;
+}
+
+static void teardown(void)
+{
+    memdiff__arena_release(&arena);
+}
+
+static int parse(const char *text, memdiff__plat_region **r, size_t *n)
+{
+    return memdiff__linux_parse_maps(text, strlen(text), &arena, r, n);
+}
+
+static void expect_format_error(const char *text, const char *line_tag)
+{
+    memdiff__plat_region *r = NULL;
+    size_t n = 99;
+    ck_assert_int_eq(parse(text, &r, &n), MEMDIFF_EFORMAT);
+    ck_assert_ptr_null(r);
+    ck_assert_uint_eq(n, 0);
+    ck_assert_msg(strstr(memdiff_last_error(), line_tag) != NULL, "detail \"%s\" lacks \"%s\"",
+                  memdiff_last_error(), line_tag);
+}
+
+START_TEST(ordinary_lines)
+{
+    const char *text =
+        "55d0c0a00000-55d0c0a02000 r--p 00000000 fe:00 247134                     /usr/bin/cat\n"
+        "55d0c0a02000-55d0c0a07000 r-xp 00002000 fe:00 247134                     /usr/bin/cat\n"
+        "55d0c1000000-55d0c1021000 rw-p 00000000 00:00 0                          [heap]\n"
+        "7f1e2a000000-7f1e2a021000 rw-p 00000000 00:00 0 \n"
+        "7f1e2b000000-7f1e2b100000 rw-s 00000000 00:01 2051                       /dev/zero (deleted)\n"
+        "7ffc1a2b3000-7ffc1a2d4000 rw-p 00000000 00:00 0                          [stack]\n";
+    memdiff__plat_region *r;
+    size_t n;
+    ck_assert_int_eq(parse(text, &r, &n), MEMDIFF_OK);
+    ck_assert_uint_eq(n, 6);
+
+    ck_assert_uint_eq(r[0].start, 0x55d0c0a00000ull);
+    ck_assert_uint_eq(r[0].end, 0x55d0c0a02000ull);
+    ck_assert_uint_eq(r[0].prot, MEMDIFF_PROT_READ);
+    ck_assert_uint_eq(r[0].flags, MEMDIFF_REGION_FILE);
+    ck_assert_uint_eq(r[0].dev, 0xfeull << 32);
+    ck_assert_uint_eq(r[0].inode, 247134);
+    ck_assert_str_eq(r[0].path, "/usr/bin/cat");
+    ck_assert_int_eq(r[0].hint, MEMDIFF__HINT_NONE);
+
+    ck_assert_uint_eq(r[1].prot, MEMDIFF_PROT_READ | MEMDIFF_PROT_EXEC);
+    ck_assert_uint_eq(r[1].offset, 0x2000);
+
+    ck_assert_int_eq(r[2].hint, MEMDIFF__HINT_BRK_HEAP);
+    ck_assert_str_eq(r[2].path, "");
+    ck_assert_uint_eq(r[2].prot, MEMDIFF_PROT_READ | MEMDIFF_PROT_WRITE);
+    ck_assert_uint_eq(r[2].flags, 0);
+
+    ck_assert_str_eq(r[3].path, ""); /* trailing padding, no name */
+    ck_assert_int_eq(r[3].hint, MEMDIFF__HINT_NONE);
+    ck_assert_uint_eq(r[3].inode, 0);
+
+    ck_assert_uint_eq(r[4].flags,
+                      MEMDIFF_REGION_SHARED | MEMDIFF_REGION_FILE | MEMDIFF__RF_DELETED);
+    ck_assert_str_eq(r[4].path, "/dev/zero");
+    ck_assert_uint_eq(r[4].dev, 1);
+
+    ck_assert_int_eq(r[5].hint, MEMDIFF__HINT_MAIN_STACK);
+}
+END_TEST
+
+START_TEST(paths_with_spaces_and_deleted_text)
+{
+    const char *text =
+        "00400000-00401000 r--p 00000000 08:01 11   /home/u/my files/a b.so\n"
+        "00401000-00402000 r--p 00000000 08:01 12   /tmp/x (deleted) y\n"
+        "00402000-00403000 r--p 00000000 08:01 13   /tmp/z (deleted) (deleted)\n"
+        "00403000-00404000 r--p 00000000 08:01 14   /tmp/[heap]\n"
+        "00404000-00405000 r--p 00000000 08:01 15   /tmp/new\\012line\n";
+    memdiff__plat_region *r;
+    size_t n;
+    ck_assert_int_eq(parse(text, &r, &n), MEMDIFF_OK);
+    ck_assert_uint_eq(n, 5);
+    ck_assert_str_eq(r[0].path, "/home/u/my files/a b.so");
+    ck_assert_uint_eq(r[0].flags & MEMDIFF__RF_DELETED, 0);
+    ck_assert_str_eq(r[1].path, "/tmp/x (deleted) y"); /* not at the end: part of the name */
+    ck_assert_uint_eq(r[1].flags & MEMDIFF__RF_DELETED, 0);
+    ck_assert_str_eq(r[2].path, "/tmp/z (deleted)"); /* only one suffix is the kernel's */
+    ck_assert_uint_ne(r[2].flags & MEMDIFF__RF_DELETED, 0);
+    ck_assert_str_eq(r[3].path, "/tmp/[heap]"); /* a file, not the brk heap */
+    ck_assert_int_eq(r[3].hint, MEMDIFF__HINT_NONE);
+    ck_assert_uint_eq(r[3].flags, MEMDIFF_REGION_FILE);
+    ck_assert_str_eq(r[4].path, "/tmp/new\\012line"); /* the kernel's escape is kept */
+}
+END_TEST
+
+START_TEST(bracket_names_and_shared_memory)
+{
+    const char *text =
+        "10000000-10001000 rw-p 00000000 00:00 0   [anon:my name]\n"
+        "10001000-10002000 rw-s 00000000 00:01 99  [anon_shmem:ring buf]\n"
+        "10002000-10003000 rw-s 00000000 00:01 100 /memfd:pool (deleted)\n"
+        "10003000-10004000 rw-s 00000000 00:01 101 /SYSV0000162e (deleted)\n"
+        "10004000-10005000 rw-s 00000000 00:01 102 /SYSV12 (deleted)\n"
+        "10005000-10006000 r--p 00000000 00:00 0   [vvar]\n"
+        "10006000-10007000 r--p 00000000 00:00 0   [vvar_vclock]\n"
+        "10007000-10008000 r-xp 00000000 00:00 0   [vdso]\n"
+        "10008000-10009000 r-xp 00000000 00:00 0   [uprobes]\n"
+        "ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0  [vsyscall]\n";
+    memdiff__plat_region *r;
+    size_t n;
+    ck_assert_int_eq(parse(text, &r, &n), MEMDIFF_OK);
+    ck_assert_uint_eq(n, 10);
+    ck_assert_int_eq(r[0].hint, MEMDIFF__HINT_ANON_NAME);
+    ck_assert_str_eq(r[0].name, "my name");
+    ck_assert_str_eq(r[0].path, "");
+    ck_assert_int_eq(r[1].hint, MEMDIFF__HINT_ANON_NAME);
+    ck_assert_str_eq(r[1].name, "ring buf");
+    ck_assert_uint_eq(r[1].flags, MEMDIFF_REGION_SHARED | MEMDIFF_REGION_FILE);
+    ck_assert_int_eq(r[2].hint, MEMDIFF__HINT_MEMFD);
+    ck_assert_str_eq(r[2].path, "/memfd:pool");
+    ck_assert_uint_ne(r[2].flags & MEMDIFF__RF_DELETED, 0);
+    ck_assert_int_eq(r[3].hint, MEMDIFF__HINT_SYSV_SHM);
+    ck_assert_str_eq(r[3].path, "/SYSV0000162e");
+    ck_assert_int_eq(r[4].hint, MEMDIFF__HINT_NONE); /* not "SYSV%08x": an ordinary file */
+    ck_assert_int_eq(r[5].hint, MEMDIFF__HINT_VVAR);
+    ck_assert_int_eq(r[6].hint, MEMDIFF__HINT_VVAR);
+    ck_assert_int_eq(r[7].hint, MEMDIFF__HINT_VDSO);
+    ck_assert_int_eq(r[8].hint, MEMDIFF__HINT_OTHER);
+    ck_assert_str_eq(r[8].name, "uprobes");
+    ck_assert_int_eq(r[9].hint, MEMDIFF__HINT_VSYSCALL);
+    ck_assert_uint_eq(r[9].start, 0xffffffffff600000ull);
+    ck_assert_uint_eq(r[9].end, 0xffffffffff601000ull);
+    ck_assert_uint_eq(r[9].prot, MEMDIFF_PROT_EXEC);
+}
+END_TEST
+
+START_TEST(last_line_without_newline)
+{
+    memdiff__plat_region *r;
+    size_t n;
+    ck_assert_int_eq(parse("00400000-00401000 r--p 00000000 08:01 11 /a\n"
+                           "00401000-00402000 rw-p 00000000 00:00 0",
+                           &r, &n),
+                     MEMDIFF_OK);
+    ck_assert_uint_eq(n, 2);
+    ck_assert_uint_eq(r[1].end, 0x402000);
+    ck_assert_str_eq(r[1].path, "");
+    ck_assert_int_eq(parse("", &r, &n), MEMDIFF_OK);
+    ck_assert_uint_eq(n, 0);
+}
+END_TEST
+
+/* The text ends exactly at a page followed by an inaccessible one: any read past len faults. */
+START_TEST(honours_len_without_terminator)
+{
+    long ps = sysconf(_SC_PAGESIZE);
+    char *mem = mmap(NULL, (size_t)ps * 2, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                     -1, 0);
+    ck_assert_ptr_ne(mem, MAP_FAILED);
+    ck_assert_int_eq(mprotect(mem + ps, (size_t)ps, PROT_NONE), 0);
+    const char *lines[] = {
+        "00400000-00401000 r--p 00000000 08:01 11 /path with space",
+        "00400000-00401000 r--p 00000000 08:01 11",
+        "00400000-00401000 r--p 00000000 08:01",
+        "00400000-00401000 r--p 0000",
+        "00400000-00401000 r",
+        "00400000-004",
+    };
+    for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
+        size_t len = strlen(lines[i]);
+        char *text = mem + ps - (long)len;
+        memcpy(text, lines[i], len);
+        memdiff__plat_region *r;
+        size_t n;
+        int rc = memdiff__linux_parse_maps(text, len, &arena, &r, &n);
+        ck_assert_int_eq(rc, i < 2 ? MEMDIFF_OK : MEMDIFF_EFORMAT);
+    }
+    /* len shorter than the text: what follows is not looked at */
+    const char *two = "00400000-00401000 r--p 00000000 08:01 11 /a\nGARBAGE";
+    memdiff__plat_region *r;
+    size_t n;
+    ck_assert_int_eq(memdiff__linux_parse_maps(two, strlen(two) - 7, &arena, &r, &n), MEMDIFF_OK);
+    ck_assert_uint_eq(n, 1);
+    munmap(mem, (size_t)ps * 2);
+}
+END_TEST
+
+START_TEST(malformed_lines)
+{
+    const char *ok = "00400000-00401000 r--p 00000000 08:01 11 /a\n";
+    char buf[512];
+    static const char *bad[] = {
+        "zz400000-00401000 r--p 00000000 08:01 11 /b",       /* bad hex */
+        "00401000-00402000 r--p 00000000 08:01",             /* missing inode */
+        "00401000-00402000 r--p",                            /* missing fields */
+        "00403000-00402000 r--p 00000000 08:01 11 /b",       /* start > end */
+        "00402000-00402000 r--p 00000000 08:01 11 /b",       /* empty */
+        "00401000-00402000 rwxq 00000000 08:01 11 /b",       /* bad permissions */
+        "00401000-00402000 r--p 00000000 0801 11 /b",        /* bad device */
+        "00401000-00402000 r--p 00000000 08:01 1x /b",       /* bad inode */
+        "00401000-00402000 r--p 00000000 08:01 99999999999999999999 /b", /* inode overflow */
+        "10000000000401000-10000000000402000 r--p 00000000 08:01 11 /b", /* 17 digits */
+        "00401001-00402000 r--p 00000000 08:01 11 /b",       /* not page aligned */
+        "00400000-00402000 r--p 00000000 08:01 11 /b",       /* overlaps line 1 */
+        "00300000-00301000 r--p 00000000 08:01 11 /b",       /* descending */
+        "",                                                  /* empty line */
+        "00401000-00402000\tr--p 00000000 08:01 11 /b",      /* tab separator */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(buf, sizeof buf, "%s%s\n%s", ok, bad[i], ok);
+        expect_format_error(buf, "maps line 2");
+    }
+    static const char nul[] = "00400000-00401000 r--p 00000000 08:01 11 /a\0b\n";
+    memdiff__plat_region *r;
+    size_t n;
+    ck_assert_int_eq(memdiff__linux_parse_maps(nul, sizeof nul - 1, &arena, &r, &n),
+                     MEMDIFF_EFORMAT);
+    ck_assert_ptr_nonnull(strstr(memdiff_last_error(), "maps line 1: NUL byte"));
+}
+END_TEST
+
+START_TEST(huge_addresses)
+{
+    memdiff__plat_region *r;
+    size_t n;
+    ck_assert_int_eq(parse("7ffffffde000-7ffffffff000 rw-p 00000000 00:00 0 [stack]\n"
+                           "fffffffffffff000-ffffffffffffffff rw-p ffffffffffff0000 ff:ff "
+                           "18446744073709551615 /x\n",
+                           &r, &n),
+                     MEMDIFF_EFORMAT); /* end not page aligned */
+    ck_assert_int_eq(parse("7ffffffde000-7ffffffff000 rw-p 00000000 00:00 0 [stack]\n"
+                           "ffffffffffffe000-fffffffffffff000 rw-p ffffffffffff0000 fff:fffff "
+                           "18446744073709551615 /x\n",
+                           &r, &n),
+                     MEMDIFF_OK);
+    ck_assert_uint_eq(r[1].start, 0xffffffffffffe000ull);
+    ck_assert_uint_eq(r[1].offset, 0xffffffffffff0000ull);
+    ck_assert_uint_eq(r[1].inode, UINT64_MAX);
+    ck_assert_uint_eq(r[1].dev, (0xfffull << 32) | 0xfffff);
+}
+END_TEST
+
+START_TEST(fixture_regions)
+{
+    memdiff__open_args args = {0, MEMDIFF_TEST_FIXTURES "/pages", NULL};
+    memdiff__proc *proc;
+    memdiff__caps caps;
+    ck_assert_int_eq(memdiff__plat_open(&args, &arena, &proc, &caps), MEMDIFF_OK);
+    memdiff__plat_region *r;
+    size_t n;
+    ck_assert_int_eq(memdiff__plat_regions(proc, &arena, &r, &n), MEMDIFF_OK);
+    ck_assert_uint_eq(n, 4);
+    ck_assert_str_eq(r[0].path, "/usr/bin/fixture tool");
+    ck_assert_uint_ne(r[0].flags & MEMDIFF__RF_DELETED, 0);
+    ck_assert_uint_eq(r[2].flags, MEMDIFF_REGION_SHARED | MEMDIFF_REGION_FILE);
+    ck_assert_uint_eq(r[3].prot, 0);
+    memdiff__plat_close(proc);
+
+    memdiff__open_args missing = {0, MEMDIFF_TEST_FIXTURES "/no-such-tree", NULL};
+    ck_assert_int_eq(memdiff__plat_open(&missing, &arena, &proc, &caps), MEMDIFF_ESRCH);
+    ck_assert_ptr_null(proc);
+    ck_assert_ptr_nonnull(strstr(memdiff_last_error(), "no-such-tree/self/maps"));
+}
+END_TEST
+
+static const memdiff__plat_region *find_start(const memdiff__plat_region *r, size_t n,
+                                              const void *p)
+{
+    for (size_t i = 0; i < n; i++)
+        if (r[i].start == (uint64_t)(uintptr_t)p)
+            return &r[i];
+    return NULL;
+}
+
+/* A file whose name holds spaces, " (deleted)", brackets and a newline, mapped for real. */
+START_TEST(hostile_names_in_real_maps)
+{
+    char dir[] = "/tmp/memdiff-maps-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char name1[256], name2[256], want1[256], want2[256];
+    snprintf(name1, sizeof name1, "%s/a b (deleted) [x]\nline", dir);
+    snprintf(want1, sizeof want1, "%s/a b (deleted) [x]\\012line", dir);
+    snprintf(name2, sizeof name2, "%s/[heap] gone", dir);
+    snprintf(want2, sizeof want2, "%s/[heap] gone", dir);
+    long ps = sysconf(_SC_PAGESIZE);
+    void *maps[2];
+    const char *names[2] = {name1, name2};
+    for (int i = 0; i < 2; i++) {
+        int fd = open(names[i], O_RDWR | O_CREAT | O_TRUNC, 0600);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(ftruncate(fd, ps), 0);
+        maps[i] = mmap(NULL, (size_t)ps, PROT_READ, MAP_SHARED, fd, 0);
+        ck_assert_ptr_ne(maps[i], MAP_FAILED);
+        close(fd);
+    }
+    ck_assert_int_eq(unlink(name2), 0);
+
+    memdiff__open_args args = {0, NULL, NULL};
+    memdiff__proc *proc;
+    memdiff__caps caps;
+    ck_assert_int_eq(memdiff__plat_open(&args, &arena, &proc, &caps), MEMDIFF_OK);
+    memdiff__plat_region *r;
+    size_t n;
+    ck_assert_int_eq(memdiff__plat_regions(proc, &arena, &r, &n), MEMDIFF_OK);
+    memdiff__plat_close(proc);
+
+    const memdiff__plat_region *a = find_start(r, n, maps[0]);
+    ck_assert_ptr_nonnull(a);
+    ck_assert_str_eq(a->path, want1);
+    ck_assert_int_eq(a->hint, MEMDIFF__HINT_NONE);
+    ck_assert_uint_eq(a->flags, MEMDIFF_REGION_SHARED | MEMDIFF_REGION_FILE);
+    const memdiff__plat_region *b = find_start(r, n, maps[1]);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_str_eq(b->path, want2);
+    ck_assert_int_eq(b->hint, MEMDIFF__HINT_NONE);
+    ck_assert_uint_eq(b->flags,
+                      MEMDIFF_REGION_SHARED | MEMDIFF_REGION_FILE | MEMDIFF__RF_DELETED);
+
+    munmap(maps[0], (size_t)ps);
+    munmap(maps[1], (size_t)ps);
+    unlink(name1);
+    rmdir(dir);
+}
+END_TEST
+
+Suite *linux_maps_suite(void)
+{
+    Suite *s = suite_create("linux_maps");
+    TCase *tc = tcase_create("Parser");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, ordinary_lines);
+    tcase_add_test(tc, paths_with_spaces_and_deleted_text);
+    tcase_add_test(tc, bracket_names_and_shared_memory);
+    tcase_add_test(tc, last_line_without_newline);
+    tcase_add_test(tc, honours_len_without_terminator);
+    tcase_add_test(tc, huge_addresses);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("Errors");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, malformed_lines);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("Process");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, fixture_regions);
+    tcase_add_test(tc, hostile_names_in_real_maps);
+    suite_add_tcase(s, tc);
+    return s;
+}
