@@ -2,24 +2,26 @@
  * report_text.c - the MemDiff-style text report of a diff, and the small helpers both report
  * writers share (UTF-8 validation, page attribute names).
  *
- * Layout (every number with thousands separators; sizes of changes signed, + new, - freed):
+ * Layout (every number with thousands separators; sizes of changes signed, + new, - freed;
+ * tests/fixtures/reports/text*.txt are complete examples):
  *
  *   memdiff: pid 4242 on host, standard depth, 4096-byte pages; before 2026-11-22 10:00:00.123 UTC, after +0.250 s
- *     (after: share counts unavailable: needs CAP_SYS_ADMIN)
- *   Net change:              +1,056,768 bytes  (+258 pages)
- *   Memory allocated:        +1,069,056 bytes  (261 pages: 257 private, 4 shared)
- *   Memory freed:               -12,288 bytes  (3 pages: 1 unmapped, 2 discarded, 0 swapped out)
- *   Replaced: 0 bytes  Became private: 4,096 bytes  Became shared: 0 bytes
- *   memdiff's own storage:     +65,536 bytes  (excluded from all totals)
+ *     (after: frame numbers unavailable: needs CAP_SYS_ADMIN)
+ *   Net change:               +40,960 bytes  (+10 pages)
+ *   Memory allocated:         +65,536 bytes  (16 pages: 9 private, 7 shared)
+ *   Memory freed:             -24,576 bytes  (6 pages: 3 unmapped, 1 discarded, 2 swapped out)
+ *   Replaced: 0 bytes  Became private: 8,192 bytes  Became shared: 0 bytes
+ *   memdiff's own storage:    +65,536 bytes  (excluded from all totals)
  *
- *   Category          New   Freed         Net  Private  Shared
- *   heap        1,048,576  12,288  +1,036,288  ...
- *   total       ...
+ *   Category         New   Freed      Net  Private  Shared  Replaced  Became private  ...
+ *   heap          16,384  12,288   +4,096   16,384       0         0               0
+ *   total         65,536  24,576  +40,960   36,864  28,672         0           8,192
  *
- *   Blocks (2, by allocation unit):
- *     0x7f0000000000-0x7f0000100000  +1,048,576  heap  new (mapped after only)  malloc mmap chunk
+ *   Blocks (5, by allocation unit):
+ *     0x000010004000-0x00001000c000   +4,096  heap         mixed (new, freed)       [heap]
+ *     0x7f1000100000-0x7f1000105000  +20,480  mapped-file  new (mapped after only)  /data/b.bin
  *
- * The first two lines (snapshot header) go with MEMDIFF_REPORT_NO_HEADER. The Replaced line
+ * MEMDIFF_REPORT_NO_HEADER leaves out the header (first line and degraded notes). The Replaced line
  * appears only when a page was replaced or changed exclusivity, the table's Replaced /
  * Became-private / Became-shared columns likewise. Verbose diffs add the page attributes before
  * and after ("present,private -> -") before the label. Labels come last because they are as
