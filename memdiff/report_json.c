@@ -129,8 +129,8 @@ static void put_info(FILE *out, const char *key, const memdiff_snapshot_info *i)
     put_names(out, i->sources, source_name);
     fputs(",\n    \"degraded\": ", out);
     put_string(out, i->degraded);
-    fprintf(out, ",\n    \"page_size\": %" PRIu32 ",\n    \"time_ns\": %" PRIu64 ",\n", i->page_size,
-            i->time_ns);
+    fprintf(out, ",\n    \"page_size\": %" PRIu32 ",\n    \"time_ns\": %" PRIu64 ",\n",
+            i->page_size, i->time_ns);
     fputs("    \"host\": ", out);
     put_string(out, i->host);
     fprintf(out,
@@ -156,7 +156,8 @@ static const char *presence_name(unsigned bit)
 
 static void put_block(FILE *out, const memdiff_block *k, int verbose)
 {
-    fprintf(out, "    {\"start\": \"0x%" PRIx64 "\", \"end\": \"0x%" PRIx64 "\", \"category\": \"%s\", ",
+    fprintf(out, "    {\"start\": \"0x%" PRIx64 "\", \"end\": \"0x%" PRIx64
+                 "\", \"category\": \"%s\", ",
             k->start, k->end, memdiff_category_name(k->category));
     fputs("\"label\": ", out);
     put_string(out, k->label);

@@ -5,7 +5,8 @@
  * Layout (every number with thousands separators; sizes of changes signed, + new, - freed;
  * tests/fixtures/reports/text*.txt are complete examples):
  *
- *   memdiff: pid 4242 on host, standard depth, 4096-byte pages; before 2026-11-22 10:00:00.123 UTC, after +0.250 s
+ *   memdiff: pid 4242 on host, standard depth, 4096-byte pages; before 2026-11-22 10:00:00.123 UTC,
+ *   after +0.250 s                       (one line; folded here)
  *     (after: frame numbers unavailable: needs CAP_SYS_ADMIN)
  *   Net change:               +40,960 bytes  (+10 pages)
  *   Memory allocated:         +65,536 bytes  (16 pages: 9 private, 7 shared)

@@ -30,7 +30,8 @@
 #define STACK 0x7ffd00000000u
 
 #define LIBFOO "/usr/lib/libfoo.so"
-#define LIB_TEXT {LIB, LIB + 4 * PG, MEMDIFF_CAT_IMAGE, LIBFOO, LIB, MEMDIFF_REGION_FILE, 0x801, 42, 0}
+#define LIB_TEXT \
+    {LIB, LIB + 4 * PG, MEMDIFF_CAT_IMAGE, LIBFOO, LIB, MEMDIFF_REGION_FILE, 0x801, 42, 0}
 #define LIB_DATA                                                                               \
     {LIB + 4 * PG, LIB + 6 * PG, MEMDIFF_CAT_IMAGE, LIBFOO, LIB, MEMDIFF_REGION_FILE, 0x801, 42, \
      4 * PG}
