@@ -75,6 +75,16 @@ static inline int memdiff__attrs_resident(unsigned attrs)
     return (attrs & MEMDIFF_PAGE_PRESENT) && !(attrs & MEMDIFF_PAGE_ZERO);
 }
 
+/* Sets the info's region and run counts and its byte totals (resident, private, shared,
+ * swapped, own) from the regions' page counts. */
+void memdiff__snapshot_tally(memdiff_snapshot *s);
+
+/* ---- snapshot files (file_format.c) ----------------------------------------------------- */
+
+/* CRC-32 (IEEE 802.3, reflected, as zlib's crc32()) of data[0..n) continuing from crc (0 to
+ * start). Exposed for tests and the fuzz target, which forge files with valid checksums. */
+uint32_t memdiff__crc32(uint32_t crc, const void *data, size_t n);
+
 /* ---- own storage ------------------------------------------------------------------------ */
 
 /* The address ranges of every live arena chunk in the process, sorted and merged, copied into

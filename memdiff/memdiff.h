@@ -330,6 +330,45 @@ int memdiff_report_text(const memdiff_diff *diff, FILE *out, unsigned flags);
 /* The same as one JSON object; schema in docs/json-report.md. */
 int memdiff_report_json(const memdiff_diff *diff, FILE *out, unsigned flags);
 
+/* ---------------------------------------------------------------------------------------------
+ * Snapshot files: keep a snapshot, compare it later or elsewhere. The format is versioned,
+ * little-endian, run-length and checksummed (CRC-32); docs/file-format.md describes every byte.
+ * A loaded snapshot is a snapshot like any other: compare it, query it, free it.
+ * ------------------------------------------------------------------------------------------- */
+
+/* The format this library writes. It reads every file of the same major version (minor versions
+ * only add what older readers may skip) and refuses other majors with MEMDIFF_EFORMAT. */
+#define MEMDIFF_FILE_VERSION_MAJOR 1
+#define MEMDIFF_FILE_VERSION_MINOR 0
+
+/* Writes the snapshot to out (opened in binary mode) and flushes it. Everything the snapshot
+ * holds is kept: info, regions with labels and paths, page runs, per-page frame facts.
+ * The stream stays open and owned by the caller. Errors: MEMDIFF_EINVAL (a NULL argument, or a
+ * snapshot that breaks the data model, e.g. overlapping regions), MEMDIFF_ENOMEM, MEMDIFF_EIO
+ * (writing or flushing failed; the stream then holds a partial file). */
+int memdiff_snapshot_save(const memdiff_snapshot *snapshot, FILE *out);
+
+/* Writes the snapshot to the file at path, atomically: into a new file beside it, renamed over
+ * path once complete, so that a reader sees the old file or the new one, never a partial one.
+ * The file is created like any fopen()ed file (mode 0666 less the umask: 0644 usually).
+ * Errors: as memdiff_snapshot_save(), MEMDIFF_EACCES (path may not be written), MEMDIFF_EIO.
+ * On failure path is left as it was. */
+int memdiff_snapshot_save_file(const memdiff_snapshot *snapshot, const char *path);
+
+/* Reads one snapshot from in (binary mode), to the end of the stream, and checks all of it:
+ * checksum, bounds of every count and index, order of regions and runs, enums. The result is
+ * freed with memdiff_snapshot_free(); its storage_bytes is the loaded copy's own. Files up to
+ * 4 GiB are accepted. Errors: MEMDIFF_EINVAL (a NULL argument), MEMDIFF_EFORMAT (not a snapshot
+ * file, unsupported version, truncated, corrupt: the detail names what and where, e.g.
+ * "snapshot file: truncated in the run table (need 120 bytes at offset 4711, 3 left)"),
+ * MEMDIFF_EIO (reading failed), MEMDIFF_ENOMEM. */
+int memdiff_snapshot_load(FILE *in, memdiff_snapshot **out);
+
+/* memdiff_snapshot_load() from the file at path; the detail message starts with path.
+ * Errors: as memdiff_snapshot_load(), MEMDIFF_EACCES (path may not be read), MEMDIFF_EIO (it
+ * cannot be opened, e.g. it does not exist). */
+int memdiff_snapshot_load_file(const char *path, memdiff_snapshot **out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -151,10 +151,11 @@ static unsigned used_sources(memdiff_depth depth, unsigned avail)
     return avail & keep;
 }
 
-static void tally(memdiff_snapshot *s)
+void memdiff__snapshot_tally(memdiff_snapshot *s)
 {
     memdiff_snapshot_info *in = &s->info;
     uint64_t ps = in->page_size;
+    in->resident_bytes = in->private_bytes = in->swapped_bytes = in->own_bytes = 0;
     for (size_t i = 0; i < s->region_count; i++) {
         const memdiff__region *r = &s->regions[i];
         if (r->category == MEMDIFF_CAT_OWN) {
@@ -253,7 +254,7 @@ static int take(const memdiff_options *o, memdiff_snapshot *s, memdiff__arena *s
         if (!s->info.degraded)
             return MEMDIFF_ENOMEM;
     }
-    tally(s);
+    memdiff__snapshot_tally(s);
     s->info.storage_bytes = memdiff__arena_footprint(&s->arena);
     return MEMDIFF_OK;
 }

@@ -11,7 +11,8 @@
     X(linux_maps)              \
     X(classify)                \
     X(compare)                 \
-    X(report)
+    X(report)                  \
+    X(file_format)
 
 #define MEMDIFF_TEST_DECLARE(name) Suite *name##_suite(void);
 MEMDIFF_TEST_SUITES(MEMDIFF_TEST_DECLARE)

@@ -1,0 +1,1048 @@
+/*
+ * file_format.c - snapshot files: save and load. docs/file-format.md is the specification; this
+ * file follows it section by section.
+ *
+ * Layout: a 16-byte header (magic, version, byte-order marker), tagged sections (tag, length,
+ * payload; tag 0 ends the list), then a CRC-32 of every byte before it. Numbers inside sections
+ * are LEB128 varints, addresses are page deltas from the previous region or run, so a run costs
+ * 5-8 bytes whatever the address width and run-length data stays run-length.
+ *
+ * Loading trusts nothing: the framing is walked before anything else (truncation is named with
+ * the section it cut), the checksum is verified before any field is interpreted, and then every
+ * count is checked against the bytes that remain before anything is allocated, every index
+ * against its table, every enum against its range. Alignment, order and non-overlap of regions
+ * and runs need no check: deltas in pages cannot express anything else, only overflow can go
+ * wrong, and that is checked. Derived figures (per-region page counts, the info's byte totals)
+ * are not stored but recomputed from the runs, so a file cannot contradict itself.
+ *
+ * Storage: loading reads the stream into a scratch arena and builds the snapshot in its own
+ * arena; saving encodes into a scratch arena. Neither calls malloc.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <string.h>
+
+#include "uthash_arena.h"
+
+#define HEADER_SIZE 16u
+#define BYTE_ORDER_MARK 0x0A0B0C0Du
+#define MAX_FILE_BYTES ((uint64_t)4 << 30)
+#define READ_CHUNK ((size_t)64 * 1024)
+
+static const unsigned char magic[8] = {'M', 'E', 'M', 'D', 'I', 'F', 'F', '\0'};
+
+/* Section tags, in the order they must appear. Unknown tags (a newer minor version) are
+ * skipped. */
+enum {
+    TAG_END = 0,
+    TAG_INFO = 1,
+    TAG_STRINGS = 2,
+    TAG_REGIONS = 3,
+    TAG_RUNS = 4,
+    TAG_AUX = 5,
+    TAG_KNOWN_MAX = TAG_AUX
+};
+
+static const char *const section_names[TAG_KNOWN_MAX + 1] = {
+    "section list", "info section", "string table", "region table", "run table", "aux arrays",
+};
+
+/* AUX section: which per-page arrays follow. */
+#define AUX_PFN 0x1u
+#define AUX_KFLAGS 0x2u
+#define AUX_MAPCOUNT 0x4u
+
+/* Run aux tags: no per-page data, data right after the previous run's, or an explicit index. */
+#define RUN_AUX_NONE 0u
+#define RUN_AUX_NEXT 1u
+#define RUN_AUX_AT 2u
+
+#define KNOWN_PROT (MEMDIFF_PROT_READ | MEMDIFF_PROT_WRITE | MEMDIFF_PROT_EXEC)
+#define KNOWN_REGION_FLAGS (MEMDIFF_REGION_SHARED | MEMDIFF_REGION_FILE | MEMDIFF__RF_DELETED)
+#define KNOWN_PAGE_ATTRS 0x7FFu /* MEMDIFF_PAGE_PRESENT .. MEMDIFF_PAGE_REFERENCED */
+
+/* Minimum encoded sizes, for checking counts before allocating. */
+#define MIN_STRING_BYTES 1u /* length varint */
+#define MIN_REGION_BYTES 12u
+#define MIN_RUN_BYTES 5u
+
+/* ---- CRC-32 ----------------------------------------------------------------------------- */
+
+/* Nibble-table CRC-32 (polynomial 0xEDB88320 reflected): 16 constants instead of 256, no
+ * initialisation to race on, fast enough (hundreds of MB/s) for files of a few MB. */
+uint32_t memdiff__crc32(uint32_t crc, const void *data, size_t n)
+{
+    static const uint32_t table[16] = {
+        0x00000000u, 0x1DB71064u, 0x3B6E20C8u, 0x26D930ACu, 0x76DC4190u, 0x6B6B51F4u,
+        0x4DB26158u, 0x5005713Cu, 0xEDB88320u, 0xF00F9344u, 0xD6D6A3E8u, 0xCB61B38Cu,
+        0x9B64C2B0u, 0x86D3D2D4u, 0xA00AE278u, 0xBDBDF21Cu,
+    };
+    const unsigned char *p = data;
+    crc = ~crc;
+    for (size_t i = 0; i < n; i++) {
+        crc ^= p[i];
+        crc = (crc >> 4) ^ table[crc & 15u];
+        crc = (crc >> 4) ^ table[crc & 15u];
+    }
+    return ~crc;
+}
+
+static uint64_t zigzag(int64_t v)
+{
+    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+static int64_t unzigzag(uint64_t v)
+{
+    return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
+static unsigned get_le(const unsigned char *p, unsigned bytes)
+{
+    unsigned v = 0;
+    for (unsigned i = bytes; i-- > 0;)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+/* =============================================================================================
+ * Writing
+ * =========================================================================================== */
+
+typedef struct wbuf {
+    memdiff__arena *arena;
+    unsigned char *p;
+    size_t len, cap;
+    int failed; /* MEMDIFF_ENOMEM once an append could not grow the buffer */
+} wbuf;
+
+static void put_bytes(wbuf *b, const void *data, size_t n)
+{
+    if (b->failed)
+        return;
+    if (n > b->cap - b->len) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap - b->len < n) {
+            if (cap > SIZE_MAX / 2) {
+                b->failed = memdiff__set_error(MEMDIFF_ENOMEM, "snapshot file: too large");
+                return;
+            }
+            cap *= 2;
+        }
+        unsigned char *p = memdiff__arena_grow(b->arena, b->p, b->cap, cap);
+        if (!p) {
+            b->failed = MEMDIFF_ENOMEM;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    if (n)
+        memcpy(b->p + b->len, data, n);
+    b->len += n;
+}
+
+static void put_le(wbuf *b, uint32_t v, unsigned bytes)
+{
+    unsigned char tmp[4];
+    for (unsigned i = 0; i < bytes; i++)
+        tmp[i] = (unsigned char)(v >> (8 * i));
+    put_bytes(b, tmp, bytes);
+}
+
+static void put_varint(wbuf *b, uint64_t v)
+{
+    unsigned char tmp[10];
+    unsigned n = 0;
+    do {
+        tmp[n] = (unsigned char)(v & 0x7F);
+        v >>= 7;
+        if (v)
+            tmp[n] |= 0x80;
+        n++;
+    } while (v);
+    put_bytes(b, tmp, n);
+}
+
+/* The string table being built: each distinct string once, in order of first use. */
+typedef struct strent {
+    const char *str;
+    uint64_t index;
+    UT_hash_handle hh;
+} strent;
+
+typedef struct writer {
+    const memdiff_snapshot *s;
+    memdiff__arena *scratch;
+    strent *strings; /* uthash head */
+    const char **order;
+    size_t nstrings, order_cap;
+    wbuf out;
+} writer;
+
+static int string_index(writer *w, const char *str, uint64_t *index)
+{
+    if (!str)
+        str = "";
+    size_t len = strlen(str);
+    strent *e = NULL;
+    HASH_FIND(hh, w->strings, str, len, e);
+    if (e) {
+        *index = e->index;
+        return MEMDIFF_OK;
+    }
+    if (w->nstrings == w->order_cap) {
+        size_t cap = w->order_cap ? w->order_cap * 2 : 256;
+        const char **v = memdiff__arena_grow(w->scratch, (void *)w->order,
+                                             w->order_cap * sizeof *v, cap * sizeof *v);
+        if (!v)
+            return MEMDIFF_ENOMEM;
+        w->order = v;
+        w->order_cap = cap;
+    }
+    e = memdiff__arena_alloc(w->scratch, sizeof *e);
+    if (!e)
+        return MEMDIFF_ENOMEM;
+    e->str = str;
+    e->index = w->nstrings;
+    memdiff__uthash_arena = w->scratch;
+    memdiff__uthash_oom = 0;
+    HASH_ADD_KEYPTR(hh, w->strings, e->str, len, e);
+    if (memdiff__uthash_oom)
+        return memdiff__set_error(MEMDIFF_ENOMEM, "snapshot file: out of memory");
+    w->order[w->nstrings++] = str;
+    *index = e->index;
+    return MEMDIFF_OK;
+}
+
+/* Appends tag, length and the payload of sec to the output. */
+static void put_section(writer *w, unsigned tag, const wbuf *sec)
+{
+    put_varint(&w->out, tag);
+    put_varint(&w->out, sec->len);
+    put_bytes(&w->out, sec->p, sec->len);
+}
+
+static int encode_info(writer *w, wbuf *b)
+{
+    const memdiff_snapshot_info *in = &w->s->info;
+    uint64_t host, degraded = 0;
+    int rc = string_index(w, in->host, &host);
+    if (!rc && in->degraded) {
+        rc = string_index(w, in->degraded, &degraded);
+        degraded++;
+    }
+    if (rc)
+        return rc;
+    put_varint(b, (uint64_t)(unsigned)in->pid);
+    put_varint(b, (uint64_t)in->depth_requested);
+    put_varint(b, (uint64_t)in->depth);
+    put_varint(b, in->sources);
+    put_varint(b, in->page_size);
+    put_varint(b, in->time_ns);
+    put_varint(b, host);
+    put_varint(b, degraded);
+    const memdiff_process_totals *t = &in->totals;
+    const uint64_t totals[8] = {t->vm_size,   t->vm_rss,    t->vm_hwm, t->rss_anon,
+                                t->rss_file,  t->rss_shmem, t->vm_pte, t->vm_swap};
+    for (int i = 0; i < 8; i++)
+        put_varint(b, totals[i]);
+    return b->failed;
+}
+
+static int encode_regions(writer *w, wbuf *b)
+{
+    const memdiff_snapshot *s = w->s;
+    uint64_t ps = s->info.page_size, prev_end = 0;
+    put_varint(b, s->region_count);
+    for (size_t i = 0; i < s->region_count; i++) {
+        const memdiff__region *r = &s->regions[i];
+        if (r->start % ps || r->end % ps || r->end <= r->start || r->start < prev_end)
+            return memdiff__set_error(MEMDIFF_EINVAL,
+                                      "memdiff_snapshot_save: region %zu [0x%llx, 0x%llx) is "
+                                      "empty, not page aligned, or overlaps the one before",
+                                      i, (unsigned long long)r->start,
+                                      (unsigned long long)r->end);
+        uint64_t label, path;
+        int rc = string_index(w, r->label, &label);
+        if (!rc)
+            rc = string_index(w, r->path, &path);
+        if (rc)
+            return rc;
+        put_varint(b, (r->start - prev_end) / ps);
+        put_varint(b, (r->end - r->start) / ps);
+        put_varint(b, r->offset);
+        put_varint(b, r->dev);
+        put_varint(b, r->inode);
+        put_varint(b, r->prot);
+        put_varint(b, r->flags);
+        put_varint(b, (uint64_t)r->hint);
+        put_varint(b, (uint64_t)r->category);
+        put_varint(b, label);
+        put_varint(b, path);
+        put_varint(b, zigzag((int64_t)(r->unit - r->start))); /* usually small: the unit is
+                                                                  a nearby address */
+        prev_end = r->end;
+    }
+    return b->failed;
+}
+
+static int encode_runs(writer *w, wbuf *b)
+{
+    const memdiff_snapshot *s = w->s;
+    uint64_t ps = s->info.page_size, prev_end = 0, next_aux = 0;
+    uint32_t prev_region = 0;
+    put_varint(b, s->run_count);
+    for (size_t i = 0; i < s->run_count; i++) {
+        const memdiff__run *u = &s->runs[i];
+        if (u->start % ps || u->npages == 0 || u->start < prev_end || u->region < prev_region)
+            return memdiff__set_error(MEMDIFF_EINVAL,
+                                      "memdiff_snapshot_save: run %zu at 0x%llx is empty, not "
+                                      "page aligned, or out of order",
+                                      i, (unsigned long long)u->start);
+        put_varint(b, (u->start - prev_end) / ps);
+        put_varint(b, u->npages);
+        put_varint(b, u->attrs);
+        put_varint(b, u->region - prev_region);
+        if (u->aux == MEMDIFF__NO_AUX) {
+            put_varint(b, RUN_AUX_NONE);
+        } else {
+            put_varint(b, u->aux == next_aux ? RUN_AUX_NEXT : RUN_AUX_AT + u->aux);
+            next_aux = u->aux + u->npages;
+        }
+        prev_end = u->start + u->npages * ps;
+        prev_region = u->region;
+    }
+    return b->failed;
+}
+
+static int encode_aux(writer *w, wbuf *b)
+{
+    const memdiff_snapshot *s = w->s;
+    unsigned mask = (s->pfn ? AUX_PFN : 0) | (s->kflags ? AUX_KFLAGS : 0) |
+                    (s->mapcount ? AUX_MAPCOUNT : 0);
+    put_varint(b, mask);
+    put_varint(b, s->aux_count);
+    if (s->pfn) {
+        /* Frames of neighbouring pages are often neighbours (huge pages, fresh allocations):
+         * a signed delta is usually one byte where the frame number would be three or four. */
+        uint64_t prev = 0;
+        for (size_t i = 0; i < s->aux_count; i++) {
+            put_varint(b, zigzag((int64_t)(s->pfn[i] - prev)));
+            prev = s->pfn[i];
+        }
+    }
+    if (s->kflags)
+        for (size_t i = 0; i < s->aux_count; i++)
+            put_varint(b, s->kflags[i]);
+    if (s->mapcount)
+        for (size_t i = 0; i < s->aux_count; i++)
+            put_varint(b, s->mapcount[i]);
+    return b->failed;
+}
+
+static int parse(const unsigned char *p, size_t n, memdiff_snapshot *s);
+
+static int encode(writer *w)
+{
+    uint32_t ps = w->s->info.page_size;
+    if (ps < 512 || ps > (1u << 30) || (ps & (ps - 1)))
+        return memdiff__set_error(MEMDIFF_EINVAL,
+                                  "memdiff_snapshot_save: page size %u is not a power of two in "
+                                  "[512, 1 GiB]",
+                                  (unsigned)ps);
+    wbuf info = {w->scratch, NULL, 0, 0, 0}, regions = info, runs = info, aux = info,
+         strings = info;
+    int rc = encode_info(w, &info);
+    if (!rc)
+        rc = encode_regions(w, &regions);
+    if (!rc)
+        rc = encode_runs(w, &runs);
+    if (!rc && w->s->aux_count && (w->s->pfn || w->s->kflags || w->s->mapcount))
+        rc = encode_aux(w, &aux);
+    if (rc)
+        return rc;
+    put_varint(&strings, w->nstrings);
+    for (size_t i = 0; i < w->nstrings; i++) {
+        size_t len = strlen(w->order[i]);
+        put_varint(&strings, len);
+        put_bytes(&strings, w->order[i], len);
+    }
+    if (strings.failed)
+        return strings.failed;
+
+    wbuf *out = &w->out;
+    put_bytes(out, magic, sizeof magic);
+    put_le(out, MEMDIFF_FILE_VERSION_MAJOR, 2);
+    put_le(out, MEMDIFF_FILE_VERSION_MINOR, 2);
+    put_le(out, BYTE_ORDER_MARK, 4);
+    put_section(w, TAG_INFO, &info);
+    put_section(w, TAG_STRINGS, &strings);
+    put_section(w, TAG_REGIONS, &regions);
+    put_section(w, TAG_RUNS, &runs);
+    if (aux.len)
+        put_section(w, TAG_AUX, &aux);
+    put_varint(out, TAG_END);
+    if (!out->failed)
+        put_le(out, memdiff__crc32(0, out->p, out->len), 4);
+    if (out->failed)
+        return out->failed;
+
+    /* Never write what cannot be read back: the loader's checks are the definition of a valid
+     * snapshot (enums in range, runs inside their regions, aux indices in bounds). */
+    memdiff_snapshot check;
+    memset(&check, 0, sizeof check);
+    rc = parse(out->p, out->len, &check);
+    memdiff__arena_release(&check.arena);
+    if (rc == MEMDIFF_EFORMAT) {
+        char why[400];
+        snprintf(why, sizeof why, "%s", memdiff_last_error());
+        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_snapshot_save: the snapshot breaks "
+                                                  "the data model: %s", why);
+    }
+    return rc;
+}
+
+int memdiff_snapshot_save(const memdiff_snapshot *snapshot, FILE *out)
+{
+    if (!snapshot || !out)
+        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_snapshot_save: NULL argument");
+    memdiff__arena scratch = MEMDIFF__ARENA_INIT;
+    writer w;
+    memset(&w, 0, sizeof w);
+    w.s = snapshot;
+    w.scratch = &scratch;
+    w.out.arena = &scratch;
+    int rc = encode(&w);
+    if (!rc) {
+        errno = 0;
+        if (fwrite(w.out.p, 1, w.out.len, out) != w.out.len || fflush(out) != 0)
+            rc = memdiff__set_error(MEMDIFF_EIO, "snapshot file: write failed: %s",
+                                    errno ? strerror(errno) : "stream error");
+    }
+    memdiff__arena_release(&scratch);
+    return rc;
+}
+
+static int open_error(const char *what, const char *path, int e)
+{
+    return memdiff__set_error(e == EACCES || e == EPERM || e == EROFS ? MEMDIFF_EACCES
+                                                                      : MEMDIFF_EIO,
+                              "%s %s: %s", what, path, strerror(e));
+}
+
+int memdiff_snapshot_save_file(const memdiff_snapshot *snapshot, const char *path)
+{
+    if (!snapshot || !path)
+        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_snapshot_save_file: NULL argument");
+    /* A name of our own beside the target: same directory, so rename() stays in one file
+     * system and is atomic. "x" (C11) refuses to reuse an existing file. */
+    static _Atomic unsigned long counter;
+    char tmp[4096];
+    FILE *f = NULL;
+    for (int attempt = 0; !f && attempt < 16; attempt++) {
+        int len = snprintf(tmp, sizeof tmp, "%s.tmp-%llx-%lx", path,
+                           (unsigned long long)memdiff__os_time_ns(), counter++);
+        if (len < 0 || (size_t)len >= sizeof tmp)
+            return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_snapshot_save_file: path too "
+                                                      "long");
+        errno = 0;
+        f = fopen(tmp, "wbx");
+        if (!f && errno != EEXIST)
+            return open_error("create", tmp, errno);
+    }
+    if (!f)
+        return memdiff__set_error(MEMDIFF_EIO, "create %s: no unused temporary name", tmp);
+    int rc = memdiff_snapshot_save(snapshot, f);
+    errno = 0;
+    if (fclose(f) != 0 && !rc)
+        rc = memdiff__set_error(MEMDIFF_EIO, "write %s: %s", tmp, strerror(errno));
+    if (!rc && rename(tmp, path) != 0) {
+        /* POSIX rename replaces the target atomically; systems whose rename refuses an existing
+         * target get a remove first (not atomic there, but the file is written). */
+        int e = errno;
+        if (remove(path) != 0 || rename(tmp, path) != 0)
+            rc = open_error("rename to", path, e);
+    }
+    if (rc)
+        remove(tmp);
+    return rc;
+}
+
+/* =============================================================================================
+ * Reading
+ * =========================================================================================== */
+
+/* A cursor over one section (or the section list) of the whole file p. */
+typedef struct reader {
+    const unsigned char *p;
+    size_t pos, end;
+    const char *what;
+} reader;
+
+static int truncated(const reader *r, uint64_t need)
+{
+    return memdiff__set_error(MEMDIFF_EFORMAT,
+                              "snapshot file: truncated in the %s (need %llu byte%s at offset "
+                              "%zu, %zu left)",
+                              r->what, (unsigned long long)need, need == 1 ? "" : "s", r->pos,
+                              r->end - r->pos);
+}
+
+static int get_varint(reader *r, uint64_t *out)
+{
+    uint64_t v = 0;
+    size_t start = r->pos;
+    for (unsigned shift = 0;; shift += 7) {
+        if (r->pos == r->end)
+            return truncated(r, 1);
+        unsigned char c = r->p[r->pos++];
+        if (shift == 63 && c > 1)
+            return memdiff__set_error(MEMDIFF_EFORMAT,
+                                      "snapshot file: number too large in the %s at offset %zu",
+                                      r->what, start);
+        v |= (uint64_t)(c & 0x7F) << shift;
+        if (!(c & 0x80))
+            break;
+    }
+    *out = v;
+    return MEMDIFF_OK;
+}
+
+/* A varint that must be <= max. */
+static int get_bounded(reader *r, uint64_t max, const char *field, uint64_t *out)
+{
+    size_t at = r->pos;
+    int rc = get_varint(r, out);
+    if (!rc && *out > max)
+        rc = memdiff__set_error(MEMDIFF_EFORMAT,
+                                "snapshot file: %s %llu out of range (at most %llu) in the %s "
+                                "at offset %zu",
+                                field, (unsigned long long)*out, (unsigned long long)max,
+                                r->what, at);
+    return rc;
+}
+
+/* An element count, checked against the bytes left (each element takes at least min_each) and
+ * against what an allocation of elem_size bytes each can hold, before anything is allocated. */
+static int get_count(reader *r, size_t min_each, size_t elem_size, const char *unit, size_t *out)
+{
+    size_t at = r->pos;
+    uint64_t n;
+    int rc = get_varint(r, &n);
+    if (rc)
+        return rc;
+    size_t left = r->end - r->pos;
+    if (n > left / min_each || n > SIZE_MAX / elem_size)
+        return memdiff__set_error(MEMDIFF_EFORMAT,
+                                  "snapshot file: the %s announces %llu %s at offset %zu, but "
+                                  "only %zu bytes follow (at least %zu per entry)",
+                                  r->what, (unsigned long long)n, unit, at, left, min_each);
+    *out = (size_t)n;
+    return MEMDIFF_OK;
+}
+
+typedef struct section {
+    size_t off, len;
+    int present;
+} section;
+
+typedef struct loader {
+    const unsigned char *p;
+    memdiff_snapshot *s;
+    section sec[TAG_KNOWN_MAX + 1];
+    const char **strings;
+    size_t nstrings;
+} loader;
+
+static reader section_reader(const loader *l, unsigned tag)
+{
+    reader r = {l->p, l->sec[tag].off, l->sec[tag].off + l->sec[tag].len, section_names[tag]};
+    return r;
+}
+
+/* Magic, version, byte order; then the section list down to the checksum, which is verified
+ * before any section is interpreted. */
+static int parse_frame(loader *l, size_t n)
+{
+    const unsigned char *p = l->p;
+    if (n == 0)
+        return memdiff__set_error(MEMDIFF_EFORMAT, "snapshot file: empty");
+    if (memcmp(p, magic, MEMDIFF__MIN(n, sizeof magic)) != 0)
+        return memdiff__set_error(MEMDIFF_EFORMAT,
+                                  "snapshot file: not a memdiff snapshot (bad magic)");
+    reader hdr = {p, 0, n, "header"};
+    if (n < HEADER_SIZE)
+        return truncated(&hdr, HEADER_SIZE);
+    unsigned major = get_le(p + 8, 2), minor = get_le(p + 10, 2), bom = get_le(p + 12, 4);
+    /* The marker first: a writer that wrote native big-endian numbers also garbled the version. */
+    if (bom != BYTE_ORDER_MARK)
+        return memdiff__set_error(MEMDIFF_EFORMAT,
+                                  "snapshot file: byte-order marker 0x%08x at offset 12, "
+                                  "expected 0x%08x (%s)",
+                                  bom, BYTE_ORDER_MARK,
+                                  bom == 0x0D0C0B0Au ? "written big-endian by a broken writer"
+                                                     : "corrupt header");
+    if (major != MEMDIFF_FILE_VERSION_MAJOR)
+        return memdiff__set_error(MEMDIFF_EFORMAT,
+                                  "snapshot file: format version %u.%u is not supported (this "
+                                  "memdiff reads version %d.x)",
+                                  major, minor, MEMDIFF_FILE_VERSION_MAJOR);
+
+    reader r = {p, HEADER_SIZE, n, section_names[TAG_END]};
+    uint64_t prev = 0;
+    for (;;) {
+        size_t at = r.pos;
+        uint64_t tag, len;
+        int rc = get_varint(&r, &tag);
+        if (rc)
+            return rc;
+        if (tag == TAG_END)
+            break;
+        if (tag <= prev)
+            return memdiff__set_error(MEMDIFF_EFORMAT,
+                                      "snapshot file: section %llu at offset %zu is out of order "
+                                      "or repeated (after section %llu)",
+                                      (unsigned long long)tag, at, (unsigned long long)prev);
+        if ((rc = get_varint(&r, &len)))
+            return rc;
+        reader body = r;
+        body.what = tag <= TAG_KNOWN_MAX ? section_names[tag] : "unknown section";
+        if (len > r.end - r.pos)
+            return truncated(&body, len);
+        if (tag <= TAG_KNOWN_MAX) {
+            l->sec[tag].off = r.pos;
+            l->sec[tag].len = (size_t)len;
+            l->sec[tag].present = 1;
+        }
+        r.pos += (size_t)len;
+        prev = tag;
+    }
+    r.what = "checksum";
+    if (r.end - r.pos < 4)
+        return truncated(&r, 4);
+    uint32_t stored = (uint32_t)get_le(p + r.pos, 4);
+    uint32_t computed = memdiff__crc32(0, p, r.pos);
+    if (stored != computed)
+        return memdiff__set_error(MEMDIFF_EFORMAT,
+                                  "snapshot file: checksum mismatch (stored 0x%08x, computed "
+                                  "0x%08x over %zu bytes): the file is corrupt",
+                                  (unsigned)stored, (unsigned)computed, r.pos);
+    if (r.pos + 4 != n)
+        return memdiff__set_error(MEMDIFF_EFORMAT,
+                                  "snapshot file: %zu bytes of trailing data after the checksum "
+                                  "at offset %zu",
+                                  n - r.pos - 4, r.pos);
+    for (unsigned tag = TAG_INFO; tag <= TAG_RUNS; tag++)
+        if (!l->sec[tag].present)
+            return memdiff__set_error(MEMDIFF_EFORMAT, "snapshot file: no %s",
+                                      section_names[tag]);
+    return MEMDIFF_OK;
+}
+
+static int parse_strings(loader *l)
+{
+    reader r = section_reader(l, TAG_STRINGS);
+    memdiff__arena *a = &l->s->arena;
+    int rc = get_count(&r, MIN_STRING_BYTES, sizeof(char *), "strings", &l->nstrings);
+    if (rc)
+        return rc;
+    l->strings = memdiff__arena_alloc(a, l->nstrings * sizeof(char *));
+    if (!l->strings)
+        return MEMDIFF_ENOMEM;
+    for (size_t i = 0; i < l->nstrings; i++) {
+        uint64_t len;
+        if ((rc = get_varint(&r, &len)))
+            return rc;
+        if (len > r.end - r.pos)
+            return truncated(&r, len);
+        const unsigned char *str = r.p + r.pos;
+        if (memchr(str, '\0', (size_t)len))
+            return memdiff__set_error(MEMDIFF_EFORMAT,
+                                      "snapshot file: string %zu at offset %zu contains a NUL "
+                                      "byte",
+                                      i, r.pos);
+        if (!(l->strings[i] = memdiff__arena_strndup(a, (const char *)str, (size_t)len)))
+            return MEMDIFF_ENOMEM;
+        r.pos += (size_t)len;
+    }
+    return MEMDIFF_OK;
+}
+
+static int get_string(reader *r, const loader *l, const char *field, const char **out)
+{
+    uint64_t i;
+    if (l->nstrings == 0)
+        return memdiff__set_error(MEMDIFF_EFORMAT,
+                                  "snapshot file: %s at offset %zu refers to an empty string "
+                                  "table",
+                                  field, r->pos);
+    int rc = get_bounded(r, l->nstrings - 1, field, &i);
+    if (!rc)
+        *out = l->strings[i];
+    return rc;
+}
+
+static int parse_info(loader *l)
+{
+    reader r = section_reader(l, TAG_INFO);
+    memdiff_snapshot_info *in = &l->s->info;
+    uint64_t v[8];
+    int rc = get_bounded(&r, INT_MAX, "pid", &v[0]);
+    if (!rc)
+        rc = get_bounded(&r, MEMDIFF_DEPTH_DEEP, "requested depth", &v[1]);
+    if (!rc)
+        rc = get_bounded(&r, MEMDIFF_DEPTH_DEEP, "depth", &v[2]);
+    if (!rc)
+        rc = get_bounded(&r, UINT_MAX, "sources", &v[3]);
+    size_t at = r.pos;
+    if (!rc)
+        rc = get_bounded(&r, (uint64_t)1 << 30, "page size", &v[4]);
+    if (!rc && (v[4] < 512 || (v[4] & (v[4] - 1))))
+        rc = memdiff__set_error(MEMDIFF_EFORMAT,
+                                "snapshot file: page size %llu at offset %zu is not a power of "
+                                "two in [512, 1 GiB]",
+                                (unsigned long long)v[4], at);
+    if (!rc)
+        rc = get_varint(&r, &in->time_ns);
+    if (!rc)
+        rc = get_string(&r, l, "host name", &in->host);
+    if (!rc)
+        rc = get_bounded(&r, l->nstrings, "degraded reason", &v[5]);
+    if (rc)
+        return rc;
+    in->pid = (int)v[0];
+    in->depth_requested = (memdiff_depth)v[1];
+    in->depth = (memdiff_depth)v[2];
+    in->sources = (unsigned)v[3];
+    in->page_size = (uint32_t)v[4];
+    in->degraded = v[5] ? l->strings[v[5] - 1] : NULL;
+    memdiff_process_totals *t = &in->totals;
+    uint64_t *totals[8] = {&t->vm_size,  &t->vm_rss,    &t->vm_hwm, &t->rss_anon,
+                           &t->rss_file, &t->rss_shmem, &t->vm_pte, &t->vm_swap};
+    for (int i = 0; i < 8 && !rc; i++)
+        rc = get_varint(&r, totals[i]);
+    return rc; /* bytes after the known fields: added by a newer minor version, skipped */
+}
+
+/* base + npages pages, or an error when that passes the top of the address space. */
+static int add_pages(const reader *r, const char *what, size_t index, uint64_t base,
+                     uint64_t npages, uint64_t ps, uint64_t *out)
+{
+    if (npages > (UINT64_MAX - base) / ps)
+        return memdiff__set_error(MEMDIFF_EFORMAT,
+                                  "snapshot file: %s %zu ends past the top of the address space "
+                                  "(in the %s before offset %zu)",
+                                  what, index, r->what, r->pos);
+    *out = base + npages * ps;
+    return MEMDIFF_OK;
+}
+
+static int parse_regions(loader *l)
+{
+    reader r = section_reader(l, TAG_REGIONS);
+    memdiff_snapshot *s = l->s;
+    uint64_t ps = s->info.page_size, prev_end = 0;
+    size_t n;
+    int rc = get_count(&r, MIN_REGION_BYTES, sizeof(memdiff__region), "regions", &n);
+    if (!rc && n > UINT32_MAX)
+        rc = memdiff__set_error(MEMDIFF_EFORMAT, "snapshot file: %zu regions (at most 2^32 - 1)",
+                                n);
+    if (rc)
+        return rc;
+    s->regions = memdiff__arena_alloc(&s->arena, n * sizeof *s->regions);
+    if (!s->regions)
+        return MEMDIFF_ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        memdiff__region *g = &s->regions[i];
+        uint64_t gap, npages, v[4];
+        rc = get_varint(&r, &gap);
+        if (!rc)
+            rc = get_varint(&r, &npages);
+        if (!rc && npages == 0)
+            rc = memdiff__set_error(MEMDIFF_EFORMAT,
+                                    "snapshot file: region %zu is empty (offset %zu)", i, r.pos);
+        if (!rc)
+            rc = add_pages(&r, "region", i, prev_end, gap, ps, &g->start);
+        if (!rc)
+            rc = add_pages(&r, "region", i, g->start, npages, ps, &g->end);
+        if (!rc)
+            rc = get_varint(&r, &g->offset);
+        if (!rc)
+            rc = get_varint(&r, &g->dev);
+        if (!rc)
+            rc = get_varint(&r, &g->inode);
+        if (!rc)
+            rc = get_bounded(&r, KNOWN_PROT, "region protection", &v[0]);
+        if (!rc)
+            rc = get_varint(&r, &v[1]);
+        if (!rc && (v[1] & ~(uint64_t)KNOWN_REGION_FLAGS))
+            rc = memdiff__set_error(MEMDIFF_EFORMAT,
+                                    "snapshot file: region %zu has unknown flags 0x%llx", i,
+                                    (unsigned long long)v[1]);
+        if (!rc)
+            rc = get_bounded(&r, MEMDIFF__HINT_OTHER, "region hint", &v[2]);
+        if (!rc)
+            rc = get_bounded(&r, MEMDIFF_CAT_COUNT - 1, "region category", &v[3]);
+        if (!rc)
+            rc = get_string(&r, l, "region label", &g->label);
+        if (!rc)
+            rc = get_string(&r, l, "region path", &g->path);
+        uint64_t unit;
+        if (!rc)
+            rc = get_varint(&r, &unit);
+        if (rc)
+            return rc;
+        g->prot = (unsigned)v[0];
+        g->flags = (unsigned)v[1];
+        g->hint = (memdiff__hint)v[2];
+        g->category = (memdiff_category)v[3];
+        g->unit = g->start + (uint64_t)unzigzag(unit);
+        prev_end = g->end;
+        s->region_count = i + 1;
+    }
+    return MEMDIFF_OK;
+}
+
+static int parse_aux(loader *l)
+{
+    memdiff_snapshot *s = l->s;
+    if (!l->sec[TAG_AUX].present)
+        return MEMDIFF_OK;
+    reader r = section_reader(l, TAG_AUX);
+    uint64_t mask;
+    int rc = get_bounded(&r, AUX_PFN | AUX_KFLAGS | AUX_MAPCOUNT, "aux array mask", &mask);
+    if (rc)
+        return rc;
+    unsigned arrays = (mask & 1) + ((mask >> 1) & 1) + ((mask >> 2) & 1);
+    if (arrays == 0)
+        return memdiff__set_error(MEMDIFF_EFORMAT, "snapshot file: aux section without arrays");
+    size_t n;
+    if ((rc = get_count(&r, arrays, sizeof(uint64_t), "pages of per-page data", &n)))
+        return rc;
+    uint64_t **dst[3] = {&s->pfn, &s->kflags, &s->mapcount};
+    for (unsigned k = 0; k < 3; k++) {
+        if (!(mask & (1u << k)))
+            continue;
+        uint64_t *v = memdiff__arena_alloc(&s->arena, (n ? n : 1) * sizeof *v);
+        if (!v)
+            return MEMDIFF_ENOMEM;
+        uint64_t prev = 0;
+        for (size_t i = 0; i < n; i++) {
+            if ((rc = get_varint(&r, &v[i])))
+                return rc;
+            if (k == 0) /* frame numbers are stored as signed deltas */
+                v[i] = prev += (uint64_t)unzigzag(v[i]);
+        }
+        *dst[k] = v;
+    }
+    s->aux_count = n;
+    return MEMDIFF_OK;
+}
+
+/* Page counts of region g from the run u. Same rule as the snapshot builder: resident means
+ * present and not the zero page. */
+static void count_run(memdiff__region *g, const memdiff__run *u)
+{
+    if (memdiff__attrs_resident(u->attrs)) {
+        g->resident_pages += u->npages;
+        if (u->attrs & MEMDIFF_PAGE_PRIVATE)
+            g->private_pages += u->npages;
+    }
+    if (u->attrs & MEMDIFF_PAGE_SWAPPED)
+        g->swapped_pages += u->npages;
+}
+
+static int parse_runs(loader *l)
+{
+    reader r = section_reader(l, TAG_RUNS);
+    memdiff_snapshot *s = l->s;
+    uint64_t ps = s->info.page_size, prev_end = 0, next_aux = 0, region = 0;
+    size_t n;
+    int rc = get_count(&r, MIN_RUN_BYTES, sizeof(memdiff__run), "runs", &n);
+    if (rc)
+        return rc;
+    s->runs = memdiff__arena_alloc(&s->arena, n * sizeof *s->runs);
+    if (!s->runs)
+        return MEMDIFF_ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        memdiff__run *u = &s->runs[i];
+        uint64_t gap, end = 0, attrs = 0, dregion = 0, aux = 0;
+        size_t at = r.pos;
+        rc = get_varint(&r, &gap);
+        if (!rc)
+            rc = get_varint(&r, &u->npages);
+        if (!rc && u->npages == 0)
+            rc = memdiff__set_error(MEMDIFF_EFORMAT,
+                                    "snapshot file: run %zu at offset %zu is empty", i, at);
+        if (!rc)
+            rc = add_pages(&r, "run", i, prev_end, gap, ps, &u->start);
+        if (!rc)
+            rc = add_pages(&r, "run", i, u->start, u->npages, ps, &end);
+        if (!rc)
+            rc = get_varint(&r, &attrs);
+        if (!rc && (attrs & ~(uint64_t)KNOWN_PAGE_ATTRS))
+            rc = memdiff__set_error(MEMDIFF_EFORMAT,
+                                    "snapshot file: run %zu has unknown page attributes 0x%llx",
+                                    i, (unsigned long long)attrs);
+        if (!rc)
+            rc = get_varint(&r, &dregion);
+        if (!rc)
+            rc = get_varint(&r, &aux);
+        if (rc)
+            return rc;
+        if (dregion >= s->region_count - region || s->region_count == 0)
+            return memdiff__set_error(MEMDIFF_EFORMAT,
+                                      "snapshot file: run %zu (offset %zu) refers to region "
+                                      "%llu+%llu of %zu",
+                                      i, at, (unsigned long long)region,
+                                      (unsigned long long)dregion, s->region_count);
+        region += dregion;
+        memdiff__region *g = &s->regions[region];
+        if (u->start < g->start || end > g->end)
+            return memdiff__set_error(MEMDIFF_EFORMAT,
+                                      "snapshot file: run %zu [0x%llx, 0x%llx) lies outside its "
+                                      "region %llu [0x%llx, 0x%llx)",
+                                      i, (unsigned long long)u->start, (unsigned long long)end,
+                                      (unsigned long long)region, (unsigned long long)g->start,
+                                      (unsigned long long)g->end);
+        u->attrs = (uint32_t)attrs;
+        u->region = (uint32_t)region;
+        u->aux = MEMDIFF__NO_AUX;
+        if (aux != RUN_AUX_NONE) {
+            u->aux = aux == RUN_AUX_NEXT ? next_aux : aux - RUN_AUX_AT;
+            if (u->aux > s->aux_count || u->npages > s->aux_count - u->aux)
+                return memdiff__set_error(MEMDIFF_EFORMAT,
+                                          "snapshot file: run %zu has per-page data [%llu, "
+                                          "+%llu) beyond the %zu pages of the aux arrays",
+                                          i, (unsigned long long)u->aux,
+                                          (unsigned long long)u->npages, s->aux_count);
+            next_aux = u->aux + u->npages;
+        }
+        if (!g->run_count)
+            g->run_first = i;
+        g->run_count++;
+        count_run(g, u);
+        prev_end = end;
+        s->run_count = i + 1;
+    }
+    return MEMDIFF_OK;
+}
+
+/* Builds s (whose arena receives everything) from the n bytes of a file at p. */
+static int parse(const unsigned char *p, size_t n, memdiff_snapshot *s)
+{
+    loader l;
+    memset(&l, 0, sizeof l);
+    l.p = p;
+    l.s = s;
+    int rc = parse_frame(&l, n);
+    if (!rc)
+        rc = parse_strings(&l);
+    if (!rc)
+        rc = parse_info(&l);
+    if (!rc)
+        rc = parse_regions(&l);
+    if (!rc)
+        rc = parse_aux(&l);
+    if (!rc)
+        rc = parse_runs(&l);
+    if (rc == MEMDIFF_ENOMEM)
+        memdiff__set_error(rc, "snapshot file: out of memory");
+    if (rc)
+        return rc;
+    memdiff__snapshot_tally(s);
+    return MEMDIFF_OK;
+}
+
+/* The whole stream into a buffer of scratch, in chunks (a pipe has no size to ask for). */
+static int read_all(FILE *in, memdiff__arena *scratch, unsigned char **out, size_t *len)
+{
+    const uint64_t limit = MEMDIFF__MIN(MAX_FILE_BYTES, (uint64_t)(SIZE_MAX / 2));
+    unsigned char *buf = NULL;
+    size_t n = 0, cap = 0;
+    for (;;) {
+        if (n == cap) {
+            if ((uint64_t)cap > limit)
+                return memdiff__set_error(MEMDIFF_EFORMAT,
+                                          "snapshot file: larger than %llu bytes: refused",
+                                          (unsigned long long)limit);
+            size_t ncap = cap ? cap * 2 : READ_CHUNK;
+            if ((uint64_t)ncap > limit + 1)
+                ncap = (size_t)limit + 1;
+            unsigned char *v = memdiff__arena_grow(scratch, buf, cap, ncap);
+            if (!v)
+                return memdiff__set_error(MEMDIFF_ENOMEM, "snapshot file: out of memory reading "
+                                                          "%zu bytes",
+                                          n);
+            buf = v;
+            cap = ncap;
+        }
+        size_t want = MEMDIFF__MIN(cap - n, READ_CHUNK * 16);
+        size_t got = fread(buf + n, 1, want, in);
+        n += got;
+        if (got < want) {
+            if (ferror(in))
+                return memdiff__set_error(MEMDIFF_EIO, "snapshot file: read error after %zu "
+                                                       "bytes: %s",
+                                          n, strerror(errno));
+            break;
+        }
+    }
+    *out = buf;
+    *len = n;
+    return MEMDIFF_OK;
+}
+
+int memdiff_snapshot_load(FILE *in, memdiff_snapshot **out)
+{
+    if (!out)
+        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_snapshot_load: out is NULL");
+    *out = NULL;
+    if (!in)
+        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_snapshot_load: in is NULL");
+    memdiff__arena scratch = MEMDIFF__ARENA_INIT;
+    unsigned char *buf = NULL;
+    size_t len = 0;
+    int rc = read_all(in, &scratch, &buf, &len);
+    memdiff_snapshot *s = NULL;
+    if (!rc) {
+        memdiff__arena a = MEMDIFF__ARENA_INIT;
+        s = memdiff__arena_alloc(&a, sizeof *s);
+        if (!s)
+            rc = MEMDIFF_ENOMEM;
+        else
+            s->arena = a; /* the snapshot lives inside its own arena, as a taken one does */
+    }
+    if (!rc)
+        rc = parse(buf, len, s);
+    memdiff__arena_release(&scratch);
+    if (rc) {
+        memdiff_snapshot_free(s);
+        return rc;
+    }
+    s->info.storage_bytes = memdiff__arena_footprint(&s->arena);
+    *out = s;
+    return MEMDIFF_OK;
+}
+
+int memdiff_snapshot_load_file(const char *path, memdiff_snapshot **out)
+{
+    if (!out)
+        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_snapshot_load_file: out is NULL");
+    *out = NULL;
+    if (!path)
+        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_snapshot_load_file: path is NULL");
+    errno = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return open_error("open", path, errno);
+    int rc = memdiff_snapshot_load(f, out);
+    fclose(f);
+    if (rc) {
+        char why[400];
+        snprintf(why, sizeof why, "%s", memdiff_last_error());
+        memdiff__set_error(rc, "%s: %s", path, why);
+    }
+    return rc;
+}
