@@ -356,9 +356,21 @@ int memdiff_compare(const memdiff_snapshot *before, const memdiff_snapshot *afte
     *out = NULL;
     if (!before || !after)
         return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_compare: NULL snapshot");
-    if (flags & ~MEMDIFF_COMPARE_VERBOSE)
+    const unsigned known = MEMDIFF_COMPARE_VERBOSE | MEMDIFF_COMPARE_FORCE;
+    if (flags & ~known)
         return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_compare: unknown flags 0x%x",
-                                  flags & ~MEMDIFF_COMPARE_VERBOSE);
+                                  flags & ~known);
+    /* Snapshots loaded from files may come from anywhere: a diff of two processes would name
+     * every page new or freed and mean nothing, unless the caller says it knows. */
+    const char *host_b = before->info.host ? before->info.host : "";
+    const char *host_a = after->info.host ? after->info.host : "";
+    if (!(flags & MEMDIFF_COMPARE_FORCE) &&
+        (before->info.pid != after->info.pid || strcmp(host_b, host_a) != 0))
+        return memdiff__set_error(MEMDIFF_EMISMATCH,
+                                  "memdiff_compare: the snapshots are of different processes "
+                                  "(before: pid %d on host '%s'; after: pid %d on host '%s'); "
+                                  "pass MEMDIFF_COMPARE_FORCE to compare them anyway",
+                                  before->info.pid, host_b, after->info.pid, host_a);
     if (before->info.page_size != after->info.page_size)
         return memdiff__set_error(MEMDIFF_EMISMATCH,
                                   "memdiff_compare: page sizes differ (%u before, %u after)",

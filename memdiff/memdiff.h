@@ -253,6 +253,8 @@ const char *memdiff_change_name(memdiff_change change);
 /* memdiff_compare() flags. */
 #define MEMDIFF_COMPARE_VERBOSE 0x1u /* coalesce contiguous pages with identical attributes,
                                         not allocation units, and keep the attributes */
+#define MEMDIFF_COMPARE_FORCE 0x2u   /* compare snapshots of different processes or hosts
+                                        (refused with MEMDIFF_EMISMATCH otherwise) */
 
 /* Whether a block's mapping exists in one snapshot only (memdiff_block.presence). */
 #define MEMDIFF_IN_BEFORE 0x1u
@@ -293,7 +295,8 @@ typedef struct memdiff_diff memdiff_diff;
 /* Compares two snapshots of the same process. Both stay untouched and usable. The diff does not
  * refer to the snapshots: they may be freed before it.
  * Errors: MEMDIFF_EINVAL (a NULL argument, unknown flag), MEMDIFF_EMISMATCH (different page
- * sizes), MEMDIFF_ENOMEM. */
+ * sizes; or different pids or host names without MEMDIFF_COMPARE_FORCE, the detail naming
+ * both), MEMDIFF_ENOMEM. */
 int memdiff_compare(const memdiff_snapshot *before, const memdiff_snapshot *after,
                     unsigned flags, memdiff_diff **out);
 

@@ -476,6 +476,32 @@ START_TEST(bad_arguments_and_streams)
 }
 END_TEST
 
+START_TEST(other_process_or_host_refused_unless_forced)
+{
+    memdiff_snapshot *a = synthetic(), *b = round_trip(a);
+    memdiff_diff *d = NULL;
+    b->info.pid = 78;
+    ck_assert_int_eq(memdiff_compare(a, b, 0, &d), MEMDIFF_EMISMATCH);
+    ck_assert_ptr_null(d);
+    ck_assert_ptr_nonnull(strstr(memdiff_last_error(), "before: pid 77 on host "
+                                                       "'build-host.example'; after: pid 78"));
+    ck_assert_int_eq(memdiff_compare(a, b, MEMDIFF_COMPARE_VERBOSE, &d), MEMDIFF_EMISMATCH);
+    ck_assert_int_eq(memdiff_compare(a, b, MEMDIFF_COMPARE_FORCE, &d), MEMDIFF_OK);
+    ck_assert_uint_eq(memdiff_diff_block_count(d), 0);
+    memdiff_diff_free(d);
+
+    b->info.pid = 77;
+    b->info.host = "elsewhere";
+    ck_assert_int_eq(memdiff_compare(b, a, 0, &d), MEMDIFF_EMISMATCH);
+    ck_assert_ptr_nonnull(strstr(memdiff_last_error(), "pid 77 on host 'elsewhere'"));
+    ck_assert_int_eq(
+        memdiff_compare(b, a, MEMDIFF_COMPARE_FORCE | MEMDIFF_COMPARE_VERBOSE, &d), MEMDIFF_OK);
+    memdiff_diff_free(d);
+    memdiff_snapshot_free(b);
+    memdiff_snapshot_free(a);
+}
+END_TEST
+
 /* ---- damaged files ---------------------------------------------------------------------- */
 
 static membuf synthetic_file(void)
@@ -856,6 +882,7 @@ Suite *file_format_suite(void)
     tcase_add_loop_test(tc, diff_of_loaded_copies_equals_diff_in_memory, MEMDIFF_DEPTH_FAST,
                         MEMDIFF_DEPTH_DEEP + 1);
     tcase_add_test(tc, files_by_path);
+    tcase_add_test(tc, other_process_or_host_refused_unless_forced);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("Damage");
