@@ -9,6 +9,7 @@
     X(arena)                   \
     X(errors)                  \
     X(linux_maps)              \
+    X(linux_pages)             \
     X(classify)                \
     X(compare)                 \
     X(report)                  \

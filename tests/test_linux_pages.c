@@ -1,0 +1,606 @@
+/* test_linux_pages.c - the page walk: exact runs and attributes at each depth on a constructed
+ * fixture tree (the pagemap read path), batch boundaries on a tree built at run time, and the
+ * real kernel (PAGEMAP_SCAN where it exists) on pages this test touches itself. */
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "linux.h"
+#include "suites.h"
+
+#define P MEMDIFF_PAGE_PRESENT
+#define S MEMDIFF_PAGE_SWAPPED
+#define F MEMDIFF_PAGE_FILE
+#define X MEMDIFF_PAGE_PRIVATE
+#define Z MEMDIFF_PAGE_ZERO
+#define SD MEMDIFF_PAGE_SOFT_DIRTY
+
+#define MAX_RUNS 4096
+#define MAX_AUX 200000
+
+typedef struct recorded {
+    uint64_t start, n;
+    unsigned attrs;
+    size_t aux; /* index into the recorder's arrays */
+    int has_pfn, has_kflags, has_mapcount;
+} recorded;
+
+typedef struct recorder {
+    recorded runs[MAX_RUNS];
+    size_t count;
+    uint64_t pfn[MAX_AUX], kflags[MAX_AUX], mapcount[MAX_AUX];
+    size_t aux;
+} recorder;
+
+static recorder *rec;
+static memdiff__arena arena;
+
+static void setup(void)
+{
+    memdiff__arena a = MEMDIFF__ARENA_INIT;
+    arena = a;
+    rec = mmap(NULL, sizeof *rec, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne(rec, MAP_FAILED);
+}
+
+static void teardown(void)
+{
+    munmap(rec, sizeof *rec);
+    memdiff__arena_release(&arena);
+}
+
+static int on_run(void *ctx, uint64_t start, uint64_t npages, unsigned attrs, const uint64_t *pfn,
+                  const uint64_t *kflags, const uint64_t *mapcount)
+{
+    recorder *r = ctx;
+    if (r->count == MAX_RUNS || r->aux + npages > MAX_AUX)
+        return MEMDIFF_ENOMEM;
+    recorded *x = &r->runs[r->count++];
+    x->start = start;
+    x->n = npages;
+    x->attrs = attrs;
+    x->aux = r->aux;
+    x->has_pfn = pfn != NULL;
+    x->has_kflags = kflags != NULL;
+    x->has_mapcount = mapcount != NULL;
+    for (uint64_t i = 0; i < npages; i++) {
+        r->pfn[r->aux + i] = pfn ? pfn[i] : 0;
+        r->kflags[r->aux + i] = kflags ? kflags[i] : 0;
+        r->mapcount[r->aux + i] = mapcount ? mapcount[i] : 0;
+    }
+    r->aux += npages;
+    return MEMDIFF_OK;
+}
+
+static int walk(memdiff__proc *proc, uint64_t start, uint64_t end, memdiff_depth depth)
+{
+    memdiff__page_sink sink = {on_run, rec};
+    rec->count = 0;
+    rec->aux = 0;
+    return memdiff__plat_pages(proc, start, end, depth, &sink);
+}
+
+static void expect_run(size_t i, uint64_t start, uint64_t n, unsigned attrs)
+{
+    ck_assert_uint_gt(rec->count, i);
+    const recorded *x = &rec->runs[i];
+    ck_assert_msg(x->start == start && x->n == n && x->attrs == attrs,
+                  "run %zu: got 0x%llx +%llu attrs 0x%x, want 0x%llx +%llu attrs 0x%x", i,
+                  (unsigned long long)x->start, (unsigned long long)x->n, x->attrs,
+                  (unsigned long long)start, (unsigned long long)n, attrs);
+}
+
+static uint64_t pfn_of(size_t run, size_t page)
+{
+    return rec->pfn[rec->runs[run].aux + page];
+}
+
+static uint64_t kflags_of(size_t run, size_t page)
+{
+    return rec->kflags[rec->runs[run].aux + page];
+}
+
+static uint64_t mapcount_of(size_t run, size_t page)
+{
+    return rec->mapcount[rec->runs[run].aux + page];
+}
+
+static uint64_t pages_with(unsigned all, unsigned none)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < rec->count; i++)
+        if ((rec->runs[i].attrs & all) == all && !(rec->runs[i].attrs & none))
+            n += rec->runs[i].n;
+    return n;
+}
+
+static memdiff__proc *open_fixture(memdiff__caps *caps)
+{
+    memdiff__open_args args = {0, MEMDIFF_TEST_FIXTURES "/pages", NULL};
+    memdiff__proc *proc = NULL;
+    ck_assert_int_eq(memdiff__plat_open(&args, &arena, &proc, caps), MEMDIFF_OK);
+    return proc;
+}
+
+/* ---- the constructed fixture ------------------------------------------------------------ */
+
+START_TEST(fixture_caps_and_totals)
+{
+    memdiff__caps caps;
+    memdiff__proc *proc = open_fixture(&caps);
+    unsigned want = MEMDIFF_SRC_MAPS | MEMDIFF_SRC_PAGEMAP | MEMDIFF_SRC_PFN |
+                    MEMDIFF_SRC_KPAGEFLAGS | MEMDIFF_SRC_KPAGECOUNT | MEMDIFF_SRC_STATUS;
+    ck_assert_uint_eq(caps.sources & want, want);
+    ck_assert_uint_eq(caps.sources & (MEMDIFF_SRC_PAGEMAP_SCAN | MEMDIFF_SRC_THREADS), 0);
+    ck_assert_ptr_null(caps.pfn_why);
+    ck_assert_ptr_null(caps.deep_why);
+    ck_assert_int_eq(caps.pid, getpid());
+    ck_assert_uint_eq(caps.page_size, 4096);
+
+    memdiff_process_totals t;
+    ck_assert_int_eq(memdiff__plat_totals(proc, &t), MEMDIFF_OK);
+    ck_assert_uint_eq(t.vm_size, 2000 * 1024);
+    ck_assert_uint_eq(t.vm_rss, 64 * 1024);
+    ck_assert_uint_eq(t.vm_hwm, 80 * 1024);
+    ck_assert_uint_eq(t.rss_anon, 40 * 1024);
+    ck_assert_uint_eq(t.rss_file, 16 * 1024);
+    ck_assert_uint_eq(t.rss_shmem, 8 * 1024);
+    ck_assert_uint_eq(t.vm_pte, 12 * 1024);
+    ck_assert_uint_eq(t.vm_swap, 8 * 1024);
+    memdiff__plat_close(proc);
+}
+END_TEST
+
+START_TEST(fixture_fast)
+{
+    memdiff__caps caps;
+    memdiff__proc *proc = open_fixture(&caps);
+    /* Fast leaves out exclusivity and soft-dirty, as PAGEMAP_SCAN would: runs merge. */
+    ck_assert_int_eq(walk(proc, 0x400000, 0x410000, MEMDIFF_DEPTH_FAST), MEMDIFF_OK);
+    ck_assert_uint_eq(rec->count, 1);
+    expect_run(0, 0x400000, 5, P | F);
+    ck_assert(!rec->runs[0].has_pfn && !rec->runs[0].has_kflags && !rec->runs[0].has_mapcount);
+
+    ck_assert_int_eq(walk(proc, 0x410000, 0x420000, MEMDIFF_DEPTH_FAST), MEMDIFF_OK);
+    ck_assert_uint_eq(rec->count, 3);
+    expect_run(0, 0x410000, 6, P);
+    expect_run(1, 0x416000, 2, S);
+    expect_run(2, 0x418000, 3, P);
+
+    /* The pagemap file ends inside this region: what it does not hold is not present. */
+    ck_assert_int_eq(walk(proc, 0x420000, 0x424000, MEMDIFF_DEPTH_FAST), MEMDIFF_OK);
+    ck_assert_uint_eq(rec->count, 1);
+    expect_run(0, 0x420000, 2, P | F);
+
+    ck_assert_int_eq(walk(proc, 0x500000, 0x600000, MEMDIFF_DEPTH_FAST), MEMDIFF_OK);
+    ck_assert_uint_eq(rec->count, 0);
+    memdiff__plat_close(proc);
+}
+END_TEST
+
+START_TEST(fixture_standard)
+{
+    memdiff__caps caps;
+    memdiff__proc *proc = open_fixture(&caps);
+    ck_assert_int_eq(walk(proc, 0x400000, 0x410000, MEMDIFF_DEPTH_STANDARD), MEMDIFF_OK);
+    ck_assert_uint_eq(rec->count, 2);
+    expect_run(0, 0x400000, 4, P | F);
+    expect_run(1, 0x404000, 1, P | F | X);
+    for (int i = 0; i < 4; i++)
+        ck_assert_uint_eq(pfn_of(0, (size_t)i), 0x100u + (unsigned)i);
+    ck_assert_uint_eq(pfn_of(1, 0), 0x200);
+    ck_assert(rec->runs[0].has_pfn && !rec->runs[0].has_kflags && !rec->runs[0].has_mapcount);
+
+    ck_assert_int_eq(walk(proc, 0x410000, 0x420000, MEMDIFF_DEPTH_STANDARD), MEMDIFF_OK);
+    ck_assert_uint_eq(rec->count, 5);
+    expect_run(0, 0x410000, 5, P | X);
+    expect_run(1, 0x415000, 1, P); /* the zero page, but its frame is not known here */
+    expect_run(2, 0x416000, 2, S);
+    expect_run(3, 0x418000, 1, P | X | SD);
+    expect_run(4, 0x419000, 2, P);
+    for (int i = 0; i < 5; i++)
+        ck_assert_uint_eq(pfn_of(0, (size_t)i), 0x300u + (unsigned)i);
+    ck_assert_uint_eq(pfn_of(1, 0), 0x400);
+    ck_assert_uint_eq(pfn_of(2, 0), 0); /* swap entries hold no frame */
+    ck_assert_uint_eq(pfn_of(2, 1), 0);
+    ck_assert_uint_eq(pfn_of(3, 0), 0x305);
+    ck_assert_uint_eq(pfn_of(4, 0), 0x500);
+    ck_assert_uint_eq(pfn_of(4, 1), 0x500);
+
+    ck_assert_int_eq(walk(proc, 0x420000, 0x424000, MEMDIFF_DEPTH_STANDARD), MEMDIFF_OK);
+    ck_assert_uint_eq(rec->count, 1);
+    expect_run(0, 0x420000, 2, P | F);
+    ck_assert_uint_eq(pfn_of(0, 1), 0x601);
+    memdiff__plat_close(proc);
+}
+END_TEST
+
+START_TEST(fixture_deep)
+{
+    memdiff__caps caps;
+    memdiff__proc *proc = open_fixture(&caps);
+    const uint64_t REF = MEMDIFF_PAGE_REFERENCED, ACT = MEMDIFF_PAGE_ACTIVE,
+                   DIRTY = MEMDIFF_PAGE_DIRTY;
+    ck_assert_int_eq(walk(proc, 0x400000, 0x410000, MEMDIFF_DEPTH_DEEP), MEMDIFF_OK);
+    ck_assert_uint_eq(rec->count, 2);
+    expect_run(0, 0x400000, 4, P | F | (unsigned)REF);
+    expect_run(1, 0x404000, 1, P | F | X | (unsigned)(REF | ACT));
+    ck_assert(rec->runs[0].has_pfn && rec->runs[0].has_kflags && rec->runs[0].has_mapcount);
+    ck_assert_uint_eq(kflags_of(0, 2), (1u << 3) | (1u << 5) | (1u << 11) | (1u << 2));
+    ck_assert_uint_eq(mapcount_of(0, 3), 3);
+    ck_assert_uint_eq(mapcount_of(1, 0), 1);
+
+    ck_assert_int_eq(walk(proc, 0x410000, 0x420000, MEMDIFF_DEPTH_DEEP), MEMDIFF_OK);
+    ck_assert_uint_eq(rec->count, 5);
+    expect_run(0, 0x410000, 5, P | X | (unsigned)(DIRTY | ACT));
+    expect_run(1, 0x415000, 1, P | Z);
+    expect_run(2, 0x416000, 2, S);
+    expect_run(3, 0x418000, 1, P | X | SD | MEMDIFF_PAGE_HUGE);
+    expect_run(4, 0x419000, 2, P | MEMDIFF_PAGE_KSM);
+    ck_assert_uint_eq(mapcount_of(1, 0), 50);
+    ck_assert_uint_eq(kflags_of(2, 0), 0);
+    ck_assert_uint_eq(mapcount_of(2, 1), 0);
+    ck_assert_uint_eq(mapcount_of(4, 0), 2); /* one frame, twice: deduplicated, both filled */
+    ck_assert_uint_eq(mapcount_of(4, 1), 2);
+    ck_assert_uint_eq(kflags_of(4, 1), (1u << 12) | (1u << 11) | (1u << 21));
+
+    ck_assert_int_eq(walk(proc, 0x420000, 0x424000, MEMDIFF_DEPTH_DEEP), MEMDIFF_OK);
+    expect_run(0, 0x420000, 2, P | F);
+    ck_assert_uint_eq(mapcount_of(0, 0), 4);
+    memdiff__plat_close(proc);
+}
+END_TEST
+
+START_TEST(bad_ranges)
+{
+    memdiff__caps caps;
+    memdiff__proc *proc = open_fixture(&caps);
+    ck_assert_int_eq(walk(proc, 0x400001, 0x410000, MEMDIFF_DEPTH_FAST), MEMDIFF_EINVAL);
+    ck_assert_int_eq(walk(proc, 0x410000, 0x400000, MEMDIFF_DEPTH_FAST), MEMDIFF_EINVAL);
+    ck_assert_int_eq(walk(proc, 0x410000, 0x410000, MEMDIFF_DEPTH_FAST), MEMDIFF_OK);
+    ck_assert_uint_eq(rec->count, 0);
+    memdiff__plat_close(proc);
+}
+END_TEST
+
+/* ---- batch boundaries, on a tree written now ---------------------------------------------- */
+
+#define BIG 70000u /* pages: more than one batch of MEMDIFF__LINUX_BATCH */
+#define R1 UINT64_C(0x10000000)
+#define R2 UINT64_C(0x30000000)
+#define HOLE 65001u /* one page not present, so the second run straddles the batch boundary */
+
+static char tree[64];
+
+static void put(const char *name, const void *data, size_t len, uint64_t off)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", tree, name);
+    int fd = open(path, O_WRONLY | O_CREAT, 0600);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(pwrite(fd, data, len, (off_t)off), (ssize_t)len);
+    close(fd);
+}
+
+static void make_tree(void)
+{
+    snprintf(tree, sizeof tree, "/tmp/memdiff-pages-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(tree));
+    char sub[128];
+    snprintf(sub, sizeof sub, "%s/self", tree);
+    ck_assert_int_eq(mkdir(sub, 0700), 0);
+    char maps[256];
+    int n = snprintf(maps, sizeof maps,
+                     "%08llx-%08llx rw-p 00000000 00:00 0\n%08llx-%08llx rw-p 00000000 00:00 0\n",
+                     (unsigned long long)R1, (unsigned long long)(R1 + BIG * 4096ull),
+                     (unsigned long long)R2, (unsigned long long)(R2 + BIG * 4096ull));
+    put("self/maps", maps, (size_t)n, 0);
+    const char status[] = "Name:\tx\nCapEff:\t0000000000200000\n";
+    put("self/status", status, sizeof status - 1, 0);
+    put("kpageflags", "", 0, 0); /* empty: every frame reads as no flags, count 0 */
+    put("kpagecount", "", 0, 0);
+    uint64_t *e = calloc(BIG, 8);
+    ck_assert_ptr_nonnull(e);
+    for (uint32_t i = 0; i < BIG; i++)
+        e[i] = i == HOLE ? 0 : MEMDIFF__PM_PRESENT | MEMDIFF__PM_EXCLUSIVE | (0x1000u + i);
+    put("self/pagemap", e, BIG * 8ull, R1 / 4096 * 8);
+    for (uint32_t i = 0; i < BIG; i++)
+        e[i] = MEMDIFF__PM_PRESENT | MEMDIFF__PM_EXCLUSIVE | (0x100000u + i);
+    put("self/pagemap", e, BIG * 8ull, R2 / 4096 * 8);
+    free(e);
+}
+
+static void remove_tree(void)
+{
+    const char *names[] = {"self/maps", "self/status", "self/pagemap", "kpageflags",
+                           "kpagecount", "self", ""};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char path[256];
+        snprintf(path, sizeof path, "%s/%s", tree, names[i]);
+        if (unlink(path) != 0)
+            rmdir(path);
+    }
+}
+
+START_TEST(runs_carry_across_batches)
+{
+    make_tree();
+    memdiff__open_args args = {0, tree, NULL};
+    memdiff__proc *proc;
+    memdiff__caps caps;
+    ck_assert_int_eq(memdiff__plat_open(&args, &arena, &proc, &caps), MEMDIFF_OK);
+    ck_assert_uint_ne(caps.sources & MEMDIFF_SRC_PFN, 0);
+    const uint64_t end1 = R1 + BIG * 4096ull, end2 = R2 + BIG * 4096ull;
+
+    /* Without arrays a run has no length limit. */
+    ck_assert_int_eq(walk(proc, R1, end1, MEMDIFF_DEPTH_FAST), MEMDIFF_OK);
+    ck_assert_uint_eq(rec->count, 2);
+    expect_run(0, R1, HOLE, P);
+    expect_run(1, R1 + (HOLE + 1) * 4096ull, BIG - HOLE - 1, P);
+    ck_assert_int_eq(walk(proc, R2, end2, MEMDIFF_DEPTH_FAST), MEMDIFF_OK);
+    ck_assert_uint_eq(rec->count, 1);
+    expect_run(0, R2, BIG, P);
+
+    /* With frame arrays the run that straddles the batch boundary still comes out whole. */
+    for (memdiff_depth d = MEMDIFF_DEPTH_STANDARD; d <= MEMDIFF_DEPTH_DEEP; d++) {
+        ck_assert_int_eq(walk(proc, R1, end1, d), MEMDIFF_OK);
+        ck_assert_uint_eq(rec->count, 2);
+        expect_run(0, R1, HOLE, P | X);
+        expect_run(1, R1 + (HOLE + 1) * 4096ull, BIG - HOLE - 1, P | X);
+        for (uint32_t i = 0; i < BIG - HOLE - 1; i++)
+            ck_assert_uint_eq(pfn_of(1, i), 0x1000u + HOLE + 1 + i);
+        ck_assert_uint_eq(pfn_of(0, HOLE - 1), 0x1000u + HOLE - 1);
+        ck_assert(rec->runs[1].has_kflags == (d == MEMDIFF_DEPTH_DEEP));
+
+        /* A run longer than a batch is delivered in batch-sized pieces, frames in order. */
+        ck_assert_int_eq(walk(proc, R2, end2, d), MEMDIFF_OK);
+        ck_assert_uint_eq(rec->count, 2);
+        expect_run(0, R2, MEMDIFF__LINUX_BATCH, P | X);
+        expect_run(1, R2 + MEMDIFF__LINUX_BATCH * 4096ull, BIG - MEMDIFF__LINUX_BATCH, P | X);
+        for (uint32_t i = 0; i < BIG - MEMDIFF__LINUX_BATCH; i++)
+            ck_assert_uint_eq(pfn_of(1, i), 0x100000u + MEMDIFF__LINUX_BATCH + i);
+    }
+    memdiff__plat_close(proc);
+    remove_tree();
+}
+END_TEST
+
+/* ---- the real kernel ------------------------------------------------------------------ */
+
+static int kernel_at_least(int major, int minor)
+{
+    struct utsname u;
+    int ma = 0, mi = 0;
+    if (uname(&u) != 0 || sscanf(u.release, "%d.%d", &ma, &mi) != 2)
+        return 0;
+    return ma > major || (ma == major && mi >= minor);
+}
+
+static const long touched[] = {0, 3, 4, 9, 15};
+
+/* 16 private anonymous pages, exactly 5 of them written. No THP: a huge or multi-size folio
+ * would make untouched neighbours resident too. */
+static char *map_sixteen(long ps)
+{
+    char *p = mmap(NULL, (size_t)ps * 16, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                   -1, 0);
+    ck_assert_ptr_ne(p, MAP_FAILED);
+    madvise(p, (size_t)ps * 16, MADV_NOHUGEPAGE);
+    for (size_t i = 0; i < sizeof touched / sizeof touched[0]; i++)
+        p[touched[i] * ps] = 1;
+    return p;
+}
+
+static memdiff__proc *open_self(memdiff__caps *caps)
+{
+    memdiff__open_args args = {0, NULL, NULL};
+    memdiff__proc *proc = NULL;
+    ck_assert_int_eq(memdiff__plat_open(&args, &arena, &proc, caps), MEMDIFF_OK);
+    return proc;
+}
+
+START_TEST(real_touched_pages)
+{
+    long ps = sysconf(_SC_PAGESIZE);
+    char *p = map_sixteen(ps);
+    uint64_t a = (uint64_t)(uintptr_t)p, e = a + (uint64_t)ps * 16;
+    memdiff__caps caps;
+    memdiff__proc *proc = open_self(&caps);
+    if (kernel_at_least(6, 7))
+        ck_assert_uint_ne(caps.sources & MEMDIFF_SRC_PAGEMAP_SCAN, 0);
+
+    ck_assert_int_eq(walk(proc, a, e, MEMDIFF_DEPTH_STANDARD), MEMDIFF_OK);
+    ck_assert_uint_eq(pages_with(P, 0), 5);
+    ck_assert_uint_eq(pages_with(P | X, F | Z | S), 5);
+    ck_assert_uint_eq(rec->count, 4); /* pages 0, 3-4, 9, 15 */
+    for (size_t i = 0; i < rec->count; i++) {
+        uint64_t page = (rec->runs[i].start - a) / (uint64_t)ps;
+        ck_assert(page == 0 || page == 3 || page == 9 || page == 15);
+        if (caps.sources & MEMDIFF_SRC_PFN) {
+            ck_assert(rec->runs[i].has_pfn);
+            ck_assert_uint_ne(pfn_of(i, 0), 0);
+        }
+    }
+
+    ck_assert_int_eq(walk(proc, a, e, MEMDIFF_DEPTH_FAST), MEMDIFF_OK);
+    ck_assert_uint_eq(pages_with(P, 0), 5);
+    ck_assert_uint_eq(pages_with(0, 0), 5);
+    ck_assert_uint_eq(pages_with(X, 0), 0); /* fast knows no exclusivity */
+
+    if (caps.sources & MEMDIFF_SRC_KPAGEFLAGS) {
+        ck_assert_int_eq(walk(proc, a, e, MEMDIFF_DEPTH_DEEP), MEMDIFF_OK);
+        ck_assert_uint_eq(pages_with(P | X, F | Z), 5);
+        for (size_t i = 0; i < rec->count; i++) {
+            ck_assert(rec->runs[i].has_kflags && rec->runs[i].has_mapcount);
+            ck_assert_uint_eq(mapcount_of(i, 0), 1);
+            ck_assert_uint_ne(kflags_of(i, 0) & (1u << 12), 0); /* KPF_ANON */
+        }
+    }
+    memdiff__plat_close(proc);
+    munmap(p, (size_t)ps * 16);
+}
+END_TEST
+
+START_TEST(real_zero_page)
+{
+    long ps = sysconf(_SC_PAGESIZE);
+    volatile char *p = mmap(NULL, (size_t)ps * 4, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne((void *)p, MAP_FAILED);
+    madvise((void *)p, (size_t)ps * 4, MADV_NOHUGEPAGE);
+    (void)p[0];
+    (void)p[2 * ps];
+    uint64_t a = (uint64_t)(uintptr_t)p, e = a + (uint64_t)ps * 4;
+    memdiff__caps caps;
+    memdiff__proc *proc = open_self(&caps);
+    ck_assert_int_eq(walk(proc, a, e, MEMDIFF_DEPTH_FAST), MEMDIFF_OK);
+    if (caps.sources & MEMDIFF_SRC_PAGEMAP_SCAN)
+        ck_assert_uint_eq(pages_with(P | Z, 0), 2);
+    if (caps.sources & MEMDIFF_SRC_PFN) {
+        ck_assert_int_eq(walk(proc, a, e, MEMDIFF_DEPTH_STANDARD), MEMDIFF_OK);
+        ck_assert_uint_eq(pages_with(P | Z, X), 2);
+    }
+    if (caps.sources & MEMDIFF_SRC_KPAGEFLAGS) {
+        ck_assert_int_eq(walk(proc, a, e, MEMDIFF_DEPTH_DEEP), MEMDIFF_OK);
+        ck_assert_uint_eq(pages_with(P | Z, X), 2);
+    }
+    memdiff__plat_close(proc);
+    munmap((void *)p, (size_t)ps * 4);
+}
+END_TEST
+
+START_TEST(real_unmapped_range_reports_nothing)
+{
+    long ps = sysconf(_SC_PAGESIZE);
+    char *p = map_sixteen(ps);
+    memdiff__caps caps;
+    memdiff__proc *proc = open_self(&caps);
+    munmap(p, (size_t)ps * 16);
+    uint64_t a = (uint64_t)(uintptr_t)p;
+    for (memdiff_depth d = MEMDIFF_DEPTH_FAST; d <= MEMDIFF_DEPTH_DEEP; d++) {
+        ck_assert_int_eq(walk(proc, a, a + (uint64_t)ps * 16, d), MEMDIFF_OK);
+        ck_assert_uint_eq(rec->count, 0);
+    }
+    memdiff__plat_close(proc);
+}
+END_TEST
+
+/* An unprivileged caller: no frame numbers, and the reason is given. Children report through
+ * their exit status (Check's assertions belong to the test process). */
+START_TEST(unprivileged_caller)
+{
+    if (geteuid() != 0)
+        return; /* already unprivileged: real_touched_pages covers it */
+    pid_t c = fork();
+    ck_assert_int_ge(c, 0);
+    if (c == 0) {
+        if (setgid(65534) != 0 || setuid(65534) != 0)
+            _exit(10);
+        /* setuid makes the process non-dumpable, which hands its /proc files to root. */
+        prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+        memdiff__arena a = MEMDIFF__ARENA_INIT;
+        memdiff__open_args args = {0, NULL, NULL};
+        memdiff__proc *proc;
+        memdiff__caps caps;
+        if (memdiff__plat_open(&args, &a, &proc, &caps) != MEMDIFF_OK)
+            _exit(11);
+        if (caps.sources & (MEMDIFF_SRC_PFN | MEMDIFF_SRC_KPAGEFLAGS | MEMDIFF_SRC_KPAGECOUNT))
+            _exit(12);
+        if (!caps.pfn_why || !strstr(caps.pfn_why, "CAP_SYS_ADMIN") || !caps.deep_why)
+            _exit(13);
+        if (!(caps.sources & MEMDIFF_SRC_PAGEMAP))
+            _exit(14);
+        long ps = sysconf(_SC_PAGESIZE);
+        char *p = map_sixteen(ps);
+        uint64_t s = (uint64_t)(uintptr_t)p;
+        memdiff__page_sink sink = {on_run, rec};
+        rec->count = rec->aux = 0;
+        if (memdiff__plat_pages(proc, s, s + (uint64_t)ps * 16, MEMDIFF_DEPTH_STANDARD, &sink))
+            _exit(15);
+        if (pages_with(P | X, 0) != 5)
+            _exit(16);
+        for (size_t i = 0; i < rec->count; i++)
+            if (rec->runs[i].has_pfn)
+                _exit(17);
+        memdiff__plat_close(proc);
+        _exit(0);
+    }
+    int status = 0;
+    ck_assert_int_eq(waitpid(c, &status, 0), c);
+    ck_assert(WIFEXITED(status));
+    ck_assert_int_eq(WEXITSTATUS(status), 0);
+}
+END_TEST
+
+START_TEST(exited_process)
+{
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    pid_t c = fork();
+    ck_assert_int_ge(c, 0);
+    if (c == 0) {
+        char b;
+        close(fds[1]);
+        (void)!read(fds[0], &b, 1);
+        _exit(0);
+    }
+    close(fds[0]);
+    memdiff__open_args args = {c, NULL, NULL};
+    memdiff__proc *proc;
+    memdiff__caps caps;
+    ck_assert_int_eq(memdiff__plat_open(&args, &arena, &proc, &caps), MEMDIFF_OK);
+    ck_assert_int_eq(caps.pid, c);
+    memdiff__plat_region *r;
+    size_t n;
+    ck_assert_int_eq(memdiff__plat_regions(proc, &arena, &r, &n), MEMDIFF_OK);
+    ck_assert_uint_gt(n, 0);
+    size_t stack = n;
+    for (size_t i = 0; i < n; i++)
+        if (r[i].hint == MEMDIFF__HINT_MAIN_STACK)
+            stack = i;
+    ck_assert_uint_lt(stack, n);
+    ck_assert_int_eq(walk(proc, r[stack].start, r[stack].end, MEMDIFF_DEPTH_STANDARD), MEMDIFF_OK);
+    ck_assert_uint_gt(pages_with(P, 0), 0);
+
+    close(fds[1]);
+    ck_assert_int_eq(waitpid(c, NULL, 0), c);
+    for (memdiff_depth d = MEMDIFF_DEPTH_FAST; d <= MEMDIFF_DEPTH_STANDARD; d++)
+        ck_assert_int_eq(walk(proc, r[stack].start, r[stack].end, d), MEMDIFF_ESRCH);
+    ck_assert_int_eq(memdiff__plat_regions(proc, &arena, &r, &n), MEMDIFF_ESRCH);
+    memdiff__plat_close(proc);
+
+    ck_assert_int_eq(memdiff__plat_open(&args, &arena, &proc, &caps), MEMDIFF_ESRCH);
+    ck_assert_ptr_nonnull(strstr(memdiff_last_error(), "/maps"));
+}
+END_TEST
+
+Suite *linux_pages_suite(void)
+{
+    Suite *s = suite_create("linux_pages");
+    TCase *tc = tcase_create("Fixture");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, fixture_caps_and_totals);
+    tcase_add_test(tc, fixture_fast);
+    tcase_add_test(tc, fixture_standard);
+    tcase_add_test(tc, fixture_deep);
+    tcase_add_test(tc, bad_ranges);
+    tcase_add_test(tc, runs_carry_across_batches);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("Kernel");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, real_touched_pages);
+    tcase_add_test(tc, real_zero_page);
+    tcase_add_test(tc, real_unmapped_range_reports_nothing);
+    tcase_add_test(tc, unprivileged_caller);
+    tcase_add_test(tc, exited_process);
+    suite_add_tcase(s, tc);
+    return s;
+}
