@@ -64,7 +64,11 @@ size_t memdiff__arena_footprint(const memdiff__arena *arena);
 /* Records a detail message for memdiff_last_error() and returns status, so a backend can write
  * `return memdiff__set_error(MEMDIFF_ESRCH, "open %s: %s", path, strerror(e));`. */
 int memdiff__set_error(int status, const char *fmt, ...)
-#if defined(__GNUC__)
+#if defined(__MINGW_PRINTF_FORMAT)
+    /* mingw-w64: "printf" would mean msvcrt's formats (no %zu, %llx as %I64x); vsnprintf here is
+     * mingw's C99 one under -std=c11, which this archetype names. */
+    __attribute__((format(__MINGW_PRINTF_FORMAT, 2, 3)))
+#elif defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
