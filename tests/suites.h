@@ -10,6 +10,7 @@
     X(errors)                  \
     X(linux_maps)              \
     X(linux_pages)             \
+    X(linux_facts)             \
     X(classify)                \
     X(compare)                 \
     X(report)                  \

@@ -1,0 +1,441 @@
+/* test_linux_facts.c - what the Linux backend finds besides pages: threads and their stack
+ * pointers, loaded modules and their segments, glibc's heaps, process totals, and the OS
+ * helpers. On this process (things the test creates itself) and on a constructed tree. */
+#include <dlfcn.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "linux.h"
+#include "suites.h"
+
+/* glibc's own allocator, reached past any interposed malloc (AddressSanitizer replaces malloc,
+ * and this suite must see glibc's arenas and mmapped chunks under it too). */
+extern void *__libc_malloc(size_t size);
+extern void __libc_free(void *p);
+
+static memdiff__arena arena;
+
+static void setup(void)
+{
+    memdiff__arena a = MEMDIFF__ARENA_INIT;
+    arena = a;
+}
+
+static void teardown(void)
+{
+    memdiff__arena_release(&arena);
+}
+
+static memdiff__proc *open_root(const char *root, memdiff__caps *caps)
+{
+    memdiff__open_args args = {0, root, NULL};
+    memdiff__proc *proc = NULL;
+    ck_assert_int_eq(memdiff__plat_open(&args, &arena, &proc, caps), MEMDIFF_OK);
+    return proc;
+}
+
+static const memdiff__plat_region *region_at(const memdiff__plat_region *r, size_t n, uint64_t a)
+{
+    for (size_t i = 0; i < n; i++)
+        if (r[i].start <= a && a < r[i].end)
+            return &r[i];
+    return NULL;
+}
+
+/* ---- threads ---------------------------------------------------------------------------- */
+
+typedef struct blocked {
+    int ready[2], wait[2];
+    pid_t tid;
+} blocked;
+
+static void *block_on_pipe(void *arg)
+{
+    blocked *b = arg;
+    char c = 1;
+    b->tid = gettid();
+    (void)!write(b->ready[1], &c, 1);
+    (void)!read(b->wait[0], &c, 1);
+    return NULL;
+}
+
+START_TEST(threads_of_this_process)
+{
+    blocked b;
+    ck_assert_int_eq(pipe(b.ready), 0);
+    ck_assert_int_eq(pipe(b.wait), 0);
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, block_on_pipe, &b), 0);
+    char c;
+    ck_assert_int_eq(read(b.ready[0], &c, 1), 1);
+
+    memdiff__caps caps;
+    memdiff__proc *proc = open_root(NULL, &caps);
+    ck_assert_uint_ne(caps.sources & MEMDIFF_SRC_THREADS, 0);
+    memdiff__plat_region *r;
+    size_t nr;
+    ck_assert_int_eq(memdiff__plat_regions(proc, &arena, &r, &nr), MEMDIFF_OK);
+    /* The thread may still be on its way into read(): "running" has no stack pointer. */
+    const memdiff__plat_thread *found = NULL;
+    int seen_main = 0;
+    for (int attempt = 0; attempt < 200 && !(found && found->sp); attempt++) {
+        memdiff__plat_thread *th;
+        size_t n;
+        ck_assert_int_eq(memdiff__plat_threads(proc, &arena, &th, &n), MEMDIFF_OK);
+        ck_assert_uint_ge(n, 2);
+        found = NULL;
+        for (size_t i = 0; i < n; i++) {
+            if (th[i].tid == b.tid)
+                found = &th[i];
+            if (th[i].tid == getpid())
+                seen_main = 1;
+            ck_assert_uint_eq(th[i].stack_lo, 0);
+            ck_assert_uint_eq(th[i].stack_hi, 0);
+        }
+        if (!found || !found->sp)
+            usleep(10 * 1000);
+    }
+    ck_assert(seen_main);
+    ck_assert_ptr_nonnull(found);
+    ck_assert_uint_ne(found->sp, 0);
+    const memdiff__plat_region *s = region_at(r, nr, found->sp);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_uint_eq(s->prot, MEMDIFF_PROT_READ | MEMDIFF_PROT_WRITE);
+    ck_assert_uint_eq(s->inode, 0);
+
+    memdiff__plat_close(proc);
+    ck_assert_int_eq(write(b.wait[1], &c, 1), 1);
+    pthread_join(t, NULL);
+}
+END_TEST
+
+START_TEST(threads_in_fixture)
+{
+    memdiff__caps caps;
+    memdiff__proc *proc = open_root(MEMDIFF_TEST_FIXTURES "/facts", &caps);
+    memdiff__plat_thread *th;
+    size_t n;
+    ck_assert_int_eq(memdiff__plat_threads(proc, &arena, &th, &n), MEMDIFF_OK);
+    ck_assert_uint_eq(n, 3);
+    int seen = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (th[i].tid == 100) {
+            ck_assert_uint_eq(th[i].sp, 0); /* running */
+            seen |= 1;
+        } else if (th[i].tid == 101) {
+            ck_assert_uint_eq(th[i].sp, 0x7ffff0020000ull);
+            seen |= 2;
+        } else if (th[i].tid == 102) {
+            ck_assert_uint_eq(th[i].sp, 0x7ffff001f000ull);
+            seen |= 4;
+        }
+    }
+    ck_assert_int_eq(seen, 7);
+    memdiff__plat_close(proc);
+}
+END_TEST
+
+/* ---- modules --------------------------------------------------------------------------- */
+
+static const memdiff__plat_module *module_named(const memdiff__plat_module *m, size_t n,
+                                                const char *part)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strstr(m[i].path, part))
+            return &m[i];
+    return NULL;
+}
+
+static int has_kind(const memdiff__plat_module *m, memdiff__seg_kind kind)
+{
+    for (size_t i = 0; i < m->segment_count; i++)
+        if (m->segments[i].kind == kind)
+            return 1;
+    return 0;
+}
+
+typedef struct main_bss {
+    uint64_t start, end;
+    int done;
+} main_bss;
+
+/* The main executable's bss beyond its last file page, from the loader's program headers. */
+static int find_main_bss(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    main_bss *b = arg;
+    if (b->done++)
+        return 1;
+    uint64_t ps = (uint64_t)sysconf(_SC_PAGESIZE);
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+        if (p->p_type != PT_LOAD)
+            continue;
+        uint64_t fe = (p->p_vaddr + p->p_filesz + ps - 1) / ps * ps;
+        uint64_t me = (p->p_vaddr + p->p_memsz + ps - 1) / ps * ps;
+        if (me > fe) {
+            b->start = info->dlpi_addr + fe;
+            b->end = info->dlpi_addr + me;
+        }
+    }
+    return 1;
+}
+
+START_TEST(modules_of_this_process)
+{
+    void *h = dlopen("libm.so.6", RTLD_NOW);
+    ck_assert_ptr_nonnull(h);
+    memdiff__caps caps;
+    memdiff__proc *proc = open_root(NULL, &caps);
+    memdiff__plat_region *r;
+    size_t nr;
+    ck_assert_int_eq(memdiff__plat_regions(proc, &arena, &r, &nr), MEMDIFF_OK);
+    memdiff__plat_module *m;
+    size_t n;
+    ck_assert_int_eq(memdiff__plat_modules(proc, &arena, r, nr, &m, &n), MEMDIFF_OK);
+    ck_assert_uint_ge(n, 3);
+
+    for (size_t i = 0; i < n; i++) {
+        ck_assert_uint_gt(m[i].segment_count, 0);
+        ck_assert_uint_eq(m[i].base, m[i].segments[0].start);
+        for (size_t k = 0; k < m[i].segment_count; k++) {
+            const memdiff__plat_segment *s = &m[i].segments[k];
+            ck_assert_uint_lt(s->start, s->end);
+            if (k > 0)
+                ck_assert_uint_ge(s->start, m[i].segments[k - 1].end);
+            /* every segment lies in mapped memory */
+            for (uint64_t a = s->start; a < s->end;) {
+                const memdiff__plat_region *reg = region_at(r, nr, a);
+                ck_assert_msg(reg != NULL, "%s: segment 0x%llx-0x%llx not mapped at 0x%llx",
+                              m[i].path, (unsigned long long)s->start,
+                              (unsigned long long)s->end, (unsigned long long)a);
+                a = reg->end;
+            }
+        }
+        ck_assert_ptr_null(strstr(m[i].path, "vdso"));
+    }
+    const memdiff__plat_module *libm = module_named(m, n, "libm.so.6");
+    ck_assert_ptr_nonnull(libm);
+    ck_assert(has_kind(libm, MEMDIFF__SEG_TEXT));
+    ck_assert(has_kind(libm, MEMDIFF__SEG_DATA));
+    ck_assert_ptr_nonnull(module_named(m, n, "ld-linux"));
+    ck_assert_ptr_nonnull(module_named(m, n, "libc.so.6"));
+
+    char exe[4096];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    ck_assert_int_gt(len, 0);
+    exe[len] = '\0';
+    const memdiff__plat_module *main_mod = module_named(m, n, exe);
+    ck_assert_ptr_nonnull(main_mod);
+    ck_assert(has_kind(main_mod, MEMDIFF__SEG_TEXT));
+    main_bss bss = {0, 0, 0};
+    dl_iterate_phdr(find_main_bss, &bss);
+    if (bss.end > bss.start) {
+        int ok = 0;
+        for (size_t k = 0; k < main_mod->segment_count; k++)
+            if (main_mod->segments[k].kind == MEMDIFF__SEG_BSS &&
+                main_mod->segments[k].start == bss.start && main_mod->segments[k].end == bss.end)
+                ok = 1;
+        ck_assert_msg(ok, "main executable's bss 0x%llx-0x%llx not found",
+                      (unsigned long long)bss.start, (unsigned long long)bss.end);
+    }
+    memdiff__plat_close(proc);
+    dlclose(h);
+}
+END_TEST
+
+static void expect_segment(const memdiff__plat_module *m, size_t i, uint64_t start, uint64_t end,
+                           memdiff__seg_kind kind)
+{
+    ck_assert_uint_gt(m->segment_count, i);
+    ck_assert_msg(m->segments[i].start == start && m->segments[i].end == end &&
+                      m->segments[i].kind == kind,
+                  "%s segment %zu: 0x%llx-0x%llx kind %d", m->path, i,
+                  (unsigned long long)m->segments[i].start,
+                  (unsigned long long)m->segments[i].end, (int)m->segments[i].kind);
+}
+
+START_TEST(modules_in_fixture)
+{
+    memdiff__caps caps;
+    memdiff__proc *proc = open_root(MEMDIFF_TEST_FIXTURES "/facts", &caps);
+    memdiff__plat_region *r;
+    size_t nr;
+    ck_assert_int_eq(memdiff__plat_regions(proc, &arena, &r, &nr), MEMDIFF_OK);
+    memdiff__plat_module *m;
+    size_t n;
+    ck_assert_int_eq(memdiff__plat_modules(proc, &arena, r, nr, &m, &n), MEMDIFF_OK);
+    ck_assert_uint_eq(n, 2);
+    ck_assert_str_eq(m[0].path, "/opt/app/bin/app");
+    ck_assert_uint_eq(m[0].base, 0x400000);
+    ck_assert_uint_eq(m[0].segment_count, 5);
+    expect_segment(&m[0], 0, 0x400000, 0x401000, MEMDIFF__SEG_HEADERS);
+    expect_segment(&m[0], 1, 0x401000, 0x405000, MEMDIFF__SEG_TEXT);
+    expect_segment(&m[0], 2, 0x405000, 0x406000, MEMDIFF__SEG_RODATA);
+    expect_segment(&m[0], 3, 0x406000, 0x407000, MEMDIFF__SEG_DATA);
+    expect_segment(&m[0], 4, 0x407000, 0x409000, MEMDIFF__SEG_BSS);
+    ck_assert_str_eq(m[1].path, "/lib/libfoo.so.1");
+    ck_assert_uint_eq(m[1].segment_count, 5);
+    expect_segment(&m[1], 0, 0x7f0000010000ull, 0x7f0000012000ull, MEMDIFF__SEG_HEADERS);
+    expect_segment(&m[1], 1, 0x7f0000012000ull, 0x7f0000020000ull, MEMDIFF__SEG_TEXT);
+    expect_segment(&m[1], 2, 0x7f0000020000ull, 0x7f0000030000ull, MEMDIFF__SEG_OTHER);
+    expect_segment(&m[1], 3, 0x7f0000030000ull, 0x7f0000031000ull, MEMDIFF__SEG_RODATA);
+    expect_segment(&m[1], 4, 0x7f0000031000ull, 0x7f0000032000ull, MEMDIFF__SEG_DATA);
+
+    memdiff__plat_heap *h;
+    ck_assert_int_eq(memdiff__plat_heaps(proc, &arena, r, nr, &h, &n), MEMDIFF_OK);
+    ck_assert_uint_eq(n, 1); /* no memory to read: only what maps names */
+    ck_assert_int_eq(h[0].kind, MEMDIFF__HEAP_BRK);
+    ck_assert_uint_eq(h[0].start, 0xa00000);
+    ck_assert_uint_eq(h[0].end, 0xa21000);
+    ck_assert_str_eq(h[0].label, "[heap]");
+    memdiff__plat_close(proc);
+}
+END_TEST
+
+/* ---- heaps ----------------------------------------------------------------------------- */
+
+static void *malloc_in_thread(void *arg)
+{
+    (void)arg;
+    return __libc_malloc(1000);
+}
+
+static const memdiff__plat_heap *heap_at(const memdiff__plat_heap *h, size_t n, const void *p)
+{
+    uint64_t a = (uint64_t)(uintptr_t)p;
+    for (size_t i = 0; i < n; i++)
+        if (h[i].start <= a && a < h[i].end)
+            return &h[i];
+    return NULL;
+}
+
+START_TEST(heaps_of_this_process)
+{
+    void *small = __libc_malloc(100);
+    void *big = __libc_malloc(1 << 20);
+    pthread_t t;
+    void *in_arena = NULL;
+    ck_assert_int_eq(pthread_create(&t, NULL, malloc_in_thread, NULL), 0);
+    ck_assert_int_eq(pthread_join(t, &in_arena), 0);
+    ck_assert_ptr_nonnull(small);
+    ck_assert_ptr_nonnull(big);
+    ck_assert_ptr_nonnull(in_arena);
+
+    memdiff__caps caps;
+    memdiff__proc *proc = open_root(NULL, &caps);
+    ck_assert_uint_ne(caps.sources & MEMDIFF_SRC_HEAPS, 0);
+    memdiff__plat_region *r;
+    size_t nr, n;
+    ck_assert_int_eq(memdiff__plat_regions(proc, &arena, &r, &nr), MEMDIFF_OK);
+    memdiff__plat_heap *h;
+    ck_assert_int_eq(memdiff__plat_heaps(proc, &arena, r, nr, &h, &n), MEMDIFF_OK);
+    for (size_t i = 1; i < n; i++)
+        ck_assert_uint_ge(h[i].start, h[i - 1].end);
+
+    const memdiff__plat_heap *c = heap_at(h, n, big);
+    ck_assert_ptr_nonnull(c);
+    ck_assert_int_eq(c->kind, MEMDIFF__HEAP_MMAP_CHUNK);
+    ck_assert_uint_eq(c->id, c->start);
+    ck_assert_str_eq(c->label, "malloc mmap chunk");
+    ck_assert_uint_ge(c->end - c->start, 1 << 20);
+
+    const memdiff__plat_heap *a = heap_at(h, n, in_arena);
+    ck_assert_ptr_nonnull(a);
+    ck_assert_int_eq(a->kind, MEMDIFF__HEAP_ARENA);
+    ck_assert_uint_eq(a->start % (64u << 20), 0);
+    ck_assert_uint_gt(a->id, a->start);
+    ck_assert_ptr_nonnull(strstr(a->label, "malloc arena 0x"));
+
+    /* A small request in the main thread comes from the brk heap, when glibc has one. */
+    const memdiff__plat_heap *b = heap_at(h, n, small);
+    if (b)
+        ck_assert_int_eq(b->kind, MEMDIFF__HEAP_BRK);
+    memdiff__plat_close(proc);
+    __libc_free(big);
+    __libc_free(small);
+    __libc_free(in_arena);
+}
+END_TEST
+
+/* ---- totals and OS helpers ---------------------------------------------------------------- */
+
+START_TEST(totals_of_this_process)
+{
+    memdiff__caps caps;
+    memdiff__proc *proc = open_root(NULL, &caps);
+    memdiff_process_totals t;
+    ck_assert_int_eq(memdiff__plat_totals(proc, &t), MEMDIFF_OK);
+    ck_assert_uint_gt(t.vm_rss, 0);
+    ck_assert_uint_ge(t.vm_size, t.vm_rss);
+    ck_assert_uint_ge(t.vm_hwm, t.vm_rss);
+    ck_assert_uint_gt(t.vm_pte, 0);
+    ck_assert_uint_eq(t.vm_rss % 1024, 0);
+    memdiff__plat_close(proc);
+}
+END_TEST
+
+START_TEST(os_helpers)
+{
+    uint32_t ps = memdiff__os_page_size();
+    ck_assert_uint_eq(ps, (uint32_t)sysconf(_SC_PAGESIZE));
+    unsigned char *p = memdiff__os_alloc(ps * 2);
+    ck_assert_ptr_nonnull(p);
+    ck_assert_uint_eq((uintptr_t)p % ps, 0);
+    for (uint32_t i = 0; i < ps * 2; i++)
+        ck_assert_uint_eq(p[i], 0);
+    p[0] = 1;
+    memdiff__os_free(p, ps * 2);
+
+    ck_assert_uint_gt(memdiff__os_time_ns(), UINT64_C(1577836800) * 1000000000u); /* > 2020 */
+    char host[256];
+    struct utsname u;
+    memdiff__os_hostname(host, sizeof host);
+    ck_assert_int_eq(uname(&u), 0);
+    ck_assert_str_eq(host, u.nodename);
+    char tiny[3];
+    memdiff__os_hostname(tiny, sizeof tiny);
+    ck_assert_uint_le(strlen(tiny), 2);
+    ck_assert_int_eq(memdiff__os_thread_id(), getpid()); /* Check runs a test in a main thread */
+
+    memdiff__caps caps;
+    memdiff__proc *proc = open_root(NULL, &caps);
+    memdiff__plat_region *r;
+    size_t nr;
+    ck_assert_int_eq(memdiff__plat_regions(proc, &arena, &r, &nr), MEMDIFF_OK);
+    const memdiff__plat_region *s = region_at(r, nr, memdiff__os_stack_hint());
+    ck_assert_ptr_nonnull(s);
+    ck_assert_int_eq(s->hint, MEMDIFF__HINT_MAIN_STACK);
+    memdiff__plat_close(proc);
+
+    memdiff__open_args bad = {-5, NULL, NULL};
+    ck_assert_int_eq(memdiff__plat_open(&bad, &arena, &proc, &caps), MEMDIFF_EINVAL);
+    memdiff__plat_close(NULL);
+}
+END_TEST
+
+Suite *linux_facts_suite(void)
+{
+    Suite *s = suite_create("linux_facts");
+    TCase *tc = tcase_create("Process");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, threads_of_this_process);
+    tcase_add_test(tc, modules_of_this_process);
+    tcase_add_test(tc, heaps_of_this_process);
+    tcase_add_test(tc, totals_of_this_process);
+    tcase_add_test(tc, os_helpers);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("Fixture");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, threads_in_fixture);
+    tcase_add_test(tc, modules_in_fixture);
+    suite_add_tcase(s, tc);
+    return s;
+}
