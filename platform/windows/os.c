@@ -1,0 +1,72 @@
+/*
+ * os.c - OS memory, clock, host name and thread identity for the Windows backend.
+ */
+#include <stdatomic.h>
+#include <string.h>
+
+#include "win.h"
+
+void *memdiff__os_alloc(size_t size)
+{
+    /* VirtualAlloc, not HeapAlloc: memdiff's storage must stay out of the heaps it measures.
+     * Each chunk is its own allocation (64 KiB granularity), which the arena registry lists as
+     * Own; Windows has no way to name private memory, so that registry is the only mark. */
+    return VirtualAlloc(NULL, size, MEM_COMMIT | MEM_RESERVE, PAGE_READWRITE);
+}
+
+void memdiff__os_free(void *p, size_t size)
+{
+    (void)size; /* MEM_RELEASE frees the whole allocation and requires size 0 */
+    if (p)
+        VirtualFree(p, 0, MEM_RELEASE);
+}
+
+uint32_t memdiff__os_page_size(void)
+{
+    static atomic_uint cached;
+    unsigned v = atomic_load_explicit(&cached, memory_order_relaxed);
+    if (!v) {
+        SYSTEM_INFO si;
+        GetSystemInfo(&si);
+        v = si.dwPageSize ? (unsigned)si.dwPageSize : 4096u;
+        atomic_store_explicit(&cached, v, memory_order_relaxed);
+    }
+    return v;
+}
+
+uint64_t memdiff__os_time_ns(void)
+{
+    /* FILETIME counts 100 ns intervals since 1601-01-01; the Unix epoch is 11644473600 s later. */
+    FILETIME ft;
+    GetSystemTimeAsFileTime(&ft);
+    uint64_t t = ((uint64_t)ft.dwHighDateTime << 32) | ft.dwLowDateTime;
+    const uint64_t epoch = UINT64_C(116444736000000000);
+    return t > epoch ? (t - epoch) * 100u : 0;
+}
+
+void memdiff__os_hostname(char *buf, size_t size)
+{
+    if (size == 0)
+        return;
+    char name[MAX_COMPUTERNAME_LENGTH + 1];
+    DWORD n = sizeof name;
+    if (!GetComputerNameA(name, &n))
+        n = 0;
+    name[n < sizeof name ? n : sizeof name - 1] = '\0';
+    size_t len = strlen(name);
+    if (len >= size)
+        len = size - 1;
+    memcpy(buf, name, len);
+    buf[len] = '\0';
+}
+
+uint64_t memdiff__os_stack_hint(void)
+{
+    volatile char here = 0;
+    return (uint64_t)(uintptr_t)&here;
+}
+
+int64_t memdiff__os_thread_id(void)
+{
+    return (int64_t)GetCurrentThreadId();
+}
