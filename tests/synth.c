@@ -107,19 +107,7 @@ static int fill(memdiff_snapshot *s, const synth_spec *spec)
     s->region_count = nr;
     s->run_count = nu;
 
-    info->region_count = nr;
-    info->run_count = nu;
-    for (size_t i = 0; i < nr; i++) {
-        const memdiff__region *r = &s->regions[i];
-        if (r->category == MEMDIFF_CAT_OWN) {
-            info->own_bytes += r->resident_pages * ps;
-            continue;
-        }
-        info->resident_bytes += r->resident_pages * ps;
-        info->private_bytes += r->private_pages * ps;
-        info->shared_bytes += (r->resident_pages - r->private_pages) * ps;
-        info->swapped_bytes += r->swapped_pages * ps;
-    }
+    memdiff__snapshot_tally(s); /* info's counts and byte totals, as snapshot.c sets them */
     return MEMDIFF_OK;
 }
 
