@@ -14,7 +14,8 @@
     X(classify)                \
     X(compare)                 \
     X(report)                  \
-    X(file_format)
+    X(file_format)             \
+    X(cli)
 
 #define MEMDIFF_TEST_DECLARE(name) Suite *name##_suite(void);
 MEMDIFF_TEST_SUITES(MEMDIFF_TEST_DECLARE)

@@ -72,8 +72,8 @@ static memdiff_snapshot *synthetic(void)
         unsigned prot, flags;
         const char *label, *path;
     } regs[] = {
-        {0x400000, 4, MEMDIFF_CAT_IMAGE, MEMDIFF__HINT_NONE, 5, 2, "/usr/bin/prog", "/usr/bin/prog"},
-        {0x404000, 2, MEMDIFF_CAT_IMAGE, MEMDIFF__HINT_NONE, 3, 2, "/usr/bin/prog", "/usr/bin/prog"},
+        {0x400000, 4, MEMDIFF_CAT_IMAGE, MEMDIFF__HINT_NONE, 5, 2, "/usr/bin/p", "/usr/bin/p"},
+        {0x404000, 2, MEMDIFF_CAT_IMAGE, MEMDIFF__HINT_NONE, 3, 2, "/usr/bin/p", "/usr/bin/p"},
         {0x1000000, 64, MEMDIFF_CAT_HEAP, MEMDIFF__HINT_BRK_HEAP, 3, 0, "[heap]", ""},
         {0x7f0000000000, 16, MEMDIFF_CAT_SHARED, MEMDIFF__HINT_MEMFD, 3, 0x103, "memfd:blob",
          "/memfd:blob"},

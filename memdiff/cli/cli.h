@@ -1,0 +1,120 @@
+/*
+ * cli.h - the memdiff command-line tool's own declarations, shared by its files. The tool is
+ * built on the public API (memdiff.h) only, like any program a user writes.
+ */
+#ifndef MEMDIFF_CLI_H
+#define MEMDIFF_CLI_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "memdiff.h"
+
+/* Exit statuses (docs/cli.md). */
+#define CLI_EXIT_OK 0
+#define CLI_EXIT_MATCH 1 /* a --fail-on condition held */
+#define CLI_EXIT_ERROR 2 /* usage error, or an operation failed */
+
+/* ---- messages (main.c) ------------------------------------------------------------------ */
+
+/* "memdiff CMD: message" and a pointer to --help on stderr; returns CLI_EXIT_ERROR. */
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* "memdiff CMD: what: <memdiff_last_error() or the status text>" on stderr; returns
+ * CLI_EXIT_ERROR. */
+int cli_error(const char *cmd, int status, const char *what);
+
+/* Prints the help of a command ("snap", "diff", ...; NULL: the tool's) to out. 0, or -1 when
+ * there is no such command. */
+int cli_help(const char *cmd, FILE *out);
+
+/* ---- options (options.c) ---------------------------------------------------------------- */
+
+typedef struct cli_opt {
+    const char *name; /* long name without "--" */
+    char short_name;  /* 0 when none */
+    int has_arg;
+    int id;
+} cli_opt;
+
+#define CLI_OPT_HELP (-1)
+
+/* Parses argv[1..argc) of a command: options from the table (opts ends with a zeroed entry;
+ * --help is always known and reported as CLI_OPT_HELP), "--opt=value", "--opt value", "-o value",
+ * "-ovalue", "--" to end options; other words are positional ("-" alone is one). on_opt gets each
+ * option in order; it returns 0 or an exit status. Returns 0, CLI_EXIT_ERROR after printing a
+ * usage error, or what on_opt returned. */
+int cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts,
+              int (*on_opt)(void *ctx, int id, const char *value), void *ctx, const char **pos,
+              int max_pos, int *npos);
+
+/* A process id: a decimal number in [1, INT_MAX]. 0 or -1. */
+int cli_parse_pid(const char *s, int *pid);
+
+/* "fast", "standard", "deep". 0 or -1. */
+int cli_parse_depth(const char *s, memdiff_depth *depth);
+
+/* A duration: "500ms", "2s", "1.5s", "1m", a bare number is seconds; > 0 and at most a day.
+ * 0 or -1. */
+int cli_parse_duration(const char *s, uint64_t *ns);
+
+/* A byte count: "512", "4K", "1.5M", "2G", "1T" (binary: K = 1024; "KB", "KiB" alike), with an
+ * optional sign. 0 or -1. */
+int cli_parse_size(const char *s, int64_t *bytes);
+
+/* A count: a decimal number in [1, INT_MAX]. 0 or -1. */
+int cli_parse_count(const char *s, int *n);
+
+/* ---- --fail-on conditions (options.c) --------------------------------------------------- */
+
+typedef enum cli_measure {
+    CLI_M_NEW = 0,
+    CLI_M_FREED,
+    CLI_M_NET,
+    CLI_M_PRIVATE, /* new private bytes */
+    CLI_M_SHARED,  /* new shared bytes */
+    CLI_M_REPLACED,
+    CLI_M_COUNT
+} cli_measure;
+
+typedef enum cli_op { CLI_GT = 0, CLI_GE, CLI_LT, CLI_LE, CLI_EQ, CLI_NE } cli_op;
+
+/* "[SCOPE.]MEASURE OP SIZE": SCOPE a category name or "total" (the default), MEASURE one of
+ * new, freed, net, private, shared, replaced; e.g. "net>1M", "heap.net>0", "private.new>=512K". */
+typedef struct cli_cond {
+    const char *text;
+    int category; /* memdiff_category, or -1 for the total */
+    cli_measure measure;
+    cli_op op;
+    int64_t bound;
+} cli_cond;
+
+/* Parses text into c; on failure writes why into err and returns -1. */
+int cli_parse_cond(const char *text, cli_cond *c, char *err, size_t errlen);
+
+/* Whether the condition holds for the diff; *value receives the measured figure. */
+int cli_cond_holds(const cli_cond *c, const memdiff_diff *diff, int64_t *value);
+
+/* Checks every condition against the diff and reports the ones that hold on stderr
+ * ("memdiff diff: --fail-on heap.net>1M holds: heap net = +8,392,704 bytes").
+ * Returns CLI_EXIT_MATCH when any holds, else CLI_EXIT_OK. */
+int cli_check_conds(const char *cmd, const cli_cond *conds, int n, const memdiff_diff *diff);
+
+/* ---- formatting (options.c) ------------------------------------------------------------- */
+
+/* v with thousands separators ("4,902,912"); sign shown when with_sign. buf of 32 bytes. */
+const char *cli_fmt_int(char *buf, int64_t v, int with_sign);
+const char *cli_fmt_uint(char *buf, uint64_t v);
+
+/* ---- commands (commands.c, show.c) ------------------------------------------------------ */
+
+int cli_cmd_snap(int argc, char **argv);
+int cli_cmd_diff(int argc, char **argv);
+int cli_cmd_watch(int argc, char **argv);
+int cli_cmd_show(int argc, char **argv);
+
+#endif

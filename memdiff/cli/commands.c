@@ -1,0 +1,306 @@
+/*
+ * commands.c - memdiff snap, diff and watch.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+
+#define MAX_CONDS 32
+
+/* ---- snap ------------------------------------------------------------------------------- */
+
+enum { OPT_OUTPUT = 1, OPT_DEPTH, OPT_QUIET, OPT_VERBOSE, OPT_JSON, OPT_FORCE, OPT_FAIL_ON,
+       OPT_NO_HEADER, OPT_INTERVAL, OPT_COUNT, OPT_BASELINE };
+
+/* Options of snap, diff and watch, parsed into one struct: each command's table says which of
+ * them it knows. */
+typedef struct args {
+    const char *cmd;
+    int help;
+    const char *output;
+    memdiff_depth depth;
+    int quiet, verbose, json, force, no_header;
+    cli_cond conds[MAX_CONDS];
+    int nconds;
+    uint64_t interval_ns;
+    int count;
+    int baseline_first;
+} args;
+
+static int on_opt(void *ctx, int id, const char *v)
+{
+    args *a = ctx;
+    char err[200];
+    switch (id) {
+    case CLI_OPT_HELP:
+        a->help = 1;
+        return 0;
+    case OPT_OUTPUT:
+        a->output = v;
+        return 0;
+    case OPT_DEPTH:
+        if (cli_parse_depth(v, &a->depth))
+            return cli_usage_error(a->cmd, "bad depth '%s' (fast, standard or deep)", v);
+        return 0;
+    case OPT_QUIET:
+        a->quiet = 1;
+        return 0;
+    case OPT_VERBOSE:
+        a->verbose = 1;
+        return 0;
+    case OPT_JSON:
+        a->json = 1;
+        return 0;
+    case OPT_FORCE:
+        a->force = 1;
+        return 0;
+    case OPT_NO_HEADER:
+        a->no_header = 1;
+        return 0;
+    case OPT_FAIL_ON:
+        if (a->nconds == MAX_CONDS)
+            return cli_usage_error(a->cmd, "at most %d --fail-on conditions", MAX_CONDS);
+        if (cli_parse_cond(v, &a->conds[a->nconds], err, sizeof err))
+            return cli_usage_error(a->cmd, "bad --fail-on '%s': %s", v, err);
+        a->nconds++;
+        return 0;
+    case OPT_INTERVAL:
+        if (cli_parse_duration(v, &a->interval_ns))
+            return cli_usage_error(a->cmd, "bad interval '%s' (e.g. 500ms, 2s, 1.5s, 1m; from "
+                                           "1ms to 1 day)", v);
+        return 0;
+    case OPT_COUNT:
+        if (cli_parse_count(v, &a->count))
+            return cli_usage_error(a->cmd, "bad count '%s' (a number from 1)", v);
+        return 0;
+    case OPT_BASELINE:
+        if (strcmp(v, "first") != 0 && strcmp(v, "previous") != 0)
+            return cli_usage_error(a->cmd, "bad baseline '%s' (first or previous)", v);
+        a->baseline_first = strcmp(v, "first") == 0;
+        return 0;
+    }
+    return cli_usage_error(a->cmd, "internal error: option %d", id);
+}
+
+/* Parses a command's arguments; returns -1 when the command should go on, else an exit status
+ * (help printed: 0; usage error: 2). */
+static int parse_args(args *a, const char *cmd, int argc, char **argv, const cli_opt *opts,
+                      const char **pos, int want_pos, const char *pos_names)
+{
+    memset(a, 0, sizeof *a);
+    a->cmd = cmd;
+    a->depth = MEMDIFF_DEPTH_STANDARD;
+    int npos = 0;
+    int rc = cli_parse(cmd, argc, argv, opts, on_opt, a, pos, want_pos, &npos);
+    if (rc)
+        return rc;
+    if (a->help) {
+        cli_help(cmd, stdout);
+        return CLI_EXIT_OK;
+    }
+    if (npos != want_pos)
+        return cli_usage_error(cmd, "expected %s", pos_names);
+    return -1;
+}
+
+static int take(const char *cmd, int pid, memdiff_depth depth, memdiff_snapshot **out)
+{
+    memdiff_options o;
+    memdiff_options_init(&o);
+    o.pid = pid;
+    o.depth = depth;
+    int rc = memdiff_snapshot_take(&o, out);
+    if (rc) {
+        char what[64];
+        snprintf(what, sizeof what, "cannot snapshot pid %d", pid);
+        return cli_error(cmd, rc, what);
+    }
+    return 0;
+}
+
+int cli_cmd_snap(int argc, char **argv)
+{
+    static const cli_opt opts[] = {{"output", 'o', 1, OPT_OUTPUT},
+                                   {"depth", 'd', 1, OPT_DEPTH},
+                                   {"quiet", 'q', 0, OPT_QUIET},
+                                   {NULL, 0, 0, 0}};
+    args a;
+    const char *pos[1];
+    int rc = parse_args(&a, "snap", argc, argv, opts, pos, 1, "a process id");
+    if (rc >= 0)
+        return rc;
+    int pid;
+    if (cli_parse_pid(pos[0], &pid))
+        return cli_usage_error("snap", "bad process id '%s'", pos[0]);
+    if (!a.output)
+        return cli_usage_error("snap", "no output file (-o FILE)");
+
+    memdiff_snapshot *s = NULL;
+    if ((rc = take("snap", pid, a.depth, &s)))
+        return rc;
+    int to_stdout = strcmp(a.output, "-") == 0;
+    rc = to_stdout ? memdiff_snapshot_save(s, stdout) : memdiff_snapshot_save_file(s, a.output);
+    if (rc) {
+        memdiff_snapshot_free(s);
+        return cli_error("snap", rc, "cannot save the snapshot");
+    }
+    if (!a.quiet) {
+        memdiff_snapshot_info i;
+        memdiff_snapshot_get_info(s, &i);
+        FILE *msg = to_stdout ? stderr : stdout;
+        char b1[32];
+        fprintf(msg, "memdiff snap: pid %d at %s depth: %zu regions, %zu runs, %s bytes resident "
+                "-> %s\n", i.pid, memdiff_depth_name(i.depth), i.region_count, i.run_count,
+                cli_fmt_uint(b1, i.resident_bytes), to_stdout ? "standard output" : a.output);
+        if (i.degraded)
+            fprintf(msg, "memdiff snap: %s depth requested, %s obtained: %s\n",
+                    memdiff_depth_name(i.depth_requested), memdiff_depth_name(i.depth),
+                    i.degraded);
+    }
+    memdiff_snapshot_free(s);
+    return CLI_EXIT_OK;
+}
+
+/* ---- diff ------------------------------------------------------------------------------- */
+
+static int compare_and_report(const args *a, const memdiff_snapshot *before,
+                              const memdiff_snapshot *after)
+{
+    unsigned flags = (a->verbose ? MEMDIFF_COMPARE_VERBOSE : 0) |
+                     (a->force ? MEMDIFF_COMPARE_FORCE : 0);
+    memdiff_diff *d = NULL;
+    int rc = memdiff_compare(before, after, flags, &d);
+    if (rc == MEMDIFF_EMISMATCH) {
+        cli_error(a->cmd, rc, "cannot compare");
+        if (!a->force && strcmp(a->cmd, "diff") == 0)
+            fprintf(stderr, "memdiff %s: use --force to compare them anyway\n", a->cmd);
+        return CLI_EXIT_ERROR;
+    }
+    if (rc)
+        return cli_error(a->cmd, rc, "cannot compare");
+    unsigned rflags = a->no_header ? MEMDIFF_REPORT_NO_HEADER : 0;
+    rc = a->json ? memdiff_report_json(d, stdout, rflags) : memdiff_report_text(d, stdout, rflags);
+    if (rc) {
+        memdiff_diff_free(d);
+        return cli_error(a->cmd, rc, "cannot write the report");
+    }
+    rc = cli_check_conds(a->cmd, a->conds, a->nconds, d);
+    memdiff_diff_free(d);
+    return rc;
+}
+
+static int load(const char *cmd, const char *path, memdiff_snapshot **out)
+{
+    int rc = strcmp(path, "-") == 0 ? memdiff_snapshot_load(stdin, out)
+                                    : memdiff_snapshot_load_file(path, out);
+    if (rc) {
+        char what[300];
+        snprintf(what, sizeof what, "cannot load %s", strcmp(path, "-") ? "a snapshot" : "stdin");
+        return cli_error(cmd, rc, what);
+    }
+    return 0;
+}
+
+int cli_cmd_diff(int argc, char **argv)
+{
+    static const cli_opt opts[] = {{"verbose", 'v', 0, OPT_VERBOSE},
+                                   {"json", 0, 0, OPT_JSON},
+                                   {"force", 'f', 0, OPT_FORCE},
+                                   {"fail-on", 0, 1, OPT_FAIL_ON},
+                                   {"no-header", 0, 0, OPT_NO_HEADER},
+                                   {NULL, 0, 0, 0}};
+    args a;
+    const char *pos[2];
+    int rc = parse_args(&a, "diff", argc, argv, opts, pos, 2, "two snapshot files");
+    if (rc >= 0)
+        return rc;
+    if (strcmp(pos[0], "-") == 0 && strcmp(pos[1], "-") == 0)
+        return cli_usage_error("diff", "standard input can hold only one of the snapshots");
+    memdiff_snapshot *before = NULL, *after = NULL;
+    rc = load("diff", pos[0], &before);
+    if (!rc)
+        rc = load("diff", pos[1], &after);
+    if (!rc)
+        rc = compare_and_report(&a, before, after);
+    memdiff_snapshot_free(after);
+    memdiff_snapshot_free(before);
+    return rc;
+}
+
+/* ---- watch ------------------------------------------------------------------------------ */
+
+static volatile sig_atomic_t interrupted;
+
+static void on_interrupt(int sig)
+{
+    (void)sig;
+    interrupted = 1;
+}
+
+/* Sleeps ns or until interrupted; 0 when the full time passed. */
+static int sleep_ns(uint64_t ns)
+{
+    struct timespec t = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+    while (!interrupted && nanosleep(&t, &t) != 0) {
+        if (errno != EINTR)
+            return -1;
+    }
+    return interrupted ? -1 : 0;
+}
+
+int cli_cmd_watch(int argc, char **argv)
+{
+    static const cli_opt opts[] = {{"interval", 'i', 1, OPT_INTERVAL},
+                                   {"count", 'n', 1, OPT_COUNT},
+                                   {"baseline", 'b', 1, OPT_BASELINE},
+                                   {"depth", 'd', 1, OPT_DEPTH},
+                                   {"verbose", 'v', 0, OPT_VERBOSE},
+                                   {"fail-on", 0, 1, OPT_FAIL_ON},
+                                   {NULL, 0, 0, 0}};
+    args a;
+    const char *pos[1];
+    int rc = parse_args(&a, "watch", argc, argv, opts, pos, 1, "a process id");
+    if (rc >= 0)
+        return rc;
+    int pid;
+    if (cli_parse_pid(pos[0], &pid))
+        return cli_usage_error("watch", "bad process id '%s'", pos[0]);
+    if (!a.interval_ns)
+        return cli_usage_error("watch", "no interval (--interval T)");
+
+    signal(SIGINT, on_interrupt);
+    signal(SIGTERM, on_interrupt);
+    memdiff_snapshot *base = NULL, *cur = NULL;
+    if ((rc = take("watch", pid, a.depth, &base)))
+        return rc;
+    memdiff_snapshot_info first;
+    memdiff_snapshot_get_info(base, &first);
+    for (int n = 1; rc == CLI_EXIT_OK && (a.count == 0 || n <= a.count); n++) {
+        if (sleep_ns(a.interval_ns))
+            break; /* Ctrl-C: a normal end of watching */
+        if ((rc = take("watch", pid, a.depth, &cur)))
+            break;
+        memdiff_snapshot_info now;
+        memdiff_snapshot_get_info(cur, &now);
+        char of[32] = "";
+        if (a.count)
+            snprintf(of, sizeof of, " of %d", a.count);
+        printf("%s==== memdiff watch: pid %d, diff %d%s, +%.3f s, against the %s snapshot\n",
+               n > 1 ? "\n" : "", pid, n, of, (double)(now.time_ns - first.time_ns) / 1e9,
+               a.baseline_first ? "first" : "previous");
+        rc = compare_and_report(&a, base, cur);
+        fflush(stdout);
+        if (a.baseline_first) {
+            memdiff_snapshot_free(cur);
+        } else {
+            memdiff_snapshot_free(base);
+            base = cur;
+        }
+        cur = NULL;
+    }
+    memdiff_snapshot_free(base);
+    return rc;
+}

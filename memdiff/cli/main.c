@@ -1,0 +1,161 @@
+/*
+ * main.c - the memdiff command-line tool: snapshot a running process into a file, diff two
+ * files, show one, or watch a live process for growth. docs/cli.md is its manual.
+ */
+#include <stdarg.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char tool_help[] =
+    "usage: memdiff COMMAND [ARGS...]\n"
+    "\n"
+    "Page-level snapshots of a process's address space, kept in files and compared.\n"
+    "\n"
+    "commands:\n"
+    "  snap PID -o FILE [--depth D]      snapshot process PID into FILE\n"
+    "  diff A B [--verbose] [--json]     where memory went between snapshot files A and B\n"
+    "  show FILE [--json] [--regions]    one snapshot: totals, categories, blocks\n"
+    "  watch PID --interval T [--count N]  periodic diffs of a live process (leak hunting)\n"
+    "  help [COMMAND]                    this text, or a command's\n"
+    "\n"
+    "options:\n"
+    "  --help, -h      show help (after a command: that command's)\n"
+    "  --version       show the version of memdiff and of its snapshot file format\n"
+    "\n"
+    "exit status: 0 ok, 1 a --fail-on condition held, 2 usage error or failure.\n"
+    "Documentation: docs/cli.md, docs/file-format.md.\n";
+
+static const char snap_help[] =
+    "usage: memdiff snap PID -o FILE [--depth fast|standard|deep] [--quiet]\n"
+    "\n"
+    "Takes a snapshot of process PID and writes it to FILE (\"-\": standard output). The file\n"
+    "is written beside FILE and renamed over it when complete.\n"
+    "\n"
+    "  -o, --output FILE  where to write the snapshot (required)\n"
+    "  -d, --depth D      fast, standard (default) or deep; a depth the caller may not use is\n"
+    "                     degraded and the snapshot records why\n"
+    "  -q, --quiet        print nothing on success\n"
+    "\n"
+    "Reading another process needs the right to ptrace it (same user, or root).\n";
+
+static const char diff_help[] =
+    "usage: memdiff diff A B [--verbose] [--json] [--force] [--fail-on EXPR]...\n"
+    "\n"
+    "Compares snapshot files A (before) and B (after) and prints where memory went: new,\n"
+    "freed, net, per category, per block (\"-\" reads one of them from standard input).\n"
+    "\n"
+    "  -v, --verbose      blocks are runs of pages with equal attributes, with the attributes\n"
+    "      --json         the report as one JSON object (docs/json-report.md)\n"
+    "      --no-header    leave out the snapshot header lines\n"
+    "  -f, --force        compare snapshots of different processes or hosts\n"
+    "      --fail-on EXPR exit 1 when EXPR holds; may be repeated\n"
+    "\n"
+    "EXPR is [SCOPE.]MEASURE OP SIZE: SCOPE a category (image, heap, stack, mapped-file,\n"
+    "shared, private, special, own, unknown) or total (the default); MEASURE new, freed, net,\n"
+    "private (new private bytes), shared (new shared bytes) or replaced; OP >, >=, <, <=, ==,\n"
+    "!=; SIZE bytes with an optional K, M, G, T suffix (binary). Examples: 'net>1M',\n"
+    "'heap.net>0', 'private.new>=512K', 'total.freed>10M'.\n";
+
+static const char show_help[] =
+    "usage: memdiff show FILE [--json] [--regions]\n"
+    "\n"
+    "Prints one snapshot: its header (process, host, time, depth, sources), resident, private,\n"
+    "shared and swapped bytes per category, and its blocks (adjacent regions with one category\n"
+    "and label) with their sizes.\n"
+    "\n"
+    "      --json         as one JSON object\n"
+    "  -r, --regions      every region rather than blocks\n";
+
+static const char watch_help[] =
+    "usage: memdiff watch PID --interval T [--count N] [--baseline first|previous]\n"
+    "                     [--depth D] [--verbose] [--fail-on EXPR]...\n"
+    "\n"
+    "Snapshots process PID every T and prints the diff of each snapshot against the previous\n"
+    "one (or the first). Stops after N diffs, when the process exits (exit 2), when a\n"
+    "--fail-on condition holds (exit 1), or on Ctrl-C (exit 0).\n"
+    "\n"
+    "  -i, --interval T   time between snapshots: 500ms, 2s, 1.5s, 1m (required)\n"
+    "  -n, --count N      number of diffs (default: until stopped)\n"
+    "  -b, --baseline B   previous (default) or first\n"
+    "  -d, --depth D      fast, standard (default) or deep\n"
+    "  -v, --verbose      verbose diffs (runs of pages with equal attributes)\n"
+    "      --fail-on EXPR stop with exit 1 when EXPR holds for a diff (see memdiff diff --help)\n";
+
+static const struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *help;
+} commands[] = {
+    {"snap", cli_cmd_snap, snap_help},
+    {"diff", cli_cmd_diff, diff_help},
+    {"show", cli_cmd_show, show_help},
+    {"watch", cli_cmd_watch, watch_help},
+};
+
+#define NCOMMANDS (sizeof commands / sizeof commands[0])
+
+int cli_help(const char *cmd, FILE *out)
+{
+    if (!cmd) {
+        fputs(tool_help, out);
+        return 0;
+    }
+    for (size_t i = 0; i < NCOMMANDS; i++) {
+        if (strcmp(cmd, commands[i].name) == 0) {
+            fputs(commands[i].help, out);
+            return 0;
+        }
+    }
+    return -1;
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "memdiff%s%s: ", cmd ? " " : "", cmd ? cmd : "");
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\nTry 'memdiff %s%s--help'.\n", cmd ? cmd : "", cmd ? " " : "");
+    return CLI_EXIT_ERROR;
+}
+
+int cli_error(const char *cmd, int status, const char *what)
+{
+    const char *detail = memdiff_last_error();
+    fprintf(stderr, "memdiff %s: %s: %s\n", cmd, what,
+            detail[0] ? detail : memdiff_strerror(status));
+    return CLI_EXIT_ERROR;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fputs(tool_help, stderr);
+        return CLI_EXIT_ERROR;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+        cli_help(NULL, stdout);
+        return CLI_EXIT_OK;
+    }
+    if (strcmp(cmd, "--version") == 0) {
+        printf("memdiff %s (snapshot file format %d.%d)\n", MEMDIFF_VERSION_STRING,
+               MEMDIFF_FILE_VERSION_MAJOR, MEMDIFF_FILE_VERSION_MINOR);
+        return CLI_EXIT_OK;
+    }
+    if (strcmp(cmd, "help") == 0) {
+        if (argc > 3)
+            return cli_usage_error("help", "one command at most");
+        if (cli_help(argc == 3 ? argv[2] : NULL, stdout) != 0)
+            return cli_usage_error(NULL, "no command '%s'", argv[2]);
+        return CLI_EXIT_OK;
+    }
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        if (strcmp(cmd, commands[i].name) == 0)
+            return commands[i].run(argc - 1, argv + 1);
+    if (cmd[0] == '-')
+        return cli_usage_error(NULL, "unknown option '%s'", cmd);
+    return cli_usage_error(NULL, "unknown command '%s'", cmd);
+}

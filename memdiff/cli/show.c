@@ -1,0 +1,370 @@
+/*
+ * show.c - memdiff show: one snapshot file, as text or JSON. Only the public accessors are used
+ * (memdiff_snapshot_get_info, memdiff_snapshot_region), as any program reading a file would.
+ */
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+
+enum { OPT_JSON = 1, OPT_REGIONS };
+
+typedef struct show_args {
+    int help, json, regions;
+} show_args;
+
+static int on_opt(void *ctx, int id, const char *v)
+{
+    show_args *a = ctx;
+    (void)v;
+    if (id == CLI_OPT_HELP)
+        a->help = 1;
+    else if (id == OPT_JSON)
+        a->json = 1;
+    else
+        a->regions = 1;
+    return 0;
+}
+
+/* MEMDIFF_SRC_* bits by name, for the header and JSON. */
+static const struct {
+    unsigned bit;
+    const char *name;
+} sources[] = {
+    {MEMDIFF_SRC_MAPS, "maps"},           {MEMDIFF_SRC_PAGEMAP, "pagemap"},
+    {MEMDIFF_SRC_PAGEMAP_SCAN, "pagemap-scan"}, {MEMDIFF_SRC_PFN, "pfn"},
+    {MEMDIFF_SRC_KPAGEFLAGS, "kpageflags"}, {MEMDIFF_SRC_KPAGECOUNT, "kpagecount"},
+    {MEMDIFF_SRC_STATUS, "status"},       {MEMDIFF_SRC_THREADS, "threads"},
+    {MEMDIFF_SRC_HEAPS, "heaps"},         {MEMDIFF_SRC_MODULES, "modules"},
+};
+
+#define NSOURCES (sizeof sources / sizeof sources[0])
+
+/* A block: adjacent regions with one category and label (a module's segments, a heap's pieces),
+ * or one region with --regions. */
+typedef struct block {
+    memdiff_region r; /* start of the first, end of the last, figures summed */
+    size_t regions;
+} block;
+
+/* Calls fn for each block of s; returns what fn returns when nonzero. */
+static int each_block(const memdiff_snapshot *s, int per_region,
+                      int (*fn)(void *ctx, const block *b), void *ctx)
+{
+    size_t n = memdiff_snapshot_region_count(s);
+    block b;
+    memset(&b, 0, sizeof b);
+    for (size_t i = 0; i < n; i++) {
+        memdiff_region r;
+        if (memdiff_snapshot_region(s, i, &r) != MEMDIFF_OK)
+            return -1;
+        if (b.regions && !per_region && r.start == b.r.end && r.category == b.r.category &&
+            strcmp(r.label, b.r.label) == 0) {
+            b.r.end = r.end;
+            b.r.resident_bytes += r.resident_bytes;
+            b.r.private_bytes += r.private_bytes;
+            b.r.shared_bytes += r.shared_bytes;
+            b.r.swapped_bytes += r.swapped_bytes;
+            b.regions++;
+            continue;
+        }
+        if (b.regions) {
+            int rc = fn(ctx, &b);
+            if (rc)
+                return rc;
+        }
+        b.r = r;
+        b.regions = 1;
+    }
+    return b.regions ? fn(ctx, &b) : 0;
+}
+
+typedef struct cat_sum {
+    uint64_t resident, private_, shared, swapped;
+    size_t regions;
+} cat_sum;
+
+static void sum_categories(const memdiff_snapshot *s, cat_sum sums[MEMDIFF_CAT_COUNT])
+{
+    memset(sums, 0, sizeof(cat_sum) * MEMDIFF_CAT_COUNT);
+    size_t n = memdiff_snapshot_region_count(s);
+    for (size_t i = 0; i < n; i++) {
+        memdiff_region r;
+        if (memdiff_snapshot_region(s, i, &r) != MEMDIFF_OK ||
+            (unsigned)r.category >= MEMDIFF_CAT_COUNT)
+            continue;
+        cat_sum *c = &sums[r.category];
+        c->resident += r.resident_bytes;
+        c->private_ += r.private_bytes;
+        c->shared += r.shared_bytes;
+        c->swapped += r.swapped_bytes;
+        c->regions++;
+    }
+}
+
+static void fmt_time(char *buf, size_t size, uint64_t ns)
+{
+    time_t t = (time_t)(ns / 1000000000u);
+    struct tm *tm = gmtime(&t);
+    if (!tm || !strftime(buf, size, "%Y-%m-%d %H:%M:%S", tm))
+        snprintf(buf, size, "?");
+    else
+        snprintf(buf + strlen(buf), size - strlen(buf), ".%03u UTC",
+                 (unsigned)(ns % 1000000000u / 1000000u));
+}
+
+static const char *prot_str(char buf[4], unsigned prot)
+{
+    buf[0] = prot & MEMDIFF_PROT_READ ? 'r' : '-';
+    buf[1] = prot & MEMDIFF_PROT_WRITE ? 'w' : '-';
+    buf[2] = prot & MEMDIFF_PROT_EXEC ? 'x' : '-';
+    buf[3] = '\0';
+    return buf;
+}
+
+/* ---- text ------------------------------------------------------------------------------- */
+
+/* A label printed on one line: control bytes as \xNN. */
+static void put_label(FILE *out, const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p < 0x20 || *p == 0x7f || *p == '\\')
+            fprintf(out, "\\x%02x", *p);
+        else
+            fputc(*p, out);
+    }
+}
+
+static int text_block(void *ctx, const block *b)
+{
+    FILE *out = ctx;
+    char sz[32], res[32], priv[32], swp[32], prot[4];
+    fprintf(out, "  0x%012llx-0x%012llx %s %15s %13s %13s %11s  %-11s ",
+            (unsigned long long)b->r.start, (unsigned long long)b->r.end,
+            b->regions == 1 ? prot_str(prot, b->r.prot) : "   ",
+            cli_fmt_uint(sz, b->r.end - b->r.start), cli_fmt_uint(res, b->r.resident_bytes),
+            cli_fmt_uint(priv, b->r.private_bytes), cli_fmt_uint(swp, b->r.swapped_bytes),
+            memdiff_category_name(b->r.category));
+    put_label(out, b->r.label);
+    fputc('\n', out);
+    return 0;
+}
+
+static int count_block(void *ctx, const block *b)
+{
+    (void)b;
+    ++*(size_t *)ctx;
+    return 0;
+}
+
+static void show_text(const memdiff_snapshot *s, int per_region, FILE *out)
+{
+    memdiff_snapshot_info i;
+    memdiff_snapshot_get_info(s, &i);
+    char when[64], b1[32], b2[32], b3[32], b4[32];
+    fmt_time(when, sizeof when, i.time_ns);
+    fprintf(out, "memdiff snapshot: pid %d on %s, %s depth", i.pid, i.host,
+            memdiff_depth_name(i.depth));
+    if (i.depth != i.depth_requested)
+        fprintf(out, " (%s requested)", memdiff_depth_name(i.depth_requested));
+    fprintf(out, ", %u-byte pages, taken %s\n", (unsigned)i.page_size, when);
+    if (i.degraded)
+        fprintf(out, "Degraded: %s\n", i.degraded);
+    fprintf(out, "Sources:");
+    for (size_t k = 0; k < NSOURCES; k++)
+        if (i.sources & sources[k].bit)
+            fprintf(out, " %s", sources[k].name);
+    fprintf(out, "\n%zu regions, %zu page runs\n\n", i.region_count, i.run_count);
+    fprintf(out, "Resident:  %15s bytes  (private %s, shared %s)\n",
+            cli_fmt_uint(b1, i.resident_bytes), cli_fmt_uint(b2, i.private_bytes),
+            cli_fmt_uint(b3, i.shared_bytes));
+    fprintf(out, "Swapped:   %15s bytes\n", cli_fmt_uint(b1, i.swapped_bytes));
+    fprintf(out, "memdiff's own storage: %s bytes resident (excluded from all totals)\n",
+            cli_fmt_uint(b1, i.own_bytes));
+    const memdiff_process_totals *t = &i.totals;
+    if (t->vm_rss || t->vm_size)
+        fprintf(out, "Kernel's figures: VmRSS %s, VmHWM %s, VmSize %s, VmSwap %s bytes\n",
+                cli_fmt_uint(b1, t->vm_rss), cli_fmt_uint(b2, t->vm_hwm),
+                cli_fmt_uint(b3, t->vm_size), cli_fmt_uint(b4, t->vm_swap));
+
+    cat_sum sums[MEMDIFF_CAT_COUNT];
+    sum_categories(s, sums);
+    fprintf(out, "\n%-12s %15s %15s %15s %15s %8s\n", "Category", "Resident", "Private",
+            "Shared", "Swapped", "Regions");
+    cat_sum total;
+    memset(&total, 0, sizeof total);
+    for (int c = 0; c < MEMDIFF_CAT_COUNT; c++) {
+        const cat_sum *x = &sums[c];
+        if (!x->regions)
+            continue;
+        fprintf(out, "%-12s %15s %15s %15s %15s %8zu\n",
+                memdiff_category_name((memdiff_category)c), cli_fmt_uint(b1, x->resident),
+                cli_fmt_uint(b2, x->private_), cli_fmt_uint(b3, x->shared),
+                cli_fmt_uint(b4, x->swapped), x->regions);
+        if (c == MEMDIFF_CAT_OWN)
+            continue; /* as in every total: Own apart */
+        total.resident += x->resident;
+        total.private_ += x->private_;
+        total.shared += x->shared;
+        total.swapped += x->swapped;
+        total.regions += x->regions;
+    }
+    fprintf(out, "%-12s %15s %15s %15s %15s %8zu\n", "total", cli_fmt_uint(b1, total.resident),
+            cli_fmt_uint(b2, total.private_), cli_fmt_uint(b3, total.shared),
+            cli_fmt_uint(b4, total.swapped), total.regions);
+
+    size_t nblocks = 0;
+    each_block(s, per_region, count_block, &nblocks);
+    fprintf(out, "\n%s (%zu%s):\n", per_region ? "Regions" : "Blocks", nblocks,
+            per_region ? "" : ", adjacent regions with one category and label");
+    fprintf(out, "  %-29s %3s %15s %13s %13s %11s  %-11s %s\n", "range", "", "size", "resident",
+            "private", "swapped", "category", "label");
+    each_block(s, per_region, text_block, out);
+}
+
+/* ---- JSON ------------------------------------------------------------------------------- */
+
+/* Length of the valid UTF-8 sequence at s (1 for ASCII), 0 for a byte that starts none. */
+static size_t utf8_seq(const unsigned char *s)
+{
+    unsigned c = s[0];
+    size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    if (n == 0 || (n == 2 && c < 0xC2) || (n == 4 && c > 0xF4))
+        return 0;
+    for (size_t k = 1; k < n; k++)
+        if ((s[k] & 0xC0) != 0x80)
+            return 0;
+    if ((c == 0xE0 && s[1] < 0xA0) || (c == 0xED && s[1] >= 0xA0) ||
+        (c == 0xF0 && s[1] < 0x90) || (c == 0xF4 && s[1] >= 0x90))
+        return 0; /* overlong, surrogate, beyond U+10FFFF */
+    return n;
+}
+
+/* A JSON string (RFC 8259): escapes as required, bytes that are not UTF-8 as U+FFFD. */
+static void put_json_string(FILE *out, const char *str)
+{
+    fputc('"', out);
+    for (const unsigned char *p = (const unsigned char *)(str ? str : ""); *p;) {
+        size_t n = utf8_seq(p);
+        if (*p == '"' || *p == '\\')
+            fprintf(out, "\\%c", *p);
+        else if (*p < 0x20)
+            fprintf(out, "\\u%04x", *p);
+        else if (n == 0)
+            fputs("\\ufffd", out);
+        else
+            fwrite(p, 1, n, out);
+        p += n ? n : 1;
+    }
+    fputc('"', out);
+}
+
+typedef struct json_ctx {
+    FILE *out;
+    int first;
+} json_ctx;
+
+static int json_block(void *ctx, const block *b)
+{
+    json_ctx *j = ctx;
+    char prot[4];
+    fprintf(j->out, "%s\n    {\"start\": \"0x%llx\", \"end\": \"0x%llx\", \"prot\": \"%s\", "
+            "\"regions\": %zu, \"category\": \"%s\", \"label\": ",
+            j->first ? "" : ",", (unsigned long long)b->r.start, (unsigned long long)b->r.end,
+            prot_str(prot, b->r.prot), b->regions, memdiff_category_name(b->r.category));
+    put_json_string(j->out, b->r.label);
+    fprintf(j->out, ", \"path\": ");
+    put_json_string(j->out, b->r.path);
+    fprintf(j->out, ", \"size_bytes\": %llu, \"resident_bytes\": %llu, \"private_bytes\": %llu, "
+            "\"shared_bytes\": %llu, \"swapped_bytes\": %llu}",
+            (unsigned long long)(b->r.end - b->r.start), (unsigned long long)b->r.resident_bytes,
+            (unsigned long long)b->r.private_bytes, (unsigned long long)b->r.shared_bytes,
+            (unsigned long long)b->r.swapped_bytes);
+    j->first = 0;
+    return 0;
+}
+
+static void show_json(const memdiff_snapshot *s, int per_region, FILE *out)
+{
+    memdiff_snapshot_info i;
+    memdiff_snapshot_get_info(s, &i);
+    fprintf(out, "{\n  \"snapshot\": {\n    \"pid\": %d,\n    \"host\": ", i.pid);
+    put_json_string(out, i.host);
+    fprintf(out, ",\n    \"time_ns\": %llu,\n    \"page_size\": %u,\n    \"depth\": \"%s\",\n"
+            "    \"depth_requested\": \"%s\",\n    \"degraded\": ",
+            (unsigned long long)i.time_ns, (unsigned)i.page_size, memdiff_depth_name(i.depth),
+            memdiff_depth_name(i.depth_requested));
+    if (i.degraded)
+        put_json_string(out, i.degraded);
+    else
+        fputs("null", out);
+    fputs(",\n    \"sources\": [", out);
+    int first = 1;
+    for (size_t k = 0; k < NSOURCES; k++) {
+        if (i.sources & sources[k].bit) {
+            fprintf(out, "%s\"%s\"", first ? "" : ", ", sources[k].name);
+            first = 0;
+        }
+    }
+    const memdiff_process_totals *t = &i.totals;
+    fprintf(out, "],\n    \"region_count\": %zu,\n    \"run_count\": %zu,\n"
+            "    \"resident_bytes\": %llu,\n    \"private_bytes\": %llu,\n"
+            "    \"shared_bytes\": %llu,\n    \"swapped_bytes\": %llu,\n    \"own_bytes\": %llu,\n"
+            "    \"process_totals\": {\"vm_size\": %llu, \"vm_rss\": %llu, \"vm_hwm\": %llu, "
+            "\"rss_anon\": %llu, \"rss_file\": %llu, \"rss_shmem\": %llu, \"vm_pte\": %llu, "
+            "\"vm_swap\": %llu}\n  },\n  \"categories\": {",
+            i.region_count, i.run_count, (unsigned long long)i.resident_bytes,
+            (unsigned long long)i.private_bytes, (unsigned long long)i.shared_bytes,
+            (unsigned long long)i.swapped_bytes, (unsigned long long)i.own_bytes,
+            (unsigned long long)t->vm_size, (unsigned long long)t->vm_rss,
+            (unsigned long long)t->vm_hwm, (unsigned long long)t->rss_anon,
+            (unsigned long long)t->rss_file, (unsigned long long)t->rss_shmem,
+            (unsigned long long)t->vm_pte, (unsigned long long)t->vm_swap);
+    cat_sum sums[MEMDIFF_CAT_COUNT];
+    sum_categories(s, sums);
+    for (int c = 0; c < MEMDIFF_CAT_COUNT; c++) {
+        const cat_sum *x = &sums[c];
+        fprintf(out, "%s\n    \"%s\": {\"resident_bytes\": %llu, \"private_bytes\": %llu, "
+                "\"shared_bytes\": %llu, \"swapped_bytes\": %llu, \"regions\": %zu}",
+                c ? "," : "", memdiff_category_name((memdiff_category)c),
+                (unsigned long long)x->resident, (unsigned long long)x->private_,
+                (unsigned long long)x->shared, (unsigned long long)x->swapped, x->regions);
+    }
+    fprintf(out, "\n  },\n  \"%s\": [", per_region ? "regions" : "blocks");
+    json_ctx j = {out, 1};
+    each_block(s, per_region, json_block, &j);
+    fputs("\n  ]\n}\n", out);
+}
+
+int cli_cmd_show(int argc, char **argv)
+{
+    static const cli_opt opts[] = {
+        {"json", 0, 0, OPT_JSON}, {"regions", 'r', 0, OPT_REGIONS}, {NULL, 0, 0, 0}};
+    show_args a = {0, 0, 0};
+    const char *pos[1];
+    int npos = 0;
+    int rc = cli_parse("show", argc, argv, opts, on_opt, &a, pos, 1, &npos);
+    if (rc)
+        return rc;
+    if (a.help) {
+        cli_help("show", stdout);
+        return CLI_EXIT_OK;
+    }
+    if (npos != 1)
+        return cli_usage_error("show", "expected one snapshot file");
+    memdiff_snapshot *s = NULL;
+    rc = strcmp(pos[0], "-") == 0 ? memdiff_snapshot_load(stdin, &s)
+                                  : memdiff_snapshot_load_file(pos[0], &s);
+    if (rc)
+        return cli_error("show", rc, "cannot load the snapshot");
+    if (a.json)
+        show_json(s, a.regions, stdout);
+    else
+        show_text(s, a.regions, stdout);
+    memdiff_snapshot_free(s);
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "memdiff show: cannot write the output\n");
+        return CLI_EXIT_ERROR;
+    }
+    return CLI_EXIT_OK;
+}

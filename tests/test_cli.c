@@ -1,0 +1,415 @@
+/*
+ * test_cli.c - the real memdiff binary (MEMDIFF_CLI_PATH) run through the shell against
+ * processes this test starts: a child that allocates and touches 8 MiB when told to, between
+ * two snapshots, and answers on a pipe when done. Checks exit statuses (0 ok, 1 --fail-on held,
+ * 2 usage or error), what goes to stdout and what to stderr.
+ */
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "memdiff.h"
+#include "suites.h"
+
+#define TARGET_BYTES ((size_t)8 << 20)
+
+static char dir[64];
+static char out[1 << 18], err[1 << 16];
+
+static void slurp(const char *name, char *buf, size_t size)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "rb");
+    size_t n = f ? fread(buf, 1, size - 1, f) : 0;
+    buf[n] = '\0';
+    if (f)
+        fclose(f);
+}
+
+/* Starts "memdiff ARGS" (ARGS a shell fragment) in dir, its output going to files there. Not
+ * system(): that blocks SIGCHLD and waits, and some tests must reap a target meanwhile. */
+static pid_t start_v(const char *fmt, va_list ap)
+{
+    char args[1024], cmd[1400];
+    vsnprintf(args, sizeof args, fmt, ap);
+    snprintf(cmd, sizeof cmd, "cd %s && '%s' %s >stdout.txt 2>stderr.txt", dir, MEMDIFF_CLI_PATH,
+             args);
+    fflush(NULL);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+static pid_t start(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    pid_t pid = start_v(fmt, ap);
+    va_end(ap);
+    return pid;
+}
+
+/* Waits for a run started by start(); its exit status, its output in out and err. */
+static int finish(pid_t pid)
+{
+    int st;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    slurp("stdout.txt", out, sizeof out);
+    slurp("stderr.txt", err, sizeof err);
+    ck_assert_msg(WIFEXITED(st), "memdiff did not exit normally (status 0x%x)", st);
+    return WEXITSTATUS(st);
+}
+
+static int run(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    pid_t pid = start_v(fmt, ap);
+    va_end(ap);
+    return finish(pid);
+}
+
+/* A shell command in dir; its exit status. */
+static int sh(const char *fmt, ...)
+{
+    char c[1024], cmd[1200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c, sizeof c, fmt, ap);
+    va_end(ap);
+    snprintf(cmd, sizeof cmd, "cd %s && %s", dir, c);
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+#define ASSERT_RUN(expect, ...)                                                                \
+    do {                                                                                       \
+        int rc_ = run(__VA_ARGS__);                                                            \
+        ck_assert_msg(rc_ == (expect), "memdiff %s: exit %d, expected %d\nstdout:\n%.2000s\n"  \
+                      "stderr:\n%s", #__VA_ARGS__, rc_, (expect), out, err);                   \
+    } while (0)
+
+static void setup(void)
+{
+    strcpy(dir, "/tmp/memdiff_cli_XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+static void teardown(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "test_cli: could not remove %s\n", dir);
+}
+
+/* ---- the target process ----------------------------------------------------------------- */
+
+typedef struct target {
+    pid_t pid;
+    int to, from; /* pipe ends: commands to the child, answers from it */
+} target;
+
+/* The child: 'a' allocates and touches TARGET_BYTES; 'd' answers at once and does the same
+ * 300 ms later; 'f' frees; 'q' (or EOF) exits. Each command is answered with one byte. */
+static void target_main(int in, int outfd)
+{
+#ifdef PR_SET_PTRACER
+    prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0); /* Yama: let memdiff read us */
+#endif
+    char *block = NULL;
+    char c = 'r';
+    if (write(outfd, &c, 1) != 1)
+        _exit(1);
+    while (read(in, &c, 1) == 1 && c != 'q') {
+        if (c == 'd') {
+            if (write(outfd, &c, 1) != 1)
+                _exit(1);
+            struct timespec t = {0, 300 * 1000 * 1000};
+            nanosleep(&t, NULL);
+        }
+        if ((c == 'a' || c == 'd') && !block) {
+            block = malloc(TARGET_BYTES);
+            if (!block)
+                _exit(1);
+            memset(block, 0x5a, TARGET_BYTES);
+        } else if (c == 'f') {
+            free(block);
+            block = NULL;
+        }
+        if (c != 'd' && write(outfd, &c, 1) != 1)
+            _exit(1);
+    }
+    _exit(0);
+}
+
+static target start_target(void)
+{
+    int down[2], up[2];
+    ck_assert_int_eq(pipe(down), 0);
+    ck_assert_int_eq(pipe(up), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        close(down[1]);
+        close(up[0]);
+        target_main(down[0], up[1]);
+    }
+    close(down[0]);
+    close(up[1]);
+    target t = {pid, down[1], up[0]};
+    char c;
+    ck_assert_int_eq(read(t.from, &c, 1), 1);
+    ck_assert_int_eq(c, 'r');
+    return t;
+}
+
+static void tell(const target *t, char cmd)
+{
+    char c;
+    ck_assert_int_eq(write(t->to, &cmd, 1), 1);
+    ck_assert_int_eq(read(t->from, &c, 1), 1);
+    ck_assert_int_eq(c, cmd);
+}
+
+static void stop_target(target *t)
+{
+    char q = 'q';
+    if (write(t->to, &q, 1) != 1)
+        kill(t->pid, SIGKILL);
+    int st;
+    waitpid(t->pid, &st, 0);
+    close(t->to);
+    close(t->from);
+}
+
+/* A pid that no process has: a child's, after it was reaped. */
+static pid_t dead_pid(void)
+{
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0)
+        _exit(0);
+    int st;
+    waitpid(pid, &st, 0);
+    return pid;
+}
+
+/* ---- tests ------------------------------------------------------------------------------ */
+
+START_TEST(help_version_and_usage_errors)
+{
+    ASSERT_RUN(0, "--help");
+    ck_assert_ptr_nonnull(strstr(out, "usage: memdiff COMMAND"));
+    ASSERT_RUN(0, "--version");
+    ck_assert_ptr_nonnull(strstr(out, "memdiff " MEMDIFF_VERSION_STRING " (snapshot file format "));
+    static const char *const cmds[] = {"snap", "diff", "show", "watch"};
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        ASSERT_RUN(0, "%s --help", cmds[i]);
+        ck_assert_ptr_nonnull(strstr(out, "usage: memdiff"));
+        ck_assert_str_eq(err, "");
+        ASSERT_RUN(0, "help %s", cmds[i]);
+    }
+
+    ASSERT_RUN(2, "");
+    ck_assert_ptr_nonnull(strstr(err, "usage: memdiff"));
+    ck_assert_str_eq(out, "");
+    ASSERT_RUN(2, "frobnicate");
+    ck_assert_ptr_nonnull(strstr(err, "unknown command 'frobnicate'"));
+    ASSERT_RUN(2, "--frobnicate");
+    ASSERT_RUN(2, "diff --bogus a.mds b.mds");
+    ck_assert_ptr_nonnull(strstr(err, "memdiff diff: unknown option '--bogus'"));
+    ck_assert_ptr_nonnull(strstr(err, "Try 'memdiff diff --help'"));
+    ASSERT_RUN(2, "diff a.mds");
+    ASSERT_RUN(2, "diff a b c");
+    ck_assert_ptr_nonnull(strstr(err, "unexpected argument 'c'"));
+    ASSERT_RUN(2, "snap 1");
+    ck_assert_ptr_nonnull(strstr(err, "no output file"));
+    ASSERT_RUN(2, "snap abc -o x.mds");
+    ck_assert_ptr_nonnull(strstr(err, "bad process id 'abc'"));
+    ASSERT_RUN(2, "snap 1 -o x.mds --depth deepest");
+    ck_assert_ptr_nonnull(strstr(err, "bad depth 'deepest'"));
+    ASSERT_RUN(2, "diff a b '--fail-on=heap.grow>1M'");
+    ck_assert_ptr_nonnull(strstr(err, "unknown measure 'grow'"));
+    ASSERT_RUN(2, "diff a b --fail-on 'heaps.net>1M'");
+    ck_assert_ptr_nonnull(strstr(err, "unknown category 'heaps'"));
+    ASSERT_RUN(2, "diff a b --fail-on 'net>1Q'");
+    ck_assert_ptr_nonnull(strstr(err, "bad size '1Q'"));
+    ASSERT_RUN(2, "diff a b --fail-on net");
+    ASSERT_RUN(2, "watch 1");
+    ck_assert_ptr_nonnull(strstr(err, "no interval"));
+    ASSERT_RUN(2, "watch 1 --interval 0.5us");
+    ck_assert_ptr_nonnull(strstr(err, "bad interval"));
+    ASSERT_RUN(2, "watch 1 --interval 1s --baseline last");
+    ASSERT_RUN(2, "show");
+    ASSERT_RUN(2, "show missing.mds");
+    ck_assert_ptr_nonnull(strstr(err, "missing.mds"));
+}
+END_TEST
+
+START_TEST(snap_of_a_missing_process_fails_naming_it)
+{
+    pid_t pid = dead_pid();
+    ASSERT_RUN(2, "snap %d -o x.mds", (int)pid);
+    char want[64];
+    snprintf(want, sizeof want, "cannot snapshot pid %d", (int)pid);
+    ck_assert_msg(strstr(err, want), "%s", err);
+    ck_assert_str_eq(out, "");
+    ck_assert_int_ne(sh("test -e x.mds"), 0); /* nothing written */
+    ASSERT_RUN(2, "watch %d --interval 100ms --count 1", (int)pid);
+    ck_assert_ptr_nonnull(strstr(err, want));
+}
+END_TEST
+
+START_TEST(leak_of_8_mib_shows_in_heap)
+{
+    target t = start_target();
+    ASSERT_RUN(0, "snap %d -o before.mds", (int)t.pid);
+    ck_assert_ptr_nonnull(strstr(out, "-> before.mds"));
+    tell(&t, 'a');
+    ASSERT_RUN(0, "snap %d -o after.mds --depth fast", (int)t.pid);
+    ASSERT_RUN(0, "snap %d -o after.mds", (int)t.pid); /* replaces the file */
+
+    ASSERT_RUN(0, "diff before.mds after.mds");
+    ck_assert_ptr_nonnull(strstr(out, "Net change:"));
+    ck_assert_ptr_nonnull(strstr(out, "heap"));
+    ASSERT_RUN(1, "diff before.mds after.mds --fail-on 'heap.net>1M'");
+    ck_assert_ptr_nonnull(strstr(err, "--fail-on heap.net>1M holds: heap net = +"));
+    ASSERT_RUN(1, "diff before.mds after.mds --fail-on 'heap.new>=8M' --no-header");
+    ASSERT_RUN(1, "diff before.mds after.mds --fail-on 'heap.private>=8M'");
+    ASSERT_RUN(1, "diff before.mds after.mds --fail-on 'net > 8M' --fail-on 'net>1G'");
+    ASSERT_RUN(0, "diff before.mds after.mds --fail-on 'heap.net>1G'");
+    ck_assert_str_eq(err, "");
+    ASSERT_RUN(0, "diff before.mds after.mds --fail-on 'heap.freed>0' --fail-on 'stack.net<0'");
+    ASSERT_RUN(0, "diff after.mds before.mds --fail-on 'heap.net>-8M'"); /* freed the other way */
+    ASSERT_RUN(1, "diff after.mds before.mds --fail-on 'heap.net<=-8M'");
+
+    ASSERT_RUN(0, "diff --json before.mds after.mds");
+    ck_assert_int_eq(out[0], '{');
+    ASSERT_RUN(0, "diff -v before.mds after.mds");
+    ASSERT_RUN(0, "show after.mds");
+    ck_assert_ptr_nonnull(strstr(out, "memdiff snapshot: pid"));
+    ck_assert_ptr_nonnull(strstr(out, "Category"));
+    ck_assert_ptr_nonnull(strstr(out, "heap"));
+    ASSERT_RUN(0, "show --json after.mds");
+    ck_assert_ptr_nonnull(strstr(out, "\"categories\""));
+    ASSERT_RUN(0, "show --regions after.mds");
+    ck_assert_ptr_nonnull(strstr(out, "Regions ("));
+    /* Through a pipe: snapshot to stdout, shown from stdin. */
+    ASSERT_RUN(0, "snap %d -o - | '%s' show -", (int)t.pid, MEMDIFF_CLI_PATH);
+    ck_assert_ptr_nonnull(strstr(out, "memdiff snapshot: pid"));
+
+    /* The heap block itself: 8 MiB new, named heap, in the default report. */
+    ASSERT_RUN(0, "diff before.mds after.mds | grep -E '^ +0x.* heap +new'");
+    stop_target(&t);
+}
+END_TEST
+
+START_TEST(different_processes_refused_unless_forced)
+{
+    target t1 = start_target(), t2 = start_target();
+    ASSERT_RUN(0, "snap %d -o one.mds -q", (int)t1.pid);
+    ck_assert_str_eq(out, "");
+    ASSERT_RUN(0, "snap %d -o two.mds -q", (int)t2.pid);
+    ASSERT_RUN(2, "diff one.mds two.mds");
+    char want[64];
+    snprintf(want, sizeof want, "before: pid %d on host", (int)t1.pid);
+    ck_assert_msg(strstr(err, want), "%s", err);
+    ck_assert_ptr_nonnull(strstr(err, "use --force"));
+    ASSERT_RUN(0, "diff --force one.mds two.mds");
+    ck_assert_ptr_nonnull(strstr(out, "Net change:"));
+    stop_target(&t2);
+    stop_target(&t1);
+}
+END_TEST
+
+START_TEST(damaged_files_are_errors)
+{
+    target t = start_target();
+    ASSERT_RUN(0, "snap %d -o a.mds", (int)t.pid);
+    stop_target(&t);
+    ck_assert_int_eq(sh("head -c 100 a.mds > cut.mds && printf 'x' | dd of=a.mds bs=1 seek=200 "
+                        "conv=notrunc 2>/dev/null"),
+                     0);
+    ASSERT_RUN(2, "diff cut.mds cut.mds");
+    ck_assert_ptr_nonnull(strstr(err, "cut.mds: snapshot file: truncated in the "));
+    ASSERT_RUN(2, "show a.mds");
+    ck_assert_ptr_nonnull(strstr(err, "checksum mismatch"));
+    ASSERT_RUN(2, "show /etc/hostname");
+    ck_assert_ptr_nonnull(strstr(err, "not a memdiff snapshot"));
+}
+END_TEST
+
+START_TEST(watch_a_live_process)
+{
+    target t = start_target();
+    ASSERT_RUN(0, "watch %d --count 2 --interval 100ms", (int)t.pid);
+    ck_assert_ptr_nonnull(strstr(out, "diff 1 of 2"));
+    ck_assert_ptr_nonnull(strstr(out, "diff 2 of 2"));
+    ck_assert_ptr_null(strstr(out, "diff 3"));
+    ck_assert_ptr_nonnull(strstr(out, "Net change:"));
+
+    /* The child grows 300 ms from now, while memdiff watches: the condition stops the watch. */
+    tell(&t, 'd');
+    ASSERT_RUN(1, "watch %d -i 100ms -n 50 --baseline first --fail-on 'heap.new>=8M'",
+               (int)t.pid);
+    ck_assert_ptr_nonnull(strstr(err, "--fail-on heap.new>=8M holds"));
+    ck_assert_ptr_nonnull(strstr(out, "against the first snapshot"));
+    ck_assert_ptr_null(strstr(out, "diff 50 of 50"));
+
+    /* Freed: the previous snapshot had it, the next one has not. */
+    tell(&t, 'f');
+    ASSERT_RUN(0, "watch %d --interval 0.1s --count 1 --verbose", (int)t.pid);
+    stop_target(&t);
+}
+END_TEST
+
+START_TEST(watch_ends_when_the_process_exits)
+{
+    target t = start_target();
+    pid_t w = start("watch %d --interval 100ms --count 50", (int)t.pid);
+    struct timespec pause = {0, 350 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+    stop_target(&t); /* exits and is reaped: the pid is gone */
+    int rc = finish(w);
+    ck_assert_msg(rc == 2, "exit %d\n%s", rc, err);
+    char want[64];
+    snprintf(want, sizeof want, "cannot snapshot pid %d", (int)t.pid);
+    ck_assert_msg(strstr(err, want), "%s", err);
+    ck_assert_ptr_nonnull(strstr(out, "diff 1 of 50"));
+}
+END_TEST
+
+Suite *cli_suite(void)
+{
+    Suite *s = suite_create("cli");
+    TCase *tc = tcase_create("Usage");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, help_version_and_usage_errors);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("Processes");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, snap_of_a_missing_process_fails_naming_it);
+    tcase_add_test(tc, leak_of_8_mib_shows_in_heap);
+    tcase_add_test(tc, different_processes_refused_unless_forced);
+    tcase_add_test(tc, damaged_files_are_errors);
+    tcase_add_test(tc, watch_a_live_process);
+    tcase_add_test(tc, watch_ends_when_the_process_exits);
+    suite_add_tcase(s, tc);
+    return s;
+}
