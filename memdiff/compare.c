@@ -12,8 +12,9 @@
  *  - A page costs memory when memdiff__attrs_resident() (present, not the shared zero page).
  *    Pages resident on neither side are left out, swapped or not.
  *  - Mapping identity: the before and after regions at an address are the same mapping when both
- *    exist with equal device, inode, SHARED and FILE flags and category, and, for file regions,
- *    the same file offset at that address. Otherwise the address was unmapped and mapped again
+ *    exist with equal device, inode, SHARED and FILE flags, category and label (owner: a library
+ *    loaded where another was unloaded has an anonymous .bss at the same address), and, for file
+ *    regions, the same file offset at that address. Otherwise the address was unmapped and mapped again
  *    (or never mapped on one side): before's resident pages are freed-unmapped (before region),
  *    after's resident pages are new (after region).
  *  - Same mapping: resident after only: new. Resident before only: freed, swapped out when the
@@ -180,7 +181,8 @@ static int same_mapping(const memdiff__region *b, const memdiff__region *a, uint
 {
     const unsigned kind = MEMDIFF_REGION_SHARED | MEMDIFF_REGION_FILE;
     if (!b || !a || b->dev != a->dev || b->inode != a->inode ||
-        (b->flags & kind) != (a->flags & kind) || b->category != a->category)
+        (b->flags & kind) != (a->flags & kind) || b->category != a->category ||
+        strcmp(b->label, a->label) != 0)
         return 0;
     if (!(b->flags & MEMDIFF_REGION_FILE))
         return 1;

@@ -265,7 +265,8 @@ const char *memdiff_change_name(memdiff_change change);
 typedef struct memdiff_totals {
     uint64_t new_bytes;
     uint64_t new_private_bytes;
-    uint64_t new_shared_bytes; /* at fast depth (no exclusivity known) all new bytes are here */
+    uint64_t new_shared_bytes; /* without per-page exclusivity (fast depth) the split is an
+                                  estimate: file and shared-anonymous pages count as shared */
     uint64_t freed_bytes;
     uint64_t freed_unmapped_bytes;  /* the mapping is gone */
     uint64_t freed_discarded_bytes; /* still mapped, not resident: MADV_DONTNEED, reclaim */
