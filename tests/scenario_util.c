@@ -1,0 +1,235 @@
+/* scenario_util.c - helpers for the real-process scenarios; see scenario_util.h. */
+#include <check.h>
+#include <errno.h>
+#include <grp.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/statfs.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "scenario_util.h"
+
+#ifndef TMPFS_MAGIC
+#define TMPFS_MAGIC 0x01021994
+#endif
+
+size_t scn_page(void)
+{
+    return (size_t)sysconf(_SC_PAGESIZE);
+}
+
+void *scn_map(size_t npages, int prot, int flags, int fd, off_t offset)
+{
+    size_t ps = scn_page();
+    char *r = mmap(NULL, (npages + 2) * ps, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ck_assert_msg(r != MAP_FAILED, "reserve %zu pages: %s", npages + 2, strerror(errno));
+    char *p = mmap(r + ps, npages * ps, prot, flags | MAP_FIXED, fd, offset);
+    ck_assert_msg(p == r + ps, "map %zu pages: %s", npages, strerror(errno));
+    if (!(flags & MAP_SHARED))
+        (void)madvise(p, npages * ps, MADV_NOHUGEPAGE);
+    return p;
+}
+
+void scn_unmap(void *p, size_t npages)
+{
+    size_t ps = scn_page();
+    ck_assert_int_eq(munmap((char *)p - ps, (npages + 2) * ps), 0);
+}
+
+memdiff_snapshot *scn_snap(memdiff_depth depth)
+{
+    memdiff_snapshot *s = NULL;
+    int rc = memdiff_snapshot_self(depth, &s);
+    ck_assert_msg(rc == MEMDIFF_OK, "snapshot (%s): %s: %s", memdiff_depth_name(depth),
+                  memdiff_status_name(rc), memdiff_last_error());
+    ck_assert_ptr_nonnull(s);
+    return s;
+}
+
+memdiff_diff *scn_compare(const memdiff_snapshot *a, const memdiff_snapshot *b, unsigned flags)
+{
+    memdiff_diff *d = NULL;
+    int rc = memdiff_compare(a, b, flags, &d);
+    ck_assert_msg(rc == MEMDIFF_OK, "compare: %s: %s", memdiff_status_name(rc),
+                  memdiff_last_error());
+    ck_assert_ptr_nonnull(d);
+    if (getenv("MEMDIFF_SCN_DEBUG")) {
+        char *r = scn_report(d, 0);
+        fprintf(stderr, "%s\n", r);
+        free(r);
+    }
+    return d;
+}
+
+static char block_buf[512];
+
+const char *scn_block_str(const memdiff_block *b)
+{
+    size_t ps = scn_page();
+    const memdiff_totals *t = &b->totals;
+    snprintf(block_buf, sizeof block_buf,
+             "0x%llx-0x%llx %s '%s' %s presence=%u new=%llup (%llup private) "
+             "freed=%llup (unmapped %llup, discarded %llup, swapped %llup) replaced=%llup "
+             "became-private=%llup became-shared=%llup",
+             (unsigned long long)b->start, (unsigned long long)b->end,
+             memdiff_category_name(b->category), b->label, memdiff_change_name(b->change),
+             b->presence, (unsigned long long)(t->new_bytes / ps),
+             (unsigned long long)(t->new_private_bytes / ps),
+             (unsigned long long)(t->freed_bytes / ps),
+             (unsigned long long)(t->freed_unmapped_bytes / ps),
+             (unsigned long long)(t->freed_discarded_bytes / ps),
+             (unsigned long long)(t->freed_swapped_bytes / ps),
+             (unsigned long long)(t->replaced_bytes / ps),
+             (unsigned long long)(t->became_private_bytes / ps),
+             (unsigned long long)(t->became_shared_bytes / ps));
+    return block_buf;
+}
+
+const memdiff_block *scn_find_block(const memdiff_diff *d, uintptr_t addr, memdiff_category cat)
+{
+    size_t n = memdiff_diff_block_count(d);
+    for (size_t i = 0; i < n; i++) {
+        const memdiff_block *b = memdiff_diff_block(d, i);
+        if (b->start <= addr && addr < b->end && (cat == SCN_ANY_CATEGORY || b->category == cat))
+            return b;
+    }
+    return NULL;
+}
+
+const memdiff_block *scn_block_at(const memdiff_diff *d, uintptr_t addr, memdiff_category cat)
+{
+    const memdiff_block *b = scn_find_block(d, addr, cat);
+    if (!b) {
+        char *r = scn_report(d, 0);
+        ck_abort_msg("no %s block contains 0x%llx; the diff:\n%s",
+                     cat == SCN_ANY_CATEGORY ? "" : memdiff_category_name(cat),
+                     (unsigned long long)addr, r);
+    }
+    return b;
+}
+
+uint64_t scn_verbose_new_pages(const memdiff_diff *d, uintptr_t lo, uintptr_t hi)
+{
+    size_t ps = scn_page();
+    uint64_t pages = 0;
+    size_t n = memdiff_diff_block_count(d);
+    for (size_t i = 0; i < n; i++) {
+        const memdiff_block *b = memdiff_diff_block(d, i);
+        if (b->end <= lo || b->start >= hi || b->change != MEMDIFF_CHANGE_NEW)
+            continue;
+        ck_assert_msg(b->totals.new_bytes == b->end - b->start,
+                      "verbose block is not one run of new pages: %s", scn_block_str(b));
+        uint64_t s = b->start > lo ? b->start : lo, e = b->end < hi ? b->end : hi;
+        pages += (e - s) / ps;
+    }
+    return pages;
+}
+
+char *scn_report(const memdiff_diff *d, unsigned flags)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ck_assert_ptr_nonnull(f);
+    int rc = memdiff_report_text(d, f, flags);
+    fclose(f);
+    ck_assert_msg(rc == MEMDIFF_OK, "report: %s", memdiff_status_name(rc));
+    return buf;
+}
+
+void scn_assert_totals_eq(const memdiff_totals *x, const memdiff_totals *y, const char *what)
+{
+#define SCN_FIELD_EQ(f)                                                                      \
+    ck_assert_msg(x->f == y->f, "%s: " #f " %lld != %lld", what, (long long)x->f,            \
+                  (long long)y->f)
+    SCN_FIELD_EQ(new_bytes);
+    SCN_FIELD_EQ(new_private_bytes);
+    SCN_FIELD_EQ(new_shared_bytes);
+    SCN_FIELD_EQ(freed_bytes);
+    SCN_FIELD_EQ(freed_unmapped_bytes);
+    SCN_FIELD_EQ(freed_discarded_bytes);
+    SCN_FIELD_EQ(freed_swapped_bytes);
+    SCN_FIELD_EQ(replaced_bytes);
+    SCN_FIELD_EQ(became_private_bytes);
+    SCN_FIELD_EQ(became_shared_bytes);
+    SCN_FIELD_EQ(net_bytes);
+#undef SCN_FIELD_EQ
+}
+
+void scn_wait_blocked(pid_t tid, long sysno)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)tid);
+    for (int i = 0; i < 10000; i++) {
+        FILE *f = fopen(path, "r");
+        ck_assert_msg(f != NULL, "open %s: %s", path, strerror(errno));
+        char *got = fgets(line, sizeof line, f);
+        fclose(f);
+        if (got && strtol(line, NULL, 10) == sysno && strncmp(line, "running", 7) != 0)
+            return;
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
+    ck_abort_msg("thread %d never blocked in system call %ld (last: %s)", (int)tid, sysno, line);
+}
+
+const char *scn_as_nobody(const char *(*fn)(void *arg), void *arg)
+{
+    static char msg[4096];
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        close(fds[0]);
+        const char *err = NULL;
+        if (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0)
+            err = "cannot drop to uid/gid 65534";
+        else if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0)
+            err = "cannot set the dumpable flag";
+        else if (geteuid() != 65534)
+            err = "still privileged after setuid";
+        else
+            err = fn(arg);
+        if (err && write(fds[1], err, strlen(err)) < 0)
+            _exit(3);
+        _exit(err ? 1 : 0);
+    }
+    close(fds[1]);
+    size_t len = 0;
+    ssize_t n;
+    while (len < sizeof msg - 1 && (n = read(fds[0], msg + len, sizeof msg - 1 - len)) > 0)
+        len += (size_t)n;
+    msg[len] = '\0';
+    close(fds[0]);
+    int status = 0;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        return NULL;
+    if (len == 0)
+        snprintf(msg, sizeof msg, "child failed (wait status 0x%x)", (unsigned)status);
+    return msg;
+}
+
+const char *scn_disk_tmpdir(void)
+{
+    static char dir[PATH_MAX];
+    const char *candidates[] = {getenv("TMPDIR"), "/tmp", "/var/tmp", MEMDIFF_TEST_BINARY_DIR};
+    for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; i++) {
+        struct statfs st;
+        if (!candidates[i] || !candidates[i][0] || !realpath(candidates[i], dir))
+            continue;
+        if (statfs(dir, &st) == 0 && st.f_type != TMPFS_MAGIC && access(dir, W_OK) == 0)
+            return dir;
+    }
+    ck_abort_msg("no writable directory on a disk file system for the file-mapping scenario");
+    return NULL;
+}

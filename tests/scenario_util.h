@@ -1,0 +1,70 @@
+/*
+ * scenario_util.h - helpers for the real-process scenarios (test_scenarios.c): memory laid out so
+ * that the kernel cannot blur the page counts, snapshots and diffs that fail the test loudly, and
+ * the lookups the scenarios assert on. Public API of memdiff only.
+ */
+#ifndef MEMDIFF_SCENARIO_UTIL_H
+#define MEMDIFF_SCENARIO_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "memdiff.h"
+
+/* Any category, for scn_block_at(). */
+#define SCN_ANY_CATEGORY ((memdiff_category)-1)
+
+/* The page size, from sysconf(_SC_PAGESIZE). */
+size_t scn_page(void);
+
+/* npages of memory mapped with (prot, flags, fd, offset), between two PROT_NONE guard pages of
+ * one private anonymous reservation. The guards keep the mapping a VMA of its own: the kernel
+ * merges adjacent anonymous mappings with equal flags (memdiff's own chunks among them when the
+ * kernel cannot name them, CONFIG_ANON_VMA_NAME), which would fold other memory into the block
+ * under test. MADV_NOHUGEPAGE keeps a THP=always kernel from backing 512 pages per fault. */
+void *scn_map(size_t npages, int prot, int flags, int fd, off_t offset);
+
+/* Unmaps a scn_map() mapping and its guards. */
+void scn_unmap(void *p, size_t npages);
+
+/* Snapshots and diffs that fail the test with memdiff's detail message on error. */
+memdiff_snapshot *scn_snap(memdiff_depth depth);
+memdiff_diff *scn_compare(const memdiff_snapshot *a, const memdiff_snapshot *b, unsigned flags);
+
+/* The first block whose [start, end) contains addr and whose category is cat (or any category
+ * with SCN_ANY_CATEGORY); the test fails, with the diff's blocks listed, when there is none. */
+const memdiff_block *scn_block_at(const memdiff_diff *d, uintptr_t addr, memdiff_category cat);
+
+/* The first block containing addr in category cat, or NULL. */
+const memdiff_block *scn_find_block(const memdiff_diff *d, uintptr_t addr, memdiff_category cat);
+
+/* In a verbose diff (one outcome per block, every page of the span changed the same way): how
+ * many pages of [lo, hi) are new. Fails the test on a verbose block that breaks that rule. */
+uint64_t scn_verbose_new_pages(const memdiff_diff *d, uintptr_t lo, uintptr_t hi);
+
+/* "0x...-0x... private 'anonymous' new presence=3 new=13p (13p private) freed=0p ..." */
+const char *scn_block_str(const memdiff_block *b);
+
+/* The text report of d in a malloc'd string (free it); for failure messages and debugging. */
+char *scn_report(const memdiff_diff *d, unsigned flags);
+
+/* Fails the test unless every field of x and y is equal. */
+void scn_assert_totals_eq(const memdiff_totals *x, const memdiff_totals *y, const char *what);
+
+/* Waits (up to 10 s) until thread tid of this process is blocked in system call sysno, read
+ * from /proc/self/task/TID/syscall: memdiff finds a thread's stack from the stack pointer the
+ * kernel shows there, which it shows only for a thread blocked in the kernel. */
+void scn_wait_blocked(pid_t tid, long sysno);
+
+/* Runs fn(arg) in a forked child that dropped to uid and gid 65534 (nobody) and made itself
+ * dumpable again (credentials changes clear the flag, and /proc/self files of a non-dumpable
+ * process belong to root: proc(5)). fn returns NULL on success or a message. Returns NULL when
+ * the child succeeded, else the message (static storage, overwritten by the next call). */
+const char *scn_as_nobody(const char *(*fn)(void *arg), void *arg);
+
+/* A directory for temporary files on a disk file system (not tmpfs, whose pages are shmem and
+ * behave otherwise): $TMPDIR, /tmp or /var/tmp, resolved with realpath(). */
+const char *scn_disk_tmpdir(void);
+
+#endif
