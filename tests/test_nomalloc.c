@@ -1,0 +1,325 @@
+/*
+ * test_nomalloc.c - memdiff_nomalloc_test: taking snapshots and comparing them never call
+ * malloc (memdiff.h: memdiff's storage comes from its own mmap'd arena, so that a snapshot does
+ * not disturb the heap it measures).
+ *
+ * The program defines the C library's allocation functions itself. The linker exports them from
+ * the executable because libc.so refers to them, so every call, from memdiff or from inside the
+ * C library on memdiff's behalf (opendir, fopen, qsort, strerror...), comes here; glibc supports
+ * this replacement (glibc manual, "Replacing malloc") and the definitions forward to its
+ * __libc_* entry points. While `counting` is on, every call is counted and its caller recorded.
+ * The first snapshot is counted too: lazy one-time allocations of the C library on memdiff's
+ * behalf are allocations all the same.
+ *
+ * Not Check: its fork mode allocates around the test. Prints one line per check and a closing
+ * "N passed, N failed"; exits non-zero on failure. Not built with sanitizers (their allocator).
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <malloc.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "memdiff.h"
+
+extern void *__libc_malloc(size_t size);
+extern void *__libc_calloc(size_t n, size_t size);
+extern void *__libc_realloc(void *p, size_t size);
+extern void __libc_free(void *p);
+extern void *__libc_memalign(size_t alignment, size_t size);
+extern void *__libc_valloc(size_t size);
+extern void *__libc_pvalloc(size_t size);
+
+#define INTERPOSE __attribute__((visibility("default")))
+
+enum { MAX_CALLERS = 16 };
+
+static atomic_int counting;
+static atomic_ulong calls;
+static atomic_ulong null_frees;
+static void *callers[MAX_CALLERS];
+static const char *caller_fn[MAX_CALLERS];
+
+static void count(const char *fn, void *caller)
+{
+    if (!atomic_load_explicit(&counting, memory_order_relaxed))
+        return;
+    unsigned long n = atomic_fetch_add(&calls, 1);
+    if (n < MAX_CALLERS) {
+        callers[n] = caller;
+        caller_fn[n] = fn;
+    }
+}
+
+INTERPOSE void *malloc(size_t size)
+{
+    count("malloc", __builtin_return_address(0));
+    return __libc_malloc(size);
+}
+
+INTERPOSE void *calloc(size_t n, size_t size)
+{
+    count("calloc", __builtin_return_address(0));
+    return __libc_calloc(n, size);
+}
+
+INTERPOSE void *realloc(void *p, size_t size)
+{
+    count("realloc", __builtin_return_address(0));
+    return __libc_realloc(p, size);
+}
+
+INTERPOSE void *reallocarray(void *p, size_t n, size_t size)
+{
+    count("reallocarray", __builtin_return_address(0));
+    if (size && n > SIZE_MAX / size) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return __libc_realloc(p, n * size);
+}
+
+/* free(NULL) does nothing to the heap and is not counted, only noted: glibc's strerror() makes
+ * one (through dcgettext) on memdiff's error paths. */
+INTERPOSE void free(void *p)
+{
+    if (p)
+        count("free", __builtin_return_address(0));
+    else if (atomic_load_explicit(&counting, memory_order_relaxed))
+        atomic_fetch_add(&null_frees, 1);
+    __libc_free(p);
+}
+
+INTERPOSE void *memalign(size_t alignment, size_t size)
+{
+    count("memalign", __builtin_return_address(0));
+    return __libc_memalign(alignment, size);
+}
+
+INTERPOSE void *aligned_alloc(size_t alignment, size_t size)
+{
+    count("aligned_alloc", __builtin_return_address(0));
+    return __libc_memalign(alignment, size);
+}
+
+INTERPOSE int posix_memalign(void **out, size_t alignment, size_t size)
+{
+    count("posix_memalign", __builtin_return_address(0));
+    if (alignment % sizeof(void *) != 0 || (alignment & (alignment - 1)) != 0)
+        return EINVAL;
+    void *p = __libc_memalign(alignment, size);
+    if (!p)
+        return ENOMEM;
+    *out = p;
+    return 0;
+}
+
+INTERPOSE void *valloc(size_t size)
+{
+    count("valloc", __builtin_return_address(0));
+    return __libc_valloc(size);
+}
+
+INTERPOSE void *pvalloc(size_t size)
+{
+    count("pvalloc", __builtin_return_address(0));
+    return __libc_pvalloc(size);
+}
+
+/* ---- the checks ------------------------------------------------------------------------ */
+
+static int passed, failed;
+
+static void start_counting(void)
+{
+    atomic_store(&calls, 0);
+    atomic_store(&null_frees, 0);
+    memset(callers, 0, sizeof callers);
+    atomic_store(&counting, 1);
+}
+
+static unsigned long stop_counting(void)
+{
+    atomic_store(&counting, 0);
+    return atomic_load(&calls);
+}
+
+static void report(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void report(int ok, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    printf("%s - ", ok ? "ok" : "FAIL");
+    vprintf(fmt, ap);
+    printf("\n");
+    va_end(ap);
+    if (ok)
+        passed++;
+    else
+        failed++;
+}
+
+/* Reports a counted section: ok when memdiff's calls succeeded and nothing was allocated. */
+static void expect_no_calls(const char *what, int rc, int want_rc)
+{
+    unsigned long n = stop_counting();
+    if (rc != want_rc) {
+        report(0, "%s: %s (%s), want %s", what, memdiff_status_name(rc), memdiff_last_error(),
+               memdiff_status_name(want_rc));
+        return;
+    }
+    unsigned long nulls = atomic_load(&null_frees);
+    report(n == 0, "%s: %lu allocator call%s", what, n, n == 1 ? "" : "s");
+    if (nulls)
+        printf("    (and %lu free(NULL), which allocates and releases nothing)\n", nulls);
+    for (unsigned long i = 0; i < n && i < MAX_CALLERS; i++) {
+        Dl_info info;
+        memset(&info, 0, sizeof info);
+        (void)dladdr(callers[i], &info);
+        printf("    %s from %p: %s+0x%lx (%s)\n", caller_fn[i], callers[i],
+               info.dli_fname ? info.dli_fname : "?",
+               (unsigned long)((char *)callers[i] - (char *)info.dli_fbase),
+               info.dli_sname ? info.dli_sname : "?");
+    }
+}
+
+static void control(void)
+{
+    start_counting();
+    char *s = strdup("counted");
+    unsigned long n = stop_counting();
+    free(s);
+    report(n >= 1, "control: strdup while counting is counted (%lu call%s)", n,
+           n == 1 ? "" : "s");
+}
+
+static void depth_round(memdiff_depth depth, char *mem, size_t len)
+{
+    char what[128];
+    memdiff_snapshot *a = NULL, *b = NULL;
+    memdiff_diff *d = NULL, *v = NULL;
+    memdiff_snapshot_info info;
+    const char *name = memdiff_depth_name(depth);
+
+    start_counting();
+    int rc = memdiff_snapshot_self(depth, &a);
+    snprintf(what, sizeof what, "snapshot at %s depth", name);
+    expect_no_calls(what, rc, MEMDIFF_OK);
+
+    memset(mem, (int)depth + 1, len); /* something to tell apart */
+    char *heap = malloc(3 * 4096);
+    memset(heap, 1, 3 * 4096);
+
+    memdiff_options o = MEMDIFF_OPTIONS_INIT;
+    o.depth = depth;
+    start_counting();
+    rc = memdiff_snapshot_take(&o, &b);
+    snprintf(what, sizeof what, "second snapshot at %s depth (memdiff_snapshot_take)", name);
+    expect_no_calls(what, rc, MEMDIFF_OK);
+
+    if (a && b) {
+        start_counting();
+        rc = memdiff_compare(a, b, 0, &d);
+        snprintf(what, sizeof what, "compare at %s depth", name);
+        expect_no_calls(what, rc, MEMDIFF_OK);
+        start_counting();
+        rc = memdiff_compare(a, b, MEMDIFF_COMPARE_VERBOSE, &v);
+        snprintf(what, sizeof what, "verbose compare at %s depth", name);
+        expect_no_calls(what, rc, MEMDIFF_OK);
+
+        start_counting();
+        memdiff_totals t;
+        memdiff_region reg;
+        rc = memdiff_snapshot_get_info(b, &info);
+        if (!rc)
+            rc = memdiff_snapshot_find(b, (uintptr_t)mem, &reg);
+        if (!rc && d)
+            rc = memdiff_diff_totals(d, &t);
+        for (size_t i = 0; !rc && v && i < memdiff_diff_block_count(v); i++)
+            rc = memdiff_diff_block(v, i) ? MEMDIFF_OK : MEMDIFF_ERANGE;
+        snprintf(what, sizeof what, "accessors at %s depth", name);
+        expect_no_calls(what, rc, MEMDIFF_OK);
+        if (!rc && depth != info.depth)
+            printf("    (%s depth requested, %s obtained: %s)\n", name,
+                   memdiff_depth_name(info.depth), info.degraded ? info.degraded : "");
+    }
+
+    start_counting();
+    memdiff_diff_free(v);
+    memdiff_diff_free(d);
+    memdiff_snapshot_free(b);
+    memdiff_snapshot_free(a);
+    snprintf(what, sizeof what, "freeing at %s depth", name);
+    expect_no_calls(what, MEMDIFF_OK, MEMDIFF_OK);
+    free(heap);
+}
+
+/* Another process, and one that has exited: other code paths of the backend (and the error
+ * path's detail message). */
+static void other_processes(void)
+{
+    int fds[2];
+    if (pipe(fds) != 0) {
+        report(0, "pipe: %s", strerror(errno));
+        return;
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        char c = 'r';
+        if (write(fds[1], &c, 1) != 1)
+            _exit(1);
+        for (;;)
+            pause();
+    }
+    char c;
+    if (pid < 0 || read(fds[0], &c, 1) != 1) {
+        report(0, "fork: %s", strerror(errno));
+        return;
+    }
+    memdiff_options o = MEMDIFF_OPTIONS_INIT;
+    o.pid = pid;
+    memdiff_snapshot *s = NULL;
+    start_counting();
+    int rc = memdiff_snapshot_take(&o, &s);
+    memdiff_snapshot_free(s);
+    expect_no_calls("snapshot of a child process by pid", rc, MEMDIFF_OK);
+
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    s = NULL;
+    start_counting();
+    rc = memdiff_snapshot_take(&o, &s);
+    expect_no_calls("snapshot of an exited process (MEMDIFF_ESRCH)", rc, MEMDIFF_ESRCH);
+    close(fds[0]);
+    close(fds[1]);
+}
+
+int main(void)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    control();
+    size_t len = 16 * (size_t)sysconf(_SC_PAGESIZE);
+    char *mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED) {
+        report(0, "mmap: %s", strerror(errno));
+    } else {
+        const memdiff_depth depths[] = {MEMDIFF_DEPTH_STANDARD, MEMDIFF_DEPTH_FAST,
+                                        MEMDIFF_DEPTH_DEEP};
+        for (size_t i = 0; i < sizeof depths / sizeof depths[0]; i++)
+            depth_round(depths[i], mem, len);
+        munmap(mem, len);
+    }
+    other_processes();
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
