@@ -15,7 +15,8 @@
     X(compare)                 \
     X(report)                  \
     X(file_format)             \
-    X(cli)
+    X(cli)                     \
+    X(scenarios)
 
 #define MEMDIFF_TEST_DECLARE(name) Suite *name##_suite(void);
 MEMDIFF_TEST_SUITES(MEMDIFF_TEST_DECLARE)
