@@ -235,6 +235,33 @@ START_TEST(same_file_other_offset_is_another_mapping)
 }
 END_TEST
 
+/* dlclose of one library and dlopen of another at the same address: the new module's anonymous
+ * .bss lies where the old one's did, with new frames. Another owner is another mapping. */
+START_TEST(another_owner_at_one_address_is_freed_and_new)
+{
+    static const synth_region old_bss[] = {
+        {FILEMAP, FILEMAP + 4 * PG, MEMDIFF_CAT_IMAGE, "/lib/old.so", FILEMAP, 0, 0, 0, 0},
+    };
+    static const synth_region new_bss[] = {
+        {FILEMAP, FILEMAP + 4 * PG, MEMDIFF_CAT_IMAGE, "/lib/new.so", FILEMAP, 0, 0, 0, 0},
+    };
+    static const synth_run runs[] = {{FILEMAP, 4, PRES | PRIV}};
+    static const uint64_t pfn_before[] = {10, 11, 12, 13};
+    static const uint64_t pfn_after[] = {20, 21, 22, 23};
+    synth_spec b = SPEC(old_bss, runs), a = SPEC(new_bss, runs);
+    b.pfn = pfn_before;
+    a.pfn = pfn_after;
+    memdiff_diff *d = diff_specs(&b, &a, 0);
+    check_diff_totals(d, (pages){.unmapped = 4, .new_private = 4});
+    ck_assert_uint_eq(memdiff_diff_block_count(d), 2);
+    check_block(d, 0, FILEMAP, FILEMAP + 4 * PG, MEMDIFF_CAT_IMAGE, "/lib/old.so",
+                MEMDIFF_CHANGE_FREED, MEMDIFF_IN_BEFORE);
+    check_block(d, 1, FILEMAP, FILEMAP + 4 * PG, MEMDIFF_CAT_IMAGE, "/lib/new.so",
+                MEMDIFF_CHANGE_NEW, MEMDIFF_IN_AFTER);
+    memdiff_diff_free(d);
+}
+END_TEST
+
 START_TEST(other_category_at_one_address_sorts_by_category)
 {
     static const synth_region anon[] = {
@@ -721,6 +748,7 @@ Suite *compare_suite(void)
     tcase_add_test(tc, new_region_is_new_after_only);
     tcase_add_test(tc, remapped_with_another_file_is_freed_and_new);
     tcase_add_test(tc, same_file_other_offset_is_another_mapping);
+    tcase_add_test(tc, another_owner_at_one_address_is_freed_and_new);
     tcase_add_test(tc, other_category_at_one_address_sorts_by_category);
     tcase_add_test(tc, replaced_frames);
     tcase_add_test(tc, became_private_and_shared);
