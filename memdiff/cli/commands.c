@@ -6,6 +6,10 @@
 #include <string.h>
 #include <time.h>
 
+#ifdef _WIN32
+#include <windows.h>
+#endif
+
 #include "cli.h"
 
 #define MAX_CONDS 32
@@ -243,11 +247,20 @@ static void on_interrupt(int sig)
 /* Sleeps ns or until interrupted; 0 when the full time passed. */
 static int sleep_ns(uint64_t ns)
 {
+#ifdef _WIN32
+    /* Sleep() does not return early for Ctrl-C: nap in slices and look at the flag. */
+    for (uint64_t ms = ns / 1000000u; ms > 0 && !interrupted;) {
+        DWORD nap = ms > 100 ? 100 : (DWORD)ms;
+        Sleep(nap);
+        ms -= nap;
+    }
+#else
     struct timespec t = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
     while (!interrupted && nanosleep(&t, &t) != 0) {
         if (errno != EINTR)
             return -1;
     }
+#endif
     return interrupted ? -1 : 0;
 }
 
