@@ -296,6 +296,19 @@ START_TEST(modules_in_fixture)
     ck_assert_uint_eq(h[0].start, 0xa00000);
     ck_assert_uint_eq(h[0].end, 0xa21000);
     ck_assert_str_eq(h[0].label, "[heap]");
+
+    /* This tree records no status: the figures are missing, which is no error. */
+    ck_assert_uint_eq(caps.sources & MEMDIFF_SRC_STATUS, 0);
+    memdiff_process_totals t;
+    ck_assert_int_eq(memdiff__plat_totals(proc, &t), MEMDIFF_OK);
+    ck_assert_uint_eq(t.vm_rss, 0);
+    memdiff__plat_close(proc);
+
+    /* Nor does the pages tree record task/: no threads, no error. */
+    proc = open_root(MEMDIFF_TEST_FIXTURES "/pages", &caps);
+    memdiff__plat_thread *th;
+    ck_assert_int_eq(memdiff__plat_threads(proc, &arena, &th, &n), MEMDIFF_OK);
+    ck_assert_uint_eq(n, 0);
     memdiff__plat_close(proc);
 }
 END_TEST

@@ -272,6 +272,52 @@ START_TEST(bad_ranges)
 }
 END_TEST
 
+/* The whole contract through the core: a snapshot of the fixture tree (no task/ or mem in it:
+ * those facts are simply absent). Byte figures only; categories are the classifier's. */
+START_TEST(fixture_snapshot)
+{
+    static const struct {
+        uint64_t start, resident, priv, swapped;
+    } want[3][4] = {
+        /* fast: no exclusivity, the zero page's frame unknown */
+        {{0x400000, 5 * 4096, 0, 0}, {0x410000, 9 * 4096, 0, 2 * 4096},
+         {0x420000, 2 * 4096, 0, 0}, {0x500000, 0, 0, 0}},
+        /* standard: exclusivity from pagemap */
+        {{0x400000, 5 * 4096, 1 * 4096, 0}, {0x410000, 9 * 4096, 6 * 4096, 2 * 4096},
+         {0x420000, 2 * 4096, 0, 0}, {0x500000, 0, 0, 0}},
+        /* deep: kpageflags names the zero page, which costs nothing */
+        {{0x400000, 5 * 4096, 1 * 4096, 0}, {0x410000, 8 * 4096, 6 * 4096, 2 * 4096},
+         {0x420000, 2 * 4096, 0, 0}, {0x500000, 0, 0, 0}},
+    };
+    for (memdiff_depth d = MEMDIFF_DEPTH_FAST; d <= MEMDIFF_DEPTH_DEEP; d++) {
+        memdiff_options o = MEMDIFF_OPTIONS_INIT;
+        o.depth = d;
+        o.proc_root = MEMDIFF_TEST_FIXTURES "/pages";
+        memdiff_snapshot *snap = NULL;
+        ck_assert_msg(memdiff_snapshot_take(&o, &snap) == MEMDIFF_OK, "%s", memdiff_last_error());
+        memdiff_snapshot_info in;
+        ck_assert_int_eq(memdiff_snapshot_get_info(snap, &in), MEMDIFF_OK);
+        ck_assert_int_eq(in.depth, d);
+        ck_assert_ptr_null(in.degraded);
+        ck_assert_uint_eq(in.sources & MEMDIFF_SRC_PAGEMAP_SCAN, 0);
+        ck_assert_uint_eq(!!(in.sources & MEMDIFF_SRC_KPAGEFLAGS), d == MEMDIFF_DEPTH_DEEP);
+        ck_assert_uint_eq(in.totals.vm_rss, 64 * 1024);
+        for (int i = 0; i < 4; i++) {
+            memdiff_region r;
+            ck_assert_int_eq(memdiff_snapshot_find(snap, want[d][i].start, &r), MEMDIFF_OK);
+            ck_assert_msg(r.resident_bytes == want[d][i].resident &&
+                              r.private_bytes == want[d][i].priv &&
+                              r.swapped_bytes == want[d][i].swapped,
+                          "depth %d region 0x%llx: resident %llu private %llu swapped %llu", d,
+                          (unsigned long long)want[d][i].start,
+                          (unsigned long long)r.resident_bytes, (unsigned long long)r.private_bytes,
+                          (unsigned long long)r.swapped_bytes);
+        }
+        memdiff_snapshot_free(snap);
+    }
+}
+END_TEST
+
 /* ---- batch boundaries, on a tree written now ---------------------------------------------- */
 
 #define BIG 70000u /* pages: more than one batch of MEMDIFF__LINUX_BATCH */
@@ -579,6 +625,10 @@ START_TEST(exited_process)
     for (memdiff_depth d = MEMDIFF_DEPTH_FAST; d <= MEMDIFF_DEPTH_STANDARD; d++)
         ck_assert_int_eq(walk(proc, r[stack].start, r[stack].end, d), MEMDIFF_ESRCH);
     ck_assert_int_eq(memdiff__plat_regions(proc, &arena, &r, &n), MEMDIFF_ESRCH);
+    memdiff__plat_thread *th;
+    ck_assert_int_eq(memdiff__plat_threads(proc, &arena, &th, &n), MEMDIFF_ESRCH);
+    memdiff_process_totals t;
+    ck_assert_int_eq(memdiff__plat_totals(proc, &t), MEMDIFF_ESRCH);
     memdiff__plat_close(proc);
 
     ck_assert_int_eq(memdiff__plat_open(&args, &arena, &proc, &caps), MEMDIFF_ESRCH);
@@ -596,6 +646,7 @@ Suite *linux_pages_suite(void)
     tcase_add_test(tc, fixture_standard);
     tcase_add_test(tc, fixture_deep);
     tcase_add_test(tc, bad_ranges);
+    tcase_add_test(tc, fixture_snapshot);
     tcase_add_test(tc, runs_carry_across_batches);
     suite_add_tcase(s, tc);
     tc = tcase_create("Kernel");

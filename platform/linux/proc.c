@@ -229,8 +229,16 @@ int memdiff__plat_totals(memdiff__proc *proc, memdiff_process_totals *out)
     size_t len = 0;
     memset(out, 0, sizeof *out);
     int rc = memdiff__linux_path(path, sizeof path, proc->dir, "status");
-    if (!rc)
-        rc = memdiff__linux_read_file(proc->scratch, path, &proc->text, &proc->text_cap, &len);
+    if (rc)
+        return rc;
+    if (!(proc->sources & MEMDIFF_SRC_STATUS)) {
+        /* Not in this tree (a fixture): missing figures are 0. A process that has exited
+         * since the open is still an error. */
+        return memdiff__linux_alive(proc)
+                   ? MEMDIFF_OK
+                   : memdiff__set_error(MEMDIFF_ESRCH, "%s: the process has exited", path);
+    }
+    rc = memdiff__linux_read_file(proc->scratch, path, &proc->text, &proc->text_cap, &len);
     if (rc)
         return rc;
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {

@@ -104,8 +104,13 @@ static int list_tids(memdiff__proc *proc, int64_t **out, size_t *count)
     if (rc)
         return rc;
     int fd = memdiff__linux_open(path, O_DIRECTORY);
-    if (fd < 0)
-        return memdiff__linux_fail(errno, "open", path);
+    if (fd < 0) {
+        int e = errno;
+        /* A live process always has task/; a tree that lacks it did not record threads. */
+        if (e == ENOENT && memdiff__linux_alive(proc))
+            return MEMDIFF_OK;
+        return memdiff__linux_fail(e, "open", path);
+    }
     char *buf = memdiff__arena_alloc(proc->scratch, DENTS_BUF);
     int64_t *tids = NULL;
     size_t n = 0, cap = 0;
