@@ -191,7 +191,9 @@ const char *scn_as_nobody(const char *(*fn)(void *arg), void *arg)
     if (pid == 0) {
         close(fds[0]);
         const char *err = NULL;
-        if (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0)
+        if (geteuid() != 0)
+            err = fn(arg); /* unprivileged already, and unable to change user */
+        else if (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0)
             err = "cannot drop to uid/gid 65534";
         else if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0)
             err = "cannot set the dumpable flag";
