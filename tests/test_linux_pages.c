@@ -523,6 +523,38 @@ START_TEST(real_zero_page)
 }
 END_TEST
 
+/* A transparent huge page, where the kernel grants one: every depth must call the same pages
+ * huge (fast and standard from PAGEMAP_SCAN, deep from kpageflags too). */
+START_TEST(real_huge_page)
+{
+    const size_t huge = 2u << 20;
+    char *raw = mmap(NULL, huge * 2, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne(raw, MAP_FAILED);
+    char *p = (char *)(((uintptr_t)raw + huge - 1) & ~(uintptr_t)(huge - 1));
+    madvise(p, huge, MADV_HUGEPAGE);
+    memset(p, 1, huge);
+    uint64_t a = (uint64_t)(uintptr_t)p, e = a + huge;
+    memdiff__caps caps;
+    memdiff__proc *proc = open_self(&caps);
+    ck_assert_int_eq(walk(proc, a, e, MEMDIFF_DEPTH_FAST), MEMDIFF_OK);
+    uint64_t n = pages_with(P | MEMDIFF_PAGE_HUGE, 0);
+    if (n == 0 || !(caps.sources & MEMDIFF_SRC_PAGEMAP_SCAN)) {
+        fprintf(stderr, "real_huge_page: no THP granted or no PAGEMAP_SCAN; checked nothing\n");
+    } else {
+        ck_assert_uint_eq(n, huge / 4096);
+        ck_assert_int_eq(walk(proc, a, e, MEMDIFF_DEPTH_STANDARD), MEMDIFF_OK);
+        ck_assert_uint_eq(pages_with(P | X | MEMDIFF_PAGE_HUGE, 0), n);
+        if (caps.sources & MEMDIFF_SRC_KPAGEFLAGS) {
+            ck_assert_int_eq(walk(proc, a, e, MEMDIFF_DEPTH_DEEP), MEMDIFF_OK);
+            ck_assert_uint_eq(pages_with(P | X | MEMDIFF_PAGE_HUGE, 0), n);
+            ck_assert_uint_ne(kflags_of(0, 0) & (1u << 22), 0); /* KPF_THP */
+        }
+    }
+    memdiff__plat_close(proc);
+    munmap(raw, huge * 2);
+}
+END_TEST
+
 START_TEST(real_unmapped_range_reports_nothing)
 {
     long ps = sysconf(_SC_PAGESIZE);
@@ -653,6 +685,7 @@ Suite *linux_pages_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, real_touched_pages);
     tcase_add_test(tc, real_zero_page);
+    tcase_add_test(tc, real_huge_page);
     tcase_add_test(tc, real_unmapped_range_reports_nothing);
     tcase_add_test(tc, unprivileged_caller);
     tcase_add_test(tc, exited_process);
