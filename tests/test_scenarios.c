@@ -47,6 +47,24 @@
                   (unsigned long long)((bytes) / scn_page()), (unsigned long long)(npages),      \
                   scn_block_str(blk))
 
+/* The block of category cat containing addr, checked for its label, change (ANY_CHANGE: not
+ * checked) and presence. */
+#define ANY_CHANGE (-1)
+
+static const memdiff_block *expect_block(const memdiff_diff *d, uintptr_t addr,
+                                         memdiff_category cat, const char *label, int change,
+                                         unsigned presence)
+{
+    const memdiff_block *b = scn_block_at(d, addr, cat);
+    ck_assert_msg(strcmp(b->label, label) == 0 &&
+                      (change == ANY_CHANGE || b->change == (memdiff_change)change) &&
+                      b->presence == presence,
+                  "want '%s' %s presence=%u; got %s", label,
+                  change == ANY_CHANGE ? "(any change)" : memdiff_change_name(change), presence,
+                  scn_block_str(b));
+    return b;
+}
+
 /* ---- the anonymous-touch scenario ---------------------------------------------------------
  * A 64-page private anonymous mapping exists before the first snapshot; between the snapshots
  * the test writes 13 of its pages and reads 7 others. Exactly 13 pages are new: a write fault on
@@ -214,10 +232,8 @@ START_TEST(munmap_counts_freed_unmapped)
     memdiff_snapshot *b = scn_snap(MEMDIFF_DEPTH_STANDARD);
     memdiff_diff *d = scn_compare(a, b, 0);
 
-    const memdiff_block *blk = scn_block_at(d, (uintptr_t)m, MEMDIFF_CAT_PRIVATE);
-    ck_assert_str_eq(blk->label, "anonymous");
-    ck_assert_int_eq(blk->change, MEMDIFF_CHANGE_FREED);
-    ck_assert_uint_eq(blk->presence, MEMDIFF_IN_BEFORE);
+    const memdiff_block *blk = expect_block(d, (uintptr_t)m, MEMDIFF_CAT_PRIVATE, "anonymous",
+                                            MEMDIFF_CHANGE_FREED, MEMDIFF_IN_BEFORE);
     ASSERT_PAGES(blk->totals.freed_unmapped_bytes, RESIDENT, blk);
     ASSERT_PAGES(blk->totals.freed_bytes, RESIDENT, blk);
     ASSERT_PAGES(blk->totals.new_bytes, 0, blk);
@@ -249,9 +265,8 @@ START_TEST(madvise_dontneed_counts_freed_discarded)
     memdiff_snapshot *b = scn_snap(MEMDIFF_DEPTH_STANDARD);
     memdiff_diff *d = scn_compare(a, b, 0);
 
-    const memdiff_block *blk = scn_block_at(d, (uintptr_t)m + 2 * ps, MEMDIFF_CAT_PRIVATE);
-    ck_assert_int_eq(blk->change, MEMDIFF_CHANGE_FREED);
-    ck_assert_uint_eq(blk->presence, BOTH);
+    const memdiff_block *blk = expect_block(d, (uintptr_t)m + 2 * ps, MEMDIFF_CAT_PRIVATE,
+                                            "anonymous", MEMDIFF_CHANGE_FREED, BOTH);
     ASSERT_PAGES(blk->totals.freed_discarded_bytes, DISCARDED, blk);
     ASSERT_PAGES(blk->totals.freed_bytes, DISCARDED, blk);
     ASSERT_PAGES(blk->totals.freed_unmapped_bytes, 0, blk);
@@ -314,10 +329,9 @@ START_TEST(malloc_mmap_chunk_is_heap)
     ck_assert_uint_eq(reg.resident_bytes, span);
 
     memdiff_diff *d = scn_compare(a, b, 0);
-    const memdiff_block *blk = scn_block_at(d, (uintptr_t)p, MEMDIFF_CAT_HEAP);
-    ck_assert_str_eq(blk->label, "malloc mmap chunk");
-    ck_assert_int_eq(blk->change, MEMDIFF_CHANGE_NEW);
-    ck_assert_uint_eq(blk->presence, MEMDIFF_IN_AFTER); /* a new mapping */
+    const memdiff_block *blk = expect_block(d, (uintptr_t)p, MEMDIFF_CAT_HEAP,
+                                            "malloc mmap chunk", MEMDIFF_CHANGE_NEW,
+                                            MEMDIFF_IN_AFTER); /* a new mapping */
     ASSERT_PAGES(blk->totals.new_bytes, span / ps, blk);
     ASSERT_PAGES(blk->totals.new_private_bytes, span / ps, blk);
     ASSERT_PAGES(blk->totals.freed_bytes, 0, blk);
@@ -327,10 +341,8 @@ START_TEST(malloc_mmap_chunk_is_heap)
     free(p);
     memdiff_snapshot *c = scn_snap(MEMDIFF_DEPTH_STANDARD);
     memdiff_diff *d2 = scn_compare(b, c, 0);
-    blk = scn_block_at(d2, (uintptr_t)chunk, MEMDIFF_CAT_HEAP);
-    ck_assert_str_eq(blk->label, "malloc mmap chunk");
-    ck_assert_int_eq(blk->change, MEMDIFF_CHANGE_FREED);
-    ck_assert_uint_eq(blk->presence, MEMDIFF_IN_BEFORE);
+    blk = expect_block(d2, (uintptr_t)chunk, MEMDIFF_CAT_HEAP, "malloc mmap chunk",
+                       MEMDIFF_CHANGE_FREED, MEMDIFF_IN_BEFORE);
     ASSERT_PAGES(blk->totals.freed_unmapped_bytes, span / ps, blk);
     ASSERT_PAGES(blk->totals.freed_bytes, span / ps, blk);
     ASSERT_PAGES(blk->totals.new_bytes, 0, blk);
@@ -433,9 +445,7 @@ START_TEST(thread_stack_is_stack_with_tid)
     ck_assert_str_eq(reg.label, label);
 
     memdiff_diff *d = scn_compare(a, b, 0);
-    const memdiff_block *blk = scn_block_at(d, t.lo, MEMDIFF_CAT_STACK);
-    ck_assert_str_eq(blk->label, label);
-    ck_assert_uint_eq(blk->presence, BOTH);
+    const memdiff_block *blk = expect_block(d, t.lo, MEMDIFF_CAT_STACK, label, ANY_CHANGE, BOTH);
     ck_assert_msg(blk->totals.new_bytes >= STACK_PAGES * ps, "%s", scn_block_str(blk));
     ASSERT_PAGES(blk->totals.freed_bytes, 0, blk);
 
@@ -513,10 +523,8 @@ START_TEST(dlopen_module_is_image)
     }
 
     memdiff_diff *d = scn_compare(a, b, 0);
-    const memdiff_block *blk = scn_block_at(d, bss, MEMDIFF_CAT_IMAGE);
-    ck_assert_str_eq(blk->label, path);
-    ck_assert_uint_eq(blk->presence, BOTH);
-    ck_assert_int_eq(blk->change, MEMDIFF_CHANGE_NEW);
+    const memdiff_block *blk = expect_block(d, bss, MEMDIFF_CAT_IMAGE, path, MEMDIFF_CHANGE_NEW,
+                                            BOTH);
     ASSERT_PAGES(blk->totals.new_bytes, npages, blk);
     ASSERT_PAGES(blk->totals.new_private_bytes, npages, blk);
     ASSERT_PAGES(blk->totals.freed_bytes, 0, blk);
@@ -661,11 +669,9 @@ static void file_map_read_and_check(file_map *f, memdiff_snapshot *a)
     ck_assert_uint_eq(reg.resident_bytes, FILE_READS * ps);
 
     memdiff_diff *d = scn_compare(a, b, 0);
-    const memdiff_block *blk = scn_block_at(d, lo + file_read_pages[0] * ps,
-                                            MEMDIFF_CAT_MAPPED_FILE);
-    ck_assert_str_eq(blk->label, f->path);
-    ck_assert_uint_eq(blk->presence, BOTH);
-    ck_assert_int_eq(blk->change, MEMDIFF_CHANGE_NEW);
+    const memdiff_block *blk = expect_block(d, lo + file_read_pages[0] * ps,
+                                            MEMDIFF_CAT_MAPPED_FILE, f->path,
+                                            MEMDIFF_CHANGE_NEW, BOTH);
     ASSERT_PAGES(blk->totals.new_bytes, FILE_READS, blk);
     /* Page-cache pages that this process alone maps: pagemap's exclusive bit is set. */
     ASSERT_PAGES(blk->totals.new_private_bytes, FILE_READS, blk);
@@ -750,10 +756,8 @@ START_TEST(shared_anonymous_is_shared)
     ck_assert_uint_eq(reg.resident_bytes, SHM_WRITTEN * ps);
 
     memdiff_diff *d = scn_compare(a, b, 0);
-    const memdiff_block *blk = scn_block_at(d, (uintptr_t)s, MEMDIFF_CAT_SHARED);
-    ck_assert_str_eq(blk->label, "/dev/zero");
-    ck_assert_uint_eq(blk->presence, BOTH);
-    ck_assert_int_eq(blk->change, MEMDIFF_CHANGE_NEW);
+    const memdiff_block *blk = expect_block(d, (uintptr_t)s, MEMDIFF_CAT_SHARED, "/dev/zero",
+                                            MEMDIFF_CHANGE_NEW, BOTH);
     ASSERT_PAGES(blk->totals.new_bytes, SHM_WRITTEN, blk);
     ASSERT_PAGES(blk->totals.new_private_bytes, SHM_WRITTEN, blk);
     ASSERT_PAGES(blk->totals.new_shared_bytes, 0, blk);
@@ -777,14 +781,14 @@ START_TEST(shared_anonymous_is_shared)
     memdiff_snapshot *e = scn_snap(MEMDIFF_DEPTH_STANDARD);
 
     memdiff_diff *d2 = scn_compare(b, c, 0);
-    blk = scn_block_at(d2, (uintptr_t)s, MEMDIFF_CAT_SHARED);
-    ck_assert_int_eq(blk->change, MEMDIFF_CHANGE_BECAME_SHARED);
+    blk = expect_block(d2, (uintptr_t)s, MEMDIFF_CAT_SHARED, "/dev/zero",
+                       MEMDIFF_CHANGE_BECAME_SHARED, BOTH);
     ASSERT_PAGES(blk->totals.became_shared_bytes, SHM_WRITTEN, blk);
     ASSERT_PAGES(blk->totals.new_bytes, 0, blk);
     ASSERT_PAGES(blk->totals.freed_bytes, 0, blk);
     memdiff_diff *d3 = scn_compare(c, e, 0);
-    blk = scn_block_at(d3, (uintptr_t)s, MEMDIFF_CAT_SHARED);
-    ck_assert_int_eq(blk->change, MEMDIFF_CHANGE_BECAME_PRIVATE);
+    blk = expect_block(d3, (uintptr_t)s, MEMDIFF_CAT_SHARED, "/dev/zero",
+                       MEMDIFF_CHANGE_BECAME_PRIVATE, BOTH);
     ASSERT_PAGES(blk->totals.became_private_bytes, SHM_WRITTEN, blk);
 
     memdiff_diff_free(d3);
@@ -811,10 +815,8 @@ START_TEST(memfd_is_shared)
         s[shm_page(i) * ps] = (char)(i + 1);
     memdiff_snapshot *b = scn_snap(MEMDIFF_DEPTH_STANDARD);
     memdiff_diff *d = scn_compare(a, b, 0);
-    const memdiff_block *blk = scn_block_at(d, (uintptr_t)s, MEMDIFF_CAT_SHARED);
-    ck_assert_msg(strncmp(blk->label, "/memfd:", 7) == 0, "%s", scn_block_str(blk));
-    ck_assert_str_eq(blk->label, "/memfd:memdiff-scn");
-    ck_assert_uint_eq(blk->presence, BOTH);
+    const memdiff_block *blk = expect_block(d, (uintptr_t)s, MEMDIFF_CAT_SHARED,
+                                            "/memfd:memdiff-scn", MEMDIFF_CHANGE_NEW, BOTH);
     ASSERT_PAGES(blk->totals.new_bytes, SHM_WRITTEN, blk);
     ASSERT_PAGES(blk->totals.new_private_bytes, SHM_WRITTEN, blk);
     memdiff_diff_free(d);
