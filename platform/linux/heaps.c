@@ -152,7 +152,7 @@ static int find_arenas(ctx *c, size_t i)
             cand[n++] = p->end - c->heap_max;
     }
     for (size_t k = 0; k < n; k++) {
-        if (k > 0 && cand[k] == cand[k - 1])
+        if ((k > 0 && cand[k] == cand[0]) || (k > 1 && cand[k] == cand[1]))
             continue;
         int found;
         int rc = try_heap(c, i, cand[k], &found);

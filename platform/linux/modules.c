@@ -244,9 +244,11 @@ static int from_elf(builder *b, size_t i, size_t *nseg, uint64_t *end)
             kind = MEMDIFF__SEG_HEADERS; /* ELF and program headers, dynamic-link tables */
         else
             kind = MEMDIFF__SEG_RODATA;
+        if (l->filesz == 0) /* nothing from the file: all of it is zero-fill memory */
+            fe = s;
         if (fe > s)
             b->seg[n++] = (memdiff__plat_segment){s, fe, kind};
-        if (me > fe && fe >= s)
+        if (me > fe)
             b->seg[n++] = (memdiff__plat_segment){fe, me, MEMDIFF__SEG_BSS};
         if (me > hi)
             hi = me;
