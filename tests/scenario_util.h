@@ -59,8 +59,9 @@ void scn_wait_blocked(pid_t tid, long sysno);
 
 /* Runs fn(arg) in a forked child that dropped to uid and gid 65534 (nobody) and made itself
  * dumpable again (credentials changes clear the flag, and /proc/self files of a non-dumpable
- * process belong to root: proc(5)); when the test does not run as root, as the caller's user. fn returns NULL on success or a message. Returns NULL when
- * the child succeeded, else the message (static storage, overwritten by the next call). */
+ * process belong to root: proc(5)); when the test does not run as root, as the caller's user.
+ * fn returns NULL on success or a message. Returns NULL when the child succeeded, else the
+ * message (static storage, overwritten by the next call). */
 const char *scn_as_nobody(const char *(*fn)(void *arg), void *arg);
 
 /* A directory for temporary files on a disk file system (not tmpfs, whose pages are shmem and

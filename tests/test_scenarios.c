@@ -723,7 +723,7 @@ START_TEST(snapshot_leaves_file_pages_alone)
 }
 END_TEST
 
-/* ---- shared memory ---------------------------------------------------------------------------- */
+/* ---- shared memory -------------------------------------------------------------------------- */
 
 enum { SHM_PAGES = 32, SHM_WRITTEN = 5 };
 
