@@ -220,9 +220,11 @@ static int classify_plain(classifier *c, size_t ri, uint64_t start, uint64_t end
         return emit(c, pr, start, end, MEMDIFF_CAT_STACK, buf, (uint64_t)c->stack_tid[ri]);
     }
     if (is_shared_memory(pr)) {
-        const char *label = pr->path[0]                          ? pr->path
-                            : pr->hint == MEMDIFF__HINT_ANON_NAME ? pr->name
-                                                                  : "shared anonymous";
+        /* MAP_SHARED|MAP_ANONYMOUS is shmem the kernel names "/dev/zero (deleted)". */
+        int anonymous = !(pr->flags & MEMDIFF_REGION_FILE) || strcmp(pr->path, "/dev/zero") == 0;
+        const char *label = pr->hint == MEMDIFF__HINT_ANON_NAME ? pr->name
+                            : anonymous                          ? "shared anonymous"
+                                                                 : pr->path;
         return emit(c, pr, start, end, MEMDIFF_CAT_SHARED, label, unit);
     }
     if (pr->hint == MEMDIFF__HINT_IMAGE)

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/utsname.h>
 #include <time.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -378,6 +379,45 @@ START_TEST(heaps_of_this_process)
 }
 END_TEST
 
+/* The kernel merges a chunk's mapping with a newer anonymous mapping placed right below it. The
+ * layout is built by hand so that it is exact: one mapping of 32 pages whose upper 16 hold an
+ * mmapped-chunk header (prev_size 0, size 16 pages | IS_MMAPPED) and are resident, and whose
+ * lower 16 are other memory with only 4 pages resident. */
+START_TEST(chunk_behind_other_memory_in_one_mapping)
+{
+    const size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+    unsigned char *m = mmap(NULL, 32 * ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                            -1, 0);
+    ck_assert_ptr_ne(m, MAP_FAILED);
+    for (size_t i = 0; i < 4; i++)
+        m[i * ps] = 1;
+    size_t header[2] = {0, (16 * ps) | 2u};
+    memcpy(m + 16 * ps, header, sizeof header);
+    for (size_t i = 17; i < 32; i++)
+        m[i * ps] = 1;
+
+    memdiff__caps caps;
+    memdiff__proc *proc = open_root(NULL, &caps);
+    memdiff__plat_region *r;
+    size_t nr, n;
+    ck_assert_int_eq(memdiff__plat_regions(proc, &arena, &r, &nr), MEMDIFF_OK);
+    memdiff__plat_heap *h;
+    ck_assert_int_eq(memdiff__plat_heaps(proc, &arena, r, nr, &h, &n), MEMDIFF_OK);
+    const memdiff__plat_heap *c = heap_at(h, n, m + 20 * ps);
+    if (caps.sources & MEMDIFF_SRC_PAGEMAP_SCAN) {
+        ck_assert_ptr_nonnull(c);
+        ck_assert_int_eq(c->kind, MEMDIFF__HEAP_MMAP_CHUNK);
+        ck_assert_uint_eq(c->start, (uint64_t)(uintptr_t)(m + 16 * ps));
+        ck_assert_uint_eq(c->end, (uint64_t)(uintptr_t)(m + 32 * ps));
+    } else {
+        ck_assert_ptr_null(c); /* without the scan this is the documented blind spot */
+    }
+    ck_assert_ptr_null(heap_at(h, n, m)); /* the other memory is no chunk */
+    memdiff__plat_close(proc);
+    munmap(m, 32 * ps);
+}
+END_TEST
+
 /* ---- totals and OS helpers ---------------------------------------------------------------- */
 
 START_TEST(totals_of_this_process)
@@ -442,6 +482,7 @@ Suite *linux_facts_suite(void)
     tcase_add_test(tc, threads_of_this_process);
     tcase_add_test(tc, modules_of_this_process);
     tcase_add_test(tc, heaps_of_this_process);
+    tcase_add_test(tc, chunk_behind_other_memory_in_one_mapping);
     tcase_add_test(tc, totals_of_this_process);
     tcase_add_test(tc, os_helpers);
     suite_add_tcase(s, tc);
