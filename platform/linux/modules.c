@@ -70,8 +70,12 @@ static int read_at(reader *r, uint64_t off, void *buf, size_t len)
     if (off <= f->end - f->start && len <= f->end - f->start - off &&
         memdiff__linux_read_mem(r->proc, f->start + off, buf, len) == MEMDIFF_OK)
         return 0;
-    if (r->fd == -2)
+    if (r->fd == -2) {
         r->fd = open_module_file(r);
+        /* One page of headers is all we read: no read-ahead into the page cache. */
+        if (r->fd >= 0)
+            posix_fadvise(r->fd, 0, 0, POSIX_FADV_RANDOM);
+    }
     if (r->fd >= 0 && memdiff__linux_pread_full(r->fd, buf, len, off) == (ssize_t)len)
         return 0;
     return -1;
@@ -299,6 +303,18 @@ static int has_code(const builder *b, size_t i, uint64_t end)
     return 0;
 }
 
+/* Whether an executable region of region i's file follows within the next few regions: the
+ * loader maps a module's segments back to back (headers, text, rodata, data, bss), so a window
+ * of a few regions suffices and the check stays linear in the number of regions. */
+static int code_follows(const builder *b, size_t i)
+{
+    enum { WINDOW = 8 };
+    for (size_t k = i; k < b->region_count && k < i + WINDOW; k++)
+        if (same_file(&b->regions[k], &b->regions[i]) && (b->regions[k].prot & MEMDIFF_PROT_EXEC))
+            return 1;
+    return 0;
+}
+
 int memdiff__plat_modules(memdiff__proc *proc, memdiff__arena *arena,
                           const memdiff__plat_region *regions, size_t region_count,
                           memdiff__plat_module **out, size_t *count)
@@ -338,6 +354,12 @@ int memdiff__plat_modules(memdiff__proc *proc, memdiff__arena *arena,
             continue;
         if (last && same_file(r, last) && r->start < last_end)
             continue; /* part of that module already */
+        /* Only a file with code mapped near its first page can be a loaded module. Deciding
+         * that first keeps the ELF probe off data files: reading one whose first page is not
+         * resident would go to the file and fill the page cache (with read-ahead), and the
+         * process's next read fault would then map those cached pages too (fault-around). */
+        if (!code_follows(b, i))
+            continue;
         size_t nseg = 0;
         uint64_t end = 0;
         if (from_elf(b, i, &nseg, &end) != 0)
