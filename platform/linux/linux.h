@@ -107,7 +107,10 @@ struct memdiff__proc {
  * EACCES/EPERM → MEMDIFF_EACCES, ENOMEM → MEMDIFF_ENOMEM, anything else → MEMDIFF_EIO. */
 int memdiff__linux_status(int err);
 
-/* Sets the detail "<what> <path>: <strerror(err)>" and returns memdiff__linux_status(err). */
+/* The C-locale text of an errno value, without strerror's gettext (which may allocate). */
+const char *memdiff__linux_errno_text(int err);
+
+/* Sets the detail "<what> <path>: <errno text>" and returns memdiff__linux_status(err). */
 int memdiff__linux_fail(int err, const char *what, const char *path);
 
 /* ---- paths and files (procfs.c) --------------------------------------------------------- */

@@ -208,7 +208,7 @@ static int read_frame_table(memdiff__proc *p, int fd, const char *name, const ui
         ssize_t r = memdiff__linux_pread_full(fd, p->span, count * 8, first * 8);
         if (r < 0)
             return memdiff__set_error(memdiff__linux_status((int)-r), "read %s/%s: %s",
-                                      p->proc_root, name, strerror((int)-r));
+                                      p->proc_root, name, memdiff__linux_errno_text((int)-r));
         size_t got = (size_t)r / 8;
         for (size_t k = i; k < j; k++) {
             size_t at = (size_t)(frames[k] - first);
@@ -329,7 +329,7 @@ static int read_pagemap(walker *w, uint64_t addr, size_t n)
     if (r < 0) {
         int e = (int)-r;
         return memdiff__set_error(memdiff__linux_status(e), "read %s/pagemap at 0x%llx: %s",
-                                  p->dir, (unsigned long long)addr, strerror(e));
+                                  p->dir, (unsigned long long)addr, memdiff__linux_errno_text(e));
     }
     size_t got = (size_t)r / 8;
     if (got < n) {
@@ -470,7 +470,7 @@ static int walk_scan(walker *w, uint64_t start, uint64_t end)
             return memdiff__set_error(memdiff__linux_status(e),
                                       "PAGEMAP_SCAN %s/pagemap 0x%llx-0x%llx: %s", p->dir,
                                       (unsigned long long)cur, (unsigned long long)end,
-                                      strerror(e));
+                                      memdiff__linux_errno_text(e));
         }
         if (n == 0)
             break;

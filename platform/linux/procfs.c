@@ -27,9 +27,38 @@ int memdiff__linux_status(int err)
     }
 }
 
+const char *memdiff__linux_errno_text(int err)
+{
+    /* Not strerror(): glibc translates its text through gettext, which may allocate while
+     * loading a message catalog, and a snapshot must not touch the heap it measures. */
+    static _Thread_local char other[32];
+    switch (err) {
+    case ENOENT: return "No such file or directory";
+    case ESRCH: return "No such process";
+    case EACCES: return "Permission denied";
+    case EPERM: return "Operation not permitted";
+    case ENOMEM: return "Cannot allocate memory";
+    case EIO: return "Input/output error";
+    case EINVAL: return "Invalid argument";
+    case EFAULT: return "Bad address";
+    case ENOTTY: return "Inappropriate ioctl for device";
+    case EBADF: return "Bad file descriptor";
+    case ENOSYS: return "Function not implemented";
+    case EOPNOTSUPP: return "Operation not supported";
+    case ENAMETOOLONG: return "File name too long";
+    case ENOTDIR: return "Not a directory";
+    case EMFILE: return "Too many open files";
+    case ENFILE: return "Too many open files in system";
+    case ELOOP: return "Too many levels of symbolic links";
+    }
+    snprintf(other, sizeof other, "errno %d", err);
+    return other;
+}
+
 int memdiff__linux_fail(int err, const char *what, const char *path)
 {
-    return memdiff__set_error(memdiff__linux_status(err), "%s %s: %s", what, path, strerror(err));
+    return memdiff__set_error(memdiff__linux_status(err), "%s %s: %s", what, path,
+                              memdiff__linux_errno_text(err));
 }
 
 int memdiff__linux_path(char *buf, size_t size, const char *dir, const char *name)
