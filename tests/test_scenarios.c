@@ -734,8 +734,8 @@ static size_t shm_page(size_t i)
 
 /* MAP_SHARED|MAP_ANONYMOUS: 5 pages written are 5 new shmem pages. The kernel backs such a
  * mapping with a shmem file it names "dev/zero" (mm/shmem.c shmem_zero_setup; maps shows
- * "/dev/zero (deleted)"), so the label is that path (docs/categories.md, rule 7). pagemap calls
- * shmem pages file pages (bit 61) and, while this process alone maps them, exclusive (bit 56;
+ * "/dev/zero (deleted)"); the classifier labels it "shared anonymous" (docs/categories.md,
+ * rule 7). pagemap calls shmem pages file pages (bit 61) and, while this process alone maps them, exclusive (bit 56;
  * page mapcount 1): new private. Then a child maps the same 5 pages (it reads them; a fork does
  * not copy the page tables of shared mappings, mm/memory.c vma_needs_copy): they become shared,
  * 5 exactly; when the child is gone, private again. Measured on Linux 6.18 with pagemap. */
@@ -751,12 +751,12 @@ START_TEST(shared_anonymous_is_shared)
     memdiff_region reg;
     ck_assert_int_eq(memdiff_snapshot_find(b, (uintptr_t)s, &reg), MEMDIFF_OK);
     ck_assert_int_eq(reg.category, MEMDIFF_CAT_SHARED);
-    ck_assert_str_eq(reg.label, "/dev/zero");
+    ck_assert_str_eq(reg.label, "shared anonymous");
     ck_assert_uint_eq(reg.flags & MEMDIFF_REGION_SHARED, MEMDIFF_REGION_SHARED);
     ck_assert_uint_eq(reg.resident_bytes, SHM_WRITTEN * ps);
 
     memdiff_diff *d = scn_compare(a, b, 0);
-    const memdiff_block *blk = expect_block(d, (uintptr_t)s, MEMDIFF_CAT_SHARED, "/dev/zero",
+    const memdiff_block *blk = expect_block(d, (uintptr_t)s, MEMDIFF_CAT_SHARED, "shared anonymous",
                                             MEMDIFF_CHANGE_NEW, BOTH);
     ASSERT_PAGES(blk->totals.new_bytes, SHM_WRITTEN, blk);
     ASSERT_PAGES(blk->totals.new_private_bytes, SHM_WRITTEN, blk);
@@ -781,13 +781,13 @@ START_TEST(shared_anonymous_is_shared)
     memdiff_snapshot *e = scn_snap(MEMDIFF_DEPTH_STANDARD);
 
     memdiff_diff *d2 = scn_compare(b, c, 0);
-    blk = expect_block(d2, (uintptr_t)s, MEMDIFF_CAT_SHARED, "/dev/zero",
+    blk = expect_block(d2, (uintptr_t)s, MEMDIFF_CAT_SHARED, "shared anonymous",
                        MEMDIFF_CHANGE_BECAME_SHARED, BOTH);
     ASSERT_PAGES(blk->totals.became_shared_bytes, SHM_WRITTEN, blk);
     ASSERT_PAGES(blk->totals.new_bytes, 0, blk);
     ASSERT_PAGES(blk->totals.freed_bytes, 0, blk);
     memdiff_diff *d3 = scn_compare(c, e, 0);
-    blk = expect_block(d3, (uintptr_t)s, MEMDIFF_CAT_SHARED, "/dev/zero",
+    blk = expect_block(d3, (uintptr_t)s, MEMDIFF_CAT_SHARED, "shared anonymous",
                        MEMDIFF_CHANGE_BECAME_PRIVATE, BOTH);
     ASSERT_PAGES(blk->totals.became_private_bytes, SHM_WRITTEN, blk);
 
