@@ -45,13 +45,13 @@ static int exited(HANDLE process)
     return process && GetExitCodeProcess(process, &code) && code != STILL_ACTIVE;
 }
 
-int memdiff__win_error(HANDLE process, DWORD err, const char *fmt, ...)
+#if defined(__MINGW_PRINTF_FORMAT)
+__attribute__((format(__MINGW_PRINTF_FORMAT, 4, 0)))
+#endif
+static int report(int status, HANDLE process, DWORD err, const char *fmt, va_list ap)
 {
     char what[256];
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
-    va_end(ap);
 
     if (exited(process))
         return memdiff__set_error(MEMDIFF_ESRCH, "%s: the process has exited", what);
@@ -63,6 +63,24 @@ int memdiff__win_error(HANDLE process, DWORD err, const char *fmt, ...)
                      text[n - 1] == '.'))
         n--;
     text[n] = '\0';
-    return memdiff__set_error(status_of(err), "%s: %s (error %lu)", what,
-                              n ? text : "unknown error", (unsigned long)err);
+    return memdiff__set_error(status, "%s: %s (error %lu)", what, n ? text : "unknown error",
+                              (unsigned long)err);
+}
+
+int memdiff__win_error(HANDLE process, DWORD err, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = report(status_of(err), process, err, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+int memdiff__win_error_as(int status, HANDLE process, DWORD err, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = report(status, process, err, fmt, ap);
+    va_end(ap);
+    return rc;
 }

@@ -8,8 +8,9 @@
  * region with that base), reserve included, so that pages the heap commits later stay Heap.
  *
  * Other processes: HeapWalk works on the caller's own heaps only, so the heap list is read from
- * the target's PEB (ProcessHeaps / NumberOfHeaps) and each heap's first segment (the allocation
- * at the heap handle) is reported; further segments and large blocks stay Private.
+ * the target's PEB (ProcessHeap, and ProcessHeaps / NumberOfHeaps) and each heap's first segment
+ * (the allocation at the heap handle) is reported; further segments and large blocks stay
+ * Private, and the CRT heap is not told apart (the "CRT heap" label needs the target's CRT).
  */
 #include <malloc.h>
 #include <stdio.h>
@@ -195,6 +196,13 @@ static int other_heaps(memdiff__proc *proc, heap_list *l, memdiff__arena *arena,
         process_heap = ph;
         list = ls;
     }
+    /* The process heap first: Wine 8 sets PEB.ProcessHeap but leaves the list empty. */
+    uint64_t s, t;
+    if (process_heap && allocation_of(regions, region_count, process_heap, &s, &t)) {
+        int rc = add(l, arena, s, t, process_heap, "process heap");
+        if (rc)
+            return rc;
+    }
     if (count > 4096 || !list)
         return MEMDIFF_OK;
     size_t width = wide ? 8 : 4;
@@ -206,8 +214,7 @@ static int other_heaps(memdiff__proc *proc, heap_list *l, memdiff__arena *arena,
     for (uint32_t i = 0; i < count; i++) {
         uint64_t heap = 0;
         memcpy(&heap, raw + i * width, width); /* little-endian: the low bytes */
-        uint64_t s, t;
-        if (!heap || !allocation_of(regions, region_count, heap, &s, &t))
+        if (!heap || heap == process_heap || !allocation_of(regions, region_count, heap, &s, &t))
             continue;
         const char *label = label_of(arena, heap, process_heap, 0);
         if (!label)

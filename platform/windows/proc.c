@@ -65,11 +65,15 @@ int memdiff__plat_open(const memdiff__open_args *args, memdiff__arena *scratch,
     proc->use_qws = probe_qws(proc->process);
     proc->use_qws_ex = probe_qws_ex(proc->process, &ex_err);
     if (!proc->use_qws && !proc->use_qws_ex) {
-        int rc = memdiff__win_error(proc->process, ex_err,
-                                    "QueryWorkingSetEx(pid %d): no working-set information",
-                                    proc->pid);
+        /* Without the working set there is no page to report: refuse rather than pass off an
+         * empty snapshot. Wine 8 answers so for other processes. */
+        int status = ex_err == ERROR_ACCESS_DENIED ? MEMDIFF_EACCES : MEMDIFF_ENOTSUP;
+        int rc = memdiff__win_error_as(status, proc->process, ex_err,
+                                       "QueryWorkingSet / QueryWorkingSetEx(pid %d): no "
+                                       "working-set information",
+                                       proc->pid);
         memdiff__plat_close(proc);
-        return rc == MEMDIFF_EIO ? MEMDIFF_ENOTSUP : rc;
+        return rc;
     }
 
     memset(caps, 0, sizeof *caps);

@@ -110,6 +110,15 @@ int memdiff__win_error(HANDLE process, DWORD err, const char *fmt, ...)
 #endif
     ;
 
+/* The same detail for a status the caller decides (the error code alone would mislead: Wine
+ * answers ERROR_INVALID_PARAMETER for a query it does not implement). ESRCH still wins when the
+ * process has exited. */
+int memdiff__win_error_as(int status, HANDLE process, DWORD err, const char *fmt, ...)
+#if defined(__MINGW_PRINTF_FORMAT)
+    __attribute__((format(__MINGW_PRINTF_FORMAT, 4, 5)))
+#endif
+    ;
+
 /* ---- names.c ------------------------------------------------------------------------------ */
 
 /* s (UTF-16, n units or NUL-terminated when n is (size_t)-1) as UTF-8 in arena; NULL on
