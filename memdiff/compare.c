@@ -14,9 +14,9 @@
  *  - Mapping identity: the before and after regions at an address are the same mapping when both
  *    exist with equal device, inode, SHARED and FILE flags, category and label (owner: a library
  *    loaded where another was unloaded has an anonymous .bss at the same address), and, for file
- *    regions, the same file offset at that address. Otherwise the address was unmapped and mapped again
- *    (or never mapped on one side): before's resident pages are freed-unmapped (before region),
- *    after's resident pages are new (after region).
+ *    regions, the same file offset at that address. Otherwise the address was unmapped and
+ *    mapped again (or never mapped on one side): before's resident pages are freed-unmapped
+ *    (before region), after's resident pages are new (after region).
  *  - Same mapping: resident after only: new. Resident before only: freed, swapped out when the
  *    after page is in swap, else discarded (MADV_DONTNEED, reclaim, truncation). Resident in both:
  *    replaced when both sides know the page's frame (nonzero) and the frames differ; else
