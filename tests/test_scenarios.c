@@ -735,8 +735,8 @@ static size_t shm_page(size_t i)
 /* MAP_SHARED|MAP_ANONYMOUS: 5 pages written are 5 new shmem pages. The kernel backs such a
  * mapping with a shmem file it names "dev/zero" (mm/shmem.c shmem_zero_setup; maps shows
  * "/dev/zero (deleted)"); the classifier labels it "shared anonymous" (docs/categories.md,
- * rule 7). pagemap calls shmem pages file pages (bit 61) and, while this process alone maps them, exclusive (bit 56;
- * page mapcount 1): new private. Then a child maps the same 5 pages (it reads them; a fork does
+ * rule 7). pagemap calls shmem pages file pages (bit 61) and, while this process alone maps
+ * them, exclusive (bit 56; page mapcount 1): new private. Then a child maps the same 5 pages (it reads them; a fork does
  * not copy the page tables of shared mappings, mm/memory.c vma_needs_copy): they become shared,
  * 5 exactly; when the child is gone, private again. Measured on Linux 6.18 with pagemap. */
 START_TEST(shared_anonymous_is_shared)
