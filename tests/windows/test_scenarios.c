@@ -672,6 +672,61 @@ static void test_self_facts(void)
     CHECK(s == NULL);
 }
 
+/* ---- a snapshot does not disturb the heaps it measures ------------------------------------ */
+
+typedef struct heap_census {
+    size_t heaps, blocks;
+    uint64_t bytes;
+} heap_census;
+
+/* Busy blocks and bytes in every heap of the process, counted with HeapWalk (which allocates
+ * nothing). The heap handles go to a static array: no heap is touched to count them. */
+static heap_census census(void)
+{
+    static HANDLE heaps[256];
+    heap_census c = {0, 0, 0};
+    DWORD n = GetProcessHeaps(256, heaps);
+    c.heaps = n;
+    for (DWORD i = 0; i < n && i < 256; i++) {
+        if (!HeapLock(heaps[i]))
+            continue;
+        PROCESS_HEAP_ENTRY e;
+        memset(&e, 0, sizeof e);
+        while (HeapWalk(heaps[i], &e)) {
+            if (e.wFlags & PROCESS_HEAP_ENTRY_BUSY) {
+                c.blocks++;
+                c.bytes += e.cbData;
+            }
+        }
+        HeapUnlock(heaps[i]);
+    }
+    return c;
+}
+
+/* memdiff takes its storage from VirtualAlloc, and the backend's Win32 calls (Toolhelp,
+ * GetMappedFileName, EnumProcessModulesEx, HeapWalk...) must leave no block behind either:
+ * after a warm-up (first calls may initialise something once), a snapshot, a compare and a
+ * report to a file leave every heap with the same blocks. */
+static void test_heaps_undisturbed(void)
+{
+    memdiff_snapshot *a = snap(), *b = NULL;
+    memdiff_diff *d = NULL;
+    memdiff_snapshot_free(a);
+    a = NULL;
+    heap_census before = census();
+    a = snap();
+    b = snap();
+    if (CHECK(a && b))
+        d = diff_of(a, b, MEMDIFF_COMPARE_VERBOSE);
+    memdiff_diff_free(d);
+    memdiff_snapshot_free(b);
+    memdiff_snapshot_free(a);
+    heap_census after = census();
+    CHECK_EQ(after.heaps, before.heaps);
+    CHECK_EQ(after.blocks, before.blocks);
+    CHECK_EQ(after.bytes, before.bytes);
+}
+
 /* ---- MemDiff's 1999 API ------------------------------------------------------------------- */
 
 static void test_memdiff1999(void)
@@ -737,6 +792,7 @@ const wintest_case wintest_scenario_cases[] = {
     {"pagefile_section", test_pagefile_section},
     {"dll_load_unload", test_dll_load_unload},
     {"self_facts", test_self_facts},
+    {"heaps_undisturbed", test_heaps_undisturbed},
     {"memdiff1999", test_memdiff1999},
     {NULL, NULL},
 };
