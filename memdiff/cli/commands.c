@@ -17,7 +17,7 @@
 /* ---- snap ------------------------------------------------------------------------------- */
 
 enum { OPT_OUTPUT = 1, OPT_DEPTH, OPT_QUIET, OPT_VERBOSE, OPT_JSON, OPT_FORCE, OPT_FAIL_ON,
-       OPT_NO_HEADER, OPT_INTERVAL, OPT_COUNT, OPT_BASELINE };
+       OPT_NO_HEADER, OPT_INTERVAL, OPT_COUNT, OPT_BASELINE, OPT_BRIEF };
 
 /* Options of snap, diff and watch, parsed into one struct: each command's table says which of
  * them it knows. */
@@ -26,7 +26,7 @@ typedef struct args {
     int help;
     const char *output;
     memdiff_depth depth;
-    int quiet, verbose, json, force, no_header;
+    int quiet, verbose, json, force, no_header, brief;
     cli_cond conds[MAX_CONDS];
     int nconds;
     uint64_t interval_ns;
@@ -63,6 +63,9 @@ static int on_opt(void *ctx, int id, const char *v)
         return 0;
     case OPT_NO_HEADER:
         a->no_header = 1;
+        return 0;
+    case OPT_BRIEF:
+        a->brief = 1;
         return 0;
     case OPT_FAIL_ON:
         if (a->nconds == MAX_CONDS)
@@ -170,6 +173,26 @@ int cli_cmd_snap(int argc, char **argv)
 
 /* ---- diff ------------------------------------------------------------------------------- */
 
+/* One line for a diff: the net change, and each category that changed (watch --brief). */
+static void brief_line(const memdiff_diff *d, FILE *out)
+{
+    memdiff_totals t;
+    memdiff_diff_totals(d, &t);
+    char b1[32], b2[32], b3[32];
+    fprintf(out, "net %s bytes (new %s, freed %s)", cli_fmt_int(b1, t.net_bytes, 1),
+            cli_fmt_uint(b2, t.new_bytes), cli_fmt_uint(b3, t.freed_bytes));
+    const char *sep = ":";
+    for (int c = 0; c < MEMDIFF_CAT_COUNT; c++) {
+        if (c == MEMDIFF_CAT_OWN || memdiff_diff_category_totals(d, (memdiff_category)c, &t) ||
+            (t.new_bytes == 0 && t.freed_bytes == 0))
+            continue;
+        fprintf(out, "%s %s %s", sep, memdiff_category_name((memdiff_category)c),
+                cli_fmt_int(b1, t.net_bytes, 1));
+        sep = ",";
+    }
+    fputc('\n', out);
+}
+
 static int compare_and_report(const args *a, const memdiff_snapshot *before,
                               const memdiff_snapshot *after)
 {
@@ -186,7 +209,12 @@ static int compare_and_report(const args *a, const memdiff_snapshot *before,
     if (rc)
         return cli_error(a->cmd, rc, "cannot compare");
     unsigned rflags = a->no_header ? MEMDIFF_REPORT_NO_HEADER : 0;
-    rc = a->json ? memdiff_report_json(d, stdout, rflags) : memdiff_report_text(d, stdout, rflags);
+    if (a->brief)
+        brief_line(d, stdout);
+    else if (a->json)
+        rc = memdiff_report_json(d, stdout, rflags);
+    else
+        rc = memdiff_report_text(d, stdout, rflags);
     if (rc) {
         memdiff_diff_free(d);
         return cli_error(a->cmd, rc, "cannot write the report");
@@ -272,6 +300,8 @@ int cli_cmd_watch(int argc, char **argv)
                                    {"depth", 'd', 1, OPT_DEPTH},
                                    {"verbose", 'v', 0, OPT_VERBOSE},
                                    {"fail-on", 0, 1, OPT_FAIL_ON},
+                                   {"no-header", 0, 0, OPT_NO_HEADER},
+                                   {"brief", 0, 0, OPT_BRIEF},
                                    {NULL, 0, 0, 0}};
     args a;
     const char *pos[1];
@@ -301,9 +331,13 @@ int cli_cmd_watch(int argc, char **argv)
         char of[32] = "";
         if (a.count)
             snprintf(of, sizeof of, " of %d", a.count);
-        printf("%s==== memdiff watch: pid %d, diff %d%s, +%.3f s, against the %s snapshot\n",
-               n > 1 ? "\n" : "", pid, n, of, (double)(now.time_ns - first.time_ns) / 1e9,
-               a.baseline_first ? "first" : "previous");
+        double elapsed = (double)(now.time_ns - first.time_ns) / 1e9;
+        if (a.brief)
+            printf("diff %d%s, +%.3f s: ", n, of, elapsed);
+        else
+            printf("%s==== memdiff watch: pid %d, diff %d%s, +%.3f s, against the %s snapshot\n",
+                   n > 1 ? "\n" : "", pid, n, of, elapsed,
+                   a.baseline_first ? "first" : "previous");
         rc = compare_and_report(&a, base, cur);
         fflush(stdout);
         if (a.baseline_first) {

@@ -69,7 +69,7 @@ static const char show_help[] =
 
 static const char watch_help[] =
     "usage: memdiff watch PID --interval T [--count N] [--baseline first|previous]\n"
-    "                     [--depth D] [--verbose] [--fail-on EXPR]...\n"
+    "                     [--depth D] [--verbose|--brief] [--fail-on EXPR]...\n"
     "\n"
     "Snapshots process PID every T and prints the diff of each snapshot against the previous\n"
     "one (or the first). Stops after N diffs, when the process exits (exit 2), when a\n"
@@ -80,6 +80,8 @@ static const char watch_help[] =
     "  -b, --baseline B   previous (default) or first\n"
     "  -d, --depth D      fast, standard (default) or deep\n"
     "  -v, --verbose      verbose diffs (runs of pages with equal attributes)\n"
+    "      --brief        one line per diff: net change and the categories that changed\n"
+    "      --no-header    leave out the snapshot header lines of each report\n"
     "      --fail-on EXPR stop with exit 1 when EXPR holds for a diff (see memdiff diff --help)\n";
 
 static const struct {
