@@ -268,10 +268,14 @@ static int json_block(void *ctx, const block *b)
 {
     json_ctx *j = ctx;
     char prot[4];
-    fprintf(j->out, "%s\n    {\"start\": \"0x%llx\", \"end\": \"0x%llx\", \"prot\": \"%s\", "
+    /* A block of several regions has no one protection: null, as the text leaves it blank. */
+    char protq[8] = "null";
+    if (b->regions == 1)
+        snprintf(protq, sizeof protq, "\"%s\"", prot_str(prot, b->r.prot));
+    fprintf(j->out, "%s\n    {\"start\": \"0x%llx\", \"end\": \"0x%llx\", \"prot\": %s, "
             "\"regions\": %zu, \"category\": \"%s\", \"label\": ",
             j->first ? "" : ",", (unsigned long long)b->r.start, (unsigned long long)b->r.end,
-            prot_str(prot, b->r.prot), b->regions, memdiff_category_name(b->r.category));
+            protq, b->regions, memdiff_category_name(b->r.category));
     put_json_string(j->out, b->r.label);
     fprintf(j->out, ", \"path\": ");
     put_json_string(j->out, b->r.path);
