@@ -743,7 +743,7 @@ static int parse_regions(loader *l)
     reader r = section_reader(l, TAG_REGIONS);
     memdiff_snapshot *s = l->s;
     uint64_t ps = s->info.page_size, prev_end = 0;
-    size_t n;
+    size_t n = 0;
     int rc = get_count(&r, MIN_REGION_BYTES, sizeof(memdiff__region), "regions", &n);
     if (!rc && n > UINT32_MAX)
         rc = memdiff__set_error(MEMDIFF_EFORMAT, "snapshot file: %zu regions (at most 2^32 - 1)",
@@ -817,7 +817,7 @@ static int parse_aux(loader *l)
     unsigned arrays = (mask & 1) + ((mask >> 1) & 1) + ((mask >> 2) & 1);
     if (arrays == 0)
         return memdiff__set_error(MEMDIFF_EFORMAT, "snapshot file: aux section without arrays");
-    size_t n;
+    size_t n = 0;
     if ((rc = get_count(&r, arrays, sizeof(uint64_t), "pages of per-page data", &n)))
         return rc;
     uint64_t **dst[3] = {&s->pfn, &s->kflags, &s->mapcount};
@@ -858,7 +858,7 @@ static int parse_runs(loader *l)
     reader r = section_reader(l, TAG_RUNS);
     memdiff_snapshot *s = l->s;
     uint64_t ps = s->info.page_size, prev_end = 0, next_aux = 0, region = 0;
-    size_t n;
+    size_t n = 0;
     int rc = get_count(&r, MIN_RUN_BYTES, sizeof(memdiff__run), "runs", &n);
     if (rc)
         return rc;
