@@ -153,14 +153,18 @@ static unsigned region_flags_at(void *ctx, uint64_t addr)
 static int read_ws(memdiff__proc *proc)
 {
     proc->ws_read = 1;
-    PSAPI_WORKING_SET_INFORMATION *buf = NULL;
-    size_t cap = 0; /* entries */
+    /* NumberOfEntries, then the entries: as a plain array, since the SDK declares the entries
+     * as a one-element array. */
+    ULONG_PTR *buf = NULL;
+    size_t bytes = 0, cap = 0; /* entries */
     size_t want = 16384;
     for (int tries = 0;; tries++) {
-        size_t bytes = sizeof(ULONG_PTR) + want * sizeof(ULONG_PTR);
-        buf = memdiff__arena_alloc(proc->scratch, bytes);
-        if (!buf)
+        size_t need = (1 + want) * sizeof(ULONG_PTR);
+        ULONG_PTR *grown = memdiff__arena_grow(proc->scratch, buf, bytes, need);
+        if (!grown)
             return MEMDIFF_ENOMEM;
+        buf = grown;
+        bytes = need;
         cap = want;
         if (QueryWorkingSet(proc->process, buf, (DWORD)bytes))
             break;
@@ -168,16 +172,16 @@ static int read_ws(memdiff__proc *proc)
         if (err != ERROR_BAD_LENGTH || tries == 8)
             return memdiff__win_error(proc->process, err, "QueryWorkingSet(pid %d)", proc->pid);
         /* NumberOfEntries says how many there were: leave room for growth meanwhile. */
-        want = buf->NumberOfEntries + buf->NumberOfEntries / 8 + 1024;
+        want = buf[0] + buf[0] / 8 + 1024;
     }
-    size_t n = buf->NumberOfEntries < cap ? buf->NumberOfEntries : cap;
+    size_t n = buf[0] < cap ? buf[0] : cap;
     proc->ws = memdiff__arena_alloc(proc->scratch, (n ? n : 1) * sizeof *proc->ws);
     if (!proc->ws)
         return MEMDIFF_ENOMEM;
     SYSTEM_INFO si;
     GetSystemInfo(&si);
     proc->region_cursor = 0;
-    proc->ws_count = memdiff__win_decode_ws(&buf->WorkingSetInfo[0].Flags, n,
+    proc->ws_count = memdiff__win_decode_ws(buf + 1, n,
                                             (uint64_t)(uintptr_t)si.lpMaximumApplicationAddress,
                                             region_flags_at, proc, proc->ws);
     proc->region_cursor = 0;
