@@ -29,6 +29,7 @@ typedef struct classifier {
     seg_ref *segs;
     size_t seg_count;
     int64_t *stack_tid; /* per backend region: the thread whose stack it holds, or 0 */
+    const memdiff__plat_region *last_pr; /* the mapping out[count - 1] is a piece of */
     memdiff__region *out;
     size_t count, cap;
 } classifier;
@@ -132,8 +133,10 @@ static int locate_stacks(classifier *c)
 static int emit(classifier *c, const memdiff__plat_region *pr, uint64_t start, uint64_t end,
                 memdiff_category cat, const char *label, uint64_t unit)
 {
-    /* Pieces of one mapping that end up with the same attribution stay one region. */
-    if (c->count > 0) {
+    /* Pieces of one mapping that end up with the same attribution stay one region; pieces of
+     * two mappings never merge (memdiff.h: a region is a mapping or a part of one), even when
+     * maps prints both alike (a module's read-only data next to its RELRO page). */
+    if (c->count > 0 && c->last_pr == pr) {
         memdiff__region *last = &c->out[c->count - 1];
         if (last->end == start && last->category == cat && last->unit == unit &&
             last->dev == pr->dev && last->inode == pr->inode && last->prot == pr->prot &&
@@ -158,6 +161,7 @@ static int emit(classifier *c, const memdiff__plat_region *pr, uint64_t start, u
     if (!ilabel || !ipath)
         return MEMDIFF_ENOMEM;
     memdiff__region *r = &c->out[c->count++];
+    c->last_pr = pr;
     memset(r, 0, sizeof *r);
     r->start = start;
     r->end = end;
