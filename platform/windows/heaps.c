@@ -163,12 +163,6 @@ static int own_heaps(memdiff__proc *proc, heap_list *l, memdiff__arena *arena,
     return MEMDIFF_OK;
 }
 
-static int read_mem(HANDLE process, uint64_t addr, void *buf, size_t n)
-{
-    SIZE_T got = 0;
-    return ReadProcessMemory(process, (LPCVOID)(uintptr_t)addr, buf, n, &got) && got == n;
-}
-
 static int other_heaps(memdiff__proc *proc, heap_list *l, memdiff__arena *arena,
                        const memdiff__plat_region *regions, size_t region_count)
 {
@@ -183,15 +177,15 @@ static int other_heaps(memdiff__proc *proc, heap_list *l, memdiff__arena *arena,
     uint64_t process_heap = 0, list = 0;
     uint32_t count = 0;
     if (wide) {
-        if (!read_mem(proc->process, proc->peb + PEB64_PROCESS_HEAP, &process_heap, 8) ||
-            !read_mem(proc->process, proc->peb + PEB64_NUMBER_OF_HEAPS, &count, 4) ||
-            !read_mem(proc->process, proc->peb + PEB64_PROCESS_HEAPS, &list, 8))
+        if (!memdiff__win_read(proc->process, proc->peb + PEB64_PROCESS_HEAP, &process_heap, 8) ||
+            !memdiff__win_read(proc->process, proc->peb + PEB64_NUMBER_OF_HEAPS, &count, 4) ||
+            !memdiff__win_read(proc->process, proc->peb + PEB64_PROCESS_HEAPS, &list, 8))
             return MEMDIFF_OK;
     } else {
         uint32_t ph = 0, ls = 0;
-        if (!read_mem(proc->process, proc->peb + PEB32_PROCESS_HEAP, &ph, 4) ||
-            !read_mem(proc->process, proc->peb + PEB32_NUMBER_OF_HEAPS, &count, 4) ||
-            !read_mem(proc->process, proc->peb + PEB32_PROCESS_HEAPS, &ls, 4))
+        if (!memdiff__win_read(proc->process, proc->peb + PEB32_PROCESS_HEAP, &ph, 4) ||
+            !memdiff__win_read(proc->process, proc->peb + PEB32_NUMBER_OF_HEAPS, &count, 4) ||
+            !memdiff__win_read(proc->process, proc->peb + PEB32_PROCESS_HEAPS, &ls, 4))
             return MEMDIFF_OK;
         process_heap = ph;
         list = ls;
@@ -209,7 +203,7 @@ static int other_heaps(memdiff__proc *proc, heap_list *l, memdiff__arena *arena,
     unsigned char *raw = memdiff__arena_alloc(proc->scratch, (size_t)count * width + 8);
     if (!raw)
         return MEMDIFF_ENOMEM;
-    if (count && !read_mem(proc->process, list, raw, (size_t)count * width))
+    if (count && !memdiff__win_read(proc->process, list, raw, (size_t)count * width))
         return MEMDIFF_OK;
     for (uint32_t i = 0; i < count; i++) {
         uint64_t heap = 0;

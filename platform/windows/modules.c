@@ -25,12 +25,6 @@ static memdiff__seg_kind kind_of(const IMAGE_SECTION_HEADER *s)
     return MEMDIFF__SEG_OTHER;
 }
 
-static int read_mem(HANDLE process, uint64_t addr, void *buf, size_t n)
-{
-    SIZE_T got = 0;
-    return ReadProcessMemory(process, (LPCVOID)(uintptr_t)addr, buf, n, &got) && got == n;
-}
-
 /* Reads the module's section table and fills its segments. A module whose headers cannot be
  * read (unloaded meanwhile, or not a PE image) keeps one segment: the whole image. */
 static int read_segments(memdiff__proc *proc, memdiff__arena *arena, memdiff__plat_module *mod,
@@ -42,20 +36,20 @@ static int read_segments(memdiff__proc *proc, memdiff__arena *arena, memdiff__pl
     IMAGE_FILE_HEADER fh;
     WORD magic = 0;
     uint64_t nt = 0;
-    int ok = read_mem(proc->process, mod->base, &dos, sizeof dos) &&
+    int ok = memdiff__win_read(proc->process, mod->base, &dos, sizeof dos) &&
              dos.e_magic == IMAGE_DOS_SIGNATURE && dos.e_lfanew > 0 &&
              (uint64_t)dos.e_lfanew < size_of_image;
     if (ok) {
         nt = mod->base + (uint64_t)dos.e_lfanew;
-        ok = read_mem(proc->process, nt, &sig, sizeof sig) && sig == IMAGE_NT_SIGNATURE &&
-             read_mem(proc->process, nt + sizeof sig, &fh, sizeof fh) &&
-             read_mem(proc->process, nt + sizeof sig + sizeof fh, &magic, sizeof magic);
+        ok = memdiff__win_read(proc->process, nt, &sig, sizeof sig) && sig == IMAGE_NT_SIGNATURE &&
+             memdiff__win_read(proc->process, nt + sizeof sig, &fh, sizeof fh) &&
+             memdiff__win_read(proc->process, nt + sizeof sig + sizeof fh, &magic, sizeof magic);
     }
     /* SizeOfHeaders sits at the same offset in PE32 and PE32+ optional headers (60). */
     DWORD size_of_headers = 0;
     if (ok)
         ok = (magic == IMAGE_NT_OPTIONAL_HDR32_MAGIC || magic == IMAGE_NT_OPTIONAL_HDR64_MAGIC) &&
-             read_mem(proc->process, nt + sizeof sig + sizeof fh + 60, &size_of_headers,
+             memdiff__win_read(proc->process, nt + sizeof sig + sizeof fh + 60, &size_of_headers,
                       sizeof size_of_headers);
     size_t nsec = ok ? fh.NumberOfSections : 0;
     IMAGE_SECTION_HEADER *sec = NULL;
@@ -64,7 +58,7 @@ static int read_segments(memdiff__proc *proc, memdiff__arena *arena, memdiff__pl
         if (!sec)
             return MEMDIFF_ENOMEM;
         uint64_t table = nt + sizeof sig + sizeof fh + fh.SizeOfOptionalHeader;
-        if (!read_mem(proc->process, table, sec, nsec * sizeof *sec))
+        if (!memdiff__win_read(proc->process, table, sec, nsec * sizeof *sec))
             nsec = 0;
     }
 

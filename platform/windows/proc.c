@@ -97,6 +97,12 @@ void memdiff__plat_close(memdiff__proc *proc)
     }
 }
 
+int memdiff__win_read(HANDLE process, uint64_t addr, void *buf, size_t n)
+{
+    SIZE_T got = 0;
+    return ReadProcessMemory(process, (LPCVOID)(uintptr_t)addr, buf, n, &got) && got == n;
+}
+
 int memdiff__plat_totals(memdiff__proc *proc, memdiff_process_totals *out)
 {
     memset(out, 0, sizeof *out);

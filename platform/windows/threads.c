@@ -45,12 +45,6 @@ static FARPROC ntdll_proc(const char *name)
     return ntdll ? GetProcAddress(ntdll, name) : NULL;
 }
 
-static int read_mem(HANDLE process, uint64_t addr, void *buf, size_t n)
-{
-    SIZE_T got = 0;
-    return ReadProcessMemory(process, (LPCVOID)(uintptr_t)addr, buf, n, &got) && got == n;
-}
-
 /* Whether the target is a 32-bit process while we are 64-bit: its stacks are in its 32-bit TEB. */
 static int target_is_wow64(HANDLE process)
 {
@@ -67,8 +61,8 @@ static void read_stack(HANDLE process, int wow64, memdiff__win_thread *t)
 {
     if (sizeof(void *) == 8 && !wow64) {
         uint64_t base = 0, dealloc = 0;
-        if (read_mem(process, t->teb + TEB64_STACK_BASE, &base, sizeof base) &&
-            read_mem(process, t->teb + TEB64_DEALLOCATION_STACK, &dealloc, sizeof dealloc) &&
+        if (memdiff__win_read(process, t->teb + TEB64_STACK_BASE, &base, sizeof base) &&
+            memdiff__win_read(process, t->teb + TEB64_DEALLOCATION_STACK, &dealloc, sizeof dealloc) &&
             dealloc < base) {
             t->stack_lo = dealloc;
             t->stack_hi = base;
@@ -77,8 +71,8 @@ static void read_stack(HANDLE process, int wow64, memdiff__win_thread *t)
     }
     uint32_t base = 0, dealloc = 0;
     uint64_t teb32 = wow64 ? t->teb + WOW64_TEB32_OFFSET : t->teb;
-    if (read_mem(process, teb32 + TEB32_STACK_BASE, &base, sizeof base) &&
-        read_mem(process, teb32 + TEB32_DEALLOCATION_STACK, &dealloc, sizeof dealloc) &&
+    if (memdiff__win_read(process, teb32 + TEB32_STACK_BASE, &base, sizeof base) &&
+        memdiff__win_read(process, teb32 + TEB32_DEALLOCATION_STACK, &dealloc, sizeof dealloc) &&
         dealloc < base) {
         t->stack_lo = dealloc;
         t->stack_hi = base;

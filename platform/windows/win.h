@@ -119,6 +119,12 @@ int memdiff__win_error_as(int status, HANDLE process, DWORD err, const char *fmt
 #endif
     ;
 
+/* ---- proc.c ------------------------------------------------------------------------------- */
+
+/* Reads n bytes at addr of the process (ReadProcessMemory); 1 when all were read. A failure is
+ * not an error to the callers: the structure is left out (a module unloaded meanwhile). */
+int memdiff__win_read(HANDLE process, uint64_t addr, void *buf, size_t n);
+
 /* ---- names.c ------------------------------------------------------------------------------ */
 
 /* s (UTF-16, n units or NUL-terminated when n is (size_t)-1) as UTF-8 in arena; NULL on
