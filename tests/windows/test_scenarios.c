@@ -49,6 +49,27 @@ static uint64_t addr(const void *p)
     return (uint64_t)(uintptr_t)p;
 }
 
+/* The block of a category at an address of the diff; when there is none, a failure is recorded
+ * and the report printed, to see where the pages went instead. */
+static const memdiff_block *block_in(const memdiff_diff *d, uint64_t at, memdiff_category cat)
+{
+    const memdiff_block *blk = wintest_block_at(d, at, cat);
+    if (!blk) {
+        wintest_fail(__FILE__, __LINE__, "no %s block at 0x%llx", memdiff_category_name(cat),
+                     (unsigned long long)at);
+        wintest_dump(d);
+    }
+    return blk;
+}
+
+/* Writes one byte into each of count pages from base, stride pages apart. */
+static void write_pages(char *base, int count, int stride, char value)
+{
+    uint64_t pg = wintest_page();
+    for (int i = 0; i < count; i++)
+        ((volatile char *)base)[(uint64_t)(stride * i) * pg] = value;
+}
+
 /* A file path as the backend names it: the DOS form of the file's final path. */
 static void dos_path_of(HANDLE file, char *out, size_t size)
 {
@@ -71,16 +92,13 @@ static void private_scenario(memdiff_depth depth)
     char *v = VirtualAlloc(NULL, 64 * pg, MEM_COMMIT | MEM_RESERVE, PAGE_READWRITE);
     if (!CHECK(a && v))
         goto out;
-    for (int i = 0; i < 13; i++)
-        v[2 * i * pg] = 1; /* every other page: 13 runs of one page */
+    write_pages(v, 13, 2, 1); /* every other page: 13 runs of one page */
     if (!CHECK((b = snap_at(depth)) != NULL) || !CHECK((d = diff_of(a, b, 0)) != NULL))
         goto out;
 
-    const memdiff_block *blk = wintest_block_at(d, addr(v), MEMDIFF_CAT_PRIVATE);
-    if (!CHECK(blk != NULL)) {
-        wintest_dump(d);
+    const memdiff_block *blk = block_in(d, addr(v), MEMDIFF_CAT_PRIVATE);
+    if (!blk)
         goto out;
-    }
     CHECK_STR(blk->label, "anonymous");
     CHECK_EQ(blk->change, MEMDIFF_CHANGE_NEW);
     CHECK_EQ(blk->presence, MEMDIFF_IN_AFTER);
@@ -118,8 +136,7 @@ static void private_scenario(memdiff_depth depth)
     VirtualFree(v, 0, MEM_RELEASE);
     v = NULL;
     if (CHECK((c = snap_at(depth)) != NULL) && CHECK((df = diff_of(b, c, 0)) != NULL)) {
-        blk = wintest_block_at(df, r.start, MEMDIFF_CAT_PRIVATE);
-        if (CHECK(blk != NULL)) {
+        if ((blk = block_in(df, r.start, MEMDIFF_CAT_PRIVATE)) != NULL) {
             CHECK_EQ(blk->change, MEMDIFF_CHANGE_FREED);
             CHECK_EQ(blk->presence, MEMDIFF_IN_BEFORE);
             CHECK_EQ(blk->totals.freed_unmapped_bytes, 13 * pg);
@@ -169,11 +186,9 @@ static void test_heap_create(void)
     b = snap();
     if (!CHECK(a && b) || !CHECK((d = diff_of(a, b, 0)) != NULL))
         goto out;
-    const memdiff_block *blk = wintest_block_at(d, addr(p) + pg, MEMDIFF_CAT_HEAP);
-    if (!CHECK(blk != NULL)) {
-        wintest_dump(d);
+    const memdiff_block *blk = block_in(d, addr(p) + pg, MEMDIFF_CAT_HEAP);
+    if (!blk)
         goto out;
-    }
     CHECK_STR(blk->label, label);
     CHECK_EQ(blk->change, MEMDIFF_CHANGE_NEW);
     CHECK_EQ(blk->totals.new_bytes, want * pg);
@@ -188,8 +203,7 @@ static void test_heap_create(void)
     HeapDestroy(heap);
     heap = NULL;
     if (CHECK((c = snap()) != NULL) && CHECK((df = diff_of(b, c, 0)) != NULL)) {
-        blk = wintest_block_at(df, addr(p) + pg, MEMDIFF_CAT_HEAP);
-        if (CHECK(blk != NULL)) {
+        if ((blk = block_in(df, addr(p) + pg, MEMDIFF_CAT_HEAP)) != NULL) {
             CHECK_STR(blk->label, label);
             CHECK_EQ(blk->presence, MEMDIFF_IN_BEFORE);
             CHECK(blk->totals.freed_unmapped_bytes >= (want + 1) * pg);
@@ -294,14 +308,12 @@ static void test_thread_stack(void)
     char label[32];
     snprintf(label, sizeof label, "thread %lu", (unsigned long)tid);
     if (CHECK(a && b && c.lowest) && CHECK((d = diff_of(a, b, 0)) != NULL)) {
-        const memdiff_block *blk = wintest_block_at(d, c.lowest, MEMDIFF_CAT_STACK);
-        if (CHECK(blk != NULL)) {
+        const memdiff_block *blk = block_in(d, c.lowest, MEMDIFF_CAT_STACK);
+        if (blk) {
             CHECK_STR(blk->label, label);
             CHECK_EQ(blk->totals.new_bytes, STACK_TOUCHED * pg);
             CHECK_EQ(blk->totals.new_private_bytes, STACK_TOUCHED * pg);
             CHECK_EQ(blk->totals.freed_bytes, 0);
-        } else {
-            wintest_dump(d);
         }
         memdiff_region r;
         if (CHECK(memdiff_snapshot_find(a, c.sp, &r) == MEMDIFF_OK)) {
@@ -360,16 +372,13 @@ static void test_mapped_file_write(void)
     if (!CHECK(view != NULL) || !CHECK(path[0] != '\0'))
         goto out;
     a = snap();
-    for (int i = 0; i < 7; i++)
-        view[4 * i * pg] = 'w';
+    write_pages(view, 7, 4, 'w');
     b = snap();
     if (!CHECK(a && b) || !CHECK((d = diff_of(a, b, 0)) != NULL))
         goto out;
-    const memdiff_block *blk = wintest_block_at(d, addr(view), MEMDIFF_CAT_MAPPED_FILE);
-    if (!CHECK(blk != NULL)) {
-        wintest_dump(d);
+    const memdiff_block *blk = block_in(d, addr(view), MEMDIFF_CAT_MAPPED_FILE);
+    if (!blk)
         goto out;
-    }
     CHECK_STR(blk->label, path);
     CHECK_EQ(blk->change, MEMDIFF_CHANGE_NEW);
     CHECK_EQ(blk->presence, MEMDIFF_IN_BEFORE | MEMDIFF_IN_AFTER);
@@ -387,8 +396,7 @@ static void test_mapped_file_write(void)
     UnmapViewOfFile(view);
     view = NULL;
     if (CHECK((c = snap()) != NULL) && CHECK((df = diff_of(b, c, 0)) != NULL)) {
-        blk = wintest_block_at(df, r.start, MEMDIFF_CAT_MAPPED_FILE);
-        if (CHECK(blk != NULL)) {
+        if ((blk = block_in(df, r.start, MEMDIFF_CAT_MAPPED_FILE)) != NULL) {
             CHECK_STR(blk->label, path);
             CHECK_EQ(blk->totals.freed_unmapped_bytes, 7 * pg);
         }
@@ -430,11 +438,9 @@ static void test_mapped_file_read(void)
     b = snap();
     if (!CHECK(a && b && sum == 4 * 'm') || !CHECK((d = diff_of(a, b, 0)) != NULL))
         goto out;
-    const memdiff_block *blk = wintest_block_at(d, addr(view), MEMDIFF_CAT_MAPPED_FILE);
-    if (!CHECK(blk != NULL)) {
-        wintest_dump(d);
+    const memdiff_block *blk = block_in(d, addr(view), MEMDIFF_CAT_MAPPED_FILE);
+    if (!blk)
         goto out;
-    }
     CHECK_STR(blk->label, path);
     uint64_t want = wintest_under_wine() ? 4 * window : 4;
     CHECK_EQ(blk->totals.new_bytes, want * pg);
@@ -462,16 +468,13 @@ static void test_pagefile_section(void)
     if (!CHECK(view != NULL))
         goto out;
     a = snap();
-    for (int i = 0; i < 5; i++)
-        view[3 * i * pg] = 's';
+    write_pages(view, 5, 3, 's');
     b = snap();
     if (!CHECK(a && b) || !CHECK((d = diff_of(a, b, 0)) != NULL))
         goto out;
-    const memdiff_block *blk = wintest_block_at(d, addr(view), MEMDIFF_CAT_SHARED);
-    if (!CHECK(blk != NULL)) {
-        wintest_dump(d);
+    const memdiff_block *blk = block_in(d, addr(view), MEMDIFF_CAT_SHARED);
+    if (!blk)
         goto out;
-    }
     CHECK_STR(blk->label, "shared anonymous");
     CHECK_EQ(blk->totals.new_bytes, 5 * pg);
     CHECK_EQ(blk->totals.new_shared_bytes, 5 * pg);
