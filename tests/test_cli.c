@@ -1,23 +1,20 @@
 /*
  * test_cli.c - the real memdiff binary (MEMDIFF_CLI_PATH) run through the shell against
- * processes this test starts: a child that allocates and touches 8 MiB when told to, between
- * two snapshots, and answers on a pipe when done. Checks exit statuses (0 ok, 1 --fail-on held,
- * 2 usage or error), what goes to stdout and what to stderr.
+ * processes this test starts: tests/cli_target.c, which allocates and touches 8 MiB when told
+ * to, between two snapshots, and answers on a pipe when done. Checks exit statuses (0 ok, 1
+ * --fail-on held, 2 usage or error), what goes to stdout and what to stderr.
  */
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "memdiff.h"
 #include "suites.h"
-
-#define TARGET_BYTES ((size_t)8 << 20)
 
 static char dir[64];
 static char out[1 << 18], err[1 << 16];
@@ -121,39 +118,6 @@ typedef struct target {
     int to, from; /* pipe ends: commands to the child, answers from it */
 } target;
 
-/* The child: 'a' allocates and touches TARGET_BYTES; 'd' answers at once and does the same
- * 300 ms later; 'f' frees; 'q' (or EOF) exits. Each command is answered with one byte. */
-static void target_main(int in, int outfd)
-{
-#ifdef PR_SET_PTRACER
-    prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0); /* Yama: let memdiff read us */
-#endif
-    char *block = NULL;
-    char c = 'r';
-    if (write(outfd, &c, 1) != 1)
-        _exit(1);
-    while (read(in, &c, 1) == 1 && c != 'q') {
-        if (c == 'd') {
-            if (write(outfd, &c, 1) != 1)
-                _exit(1);
-            struct timespec t = {0, 300 * 1000 * 1000};
-            nanosleep(&t, NULL);
-        }
-        if ((c == 'a' || c == 'd') && !block) {
-            block = malloc(TARGET_BYTES);
-            if (!block)
-                _exit(1);
-            memset(block, 0x5a, TARGET_BYTES);
-        } else if (c == 'f') {
-            free(block);
-            block = NULL;
-        }
-        if (c != 'd' && write(outfd, &c, 1) != 1)
-            _exit(1);
-    }
-    _exit(0);
-}
-
 static target start_target(void)
 {
     int down[2], up[2];
@@ -163,9 +127,14 @@ static target start_target(void)
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
+        if (dup2(down[0], 0) < 0 || dup2(up[1], 1) < 0)
+            _exit(126);
+        close(down[0]);
         close(down[1]);
         close(up[0]);
-        target_main(down[0], up[1]);
+        close(up[1]);
+        execl(MEMDIFF_CLI_TARGET_PATH, "memdiff_cli_target", (char *)NULL);
+        _exit(127);
     }
     close(down[0]);
     close(up[1]);
@@ -340,9 +309,17 @@ START_TEST(damaged_files_are_errors)
     target t = start_target();
     ASSERT_RUN(0, "snap %d -o a.mds", (int)t.pid);
     stop_target(&t);
-    ck_assert_int_eq(sh("head -c 100 a.mds > cut.mds && printf 'x' | dd of=a.mds bs=1 seek=200 "
-                        "conv=notrunc 2>/dev/null"),
-                     0);
+    ck_assert_int_eq(sh("head -c 100 a.mds > cut.mds"), 0);
+    char path[128];
+    snprintf(path, sizeof path, "%s/a.mds", dir);
+    FILE *f = fopen(path, "r+b");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(fseek(f, 200, SEEK_SET), 0);
+    int c = fgetc(f);
+    ck_assert_int_ne(c, EOF);
+    ck_assert_int_eq(fseek(f, 200, SEEK_SET), 0);
+    fputc(c ^ 0x20, f); /* one bit of one byte */
+    fclose(f);
     ASSERT_RUN(2, "diff cut.mds cut.mds");
     ck_assert_ptr_nonnull(strstr(err, "cut.mds: snapshot file: truncated in the "));
     ASSERT_RUN(2, "show a.mds");
