@@ -16,7 +16,8 @@
     X(report)                  \
     X(file_format)             \
     X(cli)                     \
-    X(scenarios)
+    X(scenarios)               \
+    X(agreement)
 
 #define MEMDIFF_TEST_DECLARE(name) Suite *name##_suite(void);
 MEMDIFF_TEST_SUITES(MEMDIFF_TEST_DECLARE)

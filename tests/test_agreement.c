@@ -1,0 +1,743 @@
+/*
+ * test_agreement.c - memdiff's figures against the kernel's own accounting, /proc/PID/smaps, for
+ * processes held still: the agreement target (every category), /bin/sh waiting in `read`, and
+ * python3 after imports and allocations. Also snapshots of another process by pid: categories,
+ * and the statuses of a missing, exited, zombie or forbidden process.
+ *
+ * The rule compared (fs/proc/task_mmu.c, Linux 6.x, CONFIG_PAGE_MAPCOUNT):
+ *  - smaps_pte_entry()/smaps_pmd_entry() count a present entry only when vm_normal_page() (or
+ *    vm_normal_page_pmd()) gives a page: never the shared zero page or the huge zero page, never
+ *    a special entry of a VM_PFNMAP mapping ([vvar]). memdiff leaves zero pages out of resident
+ *    too; [vvar] pages it counts as pagemap shows them (present), so for a mapping with VmFlags
+ *    "pf" the test expects smaps Rss = 0 and memdiff = the pages pagemap shows present.
+ *  - smaps_account(): a page is Private_* when its folio's refcount is 1 or its precise page
+ *    mapcount is below 2, else Shared_*; pagemap's exclusive bit (PM_MMAP_EXCLUSIVE) is
+ *    folio_precise_page_mapcount() == 1. The same test, so Private/Shared must match exactly.
+ *  - Pss adds (PAGE_SIZE << 12) / mapcount per page (PAGE_SIZE << 12 when mapcount < 2) and
+ *    prints sum >> 12 >> 10 kB. As root at deep depth memdiff has kpagecount per frame, which is
+ *    folio_precise_page_mapcount(), so the test recomputes Pss from the snapshot's own map counts.
+ * "The same instant": smaps is read before and after each snapshot; a mapping is compared only
+ * when both readings agree. The target's own pages do not change (it waits on a pipe), but pages
+ * it shares with the rest of the machine (libc, page cache) change map counts whenever another
+ * process starts or exits, so a mapping whose smaps shows shared pages is retried in a later round
+ * when it disagrees; a mapping with nothing shared must agree at the first stable reading.
+ */
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "scenario_util.h"
+#include "smaps.h"
+#include "suites.h"
+
+#define ROUNDS 12
+#define MAX_FEATURES 32
+
+/* ---- target processes ------------------------------------------------------------------- */
+
+typedef struct feature {
+    char name[32];
+    uint64_t start, end;
+} feature;
+
+typedef struct target {
+    pid_t pid;
+    int in_fd;    /* its stdin: closing it releases the target */
+    FILE *out;    /* its stdout */
+    feature features[MAX_FEATURES];
+    size_t feature_count;
+    int cow_child;
+} target;
+
+/* Starts argv with pipes on stdin and stdout and reads its lines up to "ready". NULL, or what
+ * went wrong (static storage). */
+static const char *target_start(target *t, char *const argv[])
+{
+    static char msg[512];
+    memset(t, 0, sizeof *t);
+    int in[2], out[2];
+    if (pipe(in) != 0 || pipe(out) != 0)
+        return "pipe failed";
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0)
+        return "fork failed";
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        dup2(in[0], 0);
+        dup2(out[1], 1);
+        close(in[0]);
+        close(in[1]);
+        close(out[0]);
+        close(out[1]);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    t->pid = pid;
+    t->in_fd = in[1];
+    t->out = fdopen(out[0], "r");
+    char line[512];
+    while (t->out && fgets(line, sizeof line, t->out)) {
+        feature f;
+        int n = 0;
+        unsigned long long s, e;
+        if (strncmp(line, "ready", 5) == 0)
+            return NULL;
+        if (sscanf(line, "cow_child %d", &n) == 1) {
+            t->cow_child = n;
+        } else if (sscanf(line, "%31s 0x%llx 0x%llx", f.name, &s, &e) == 3 &&
+                   t->feature_count < MAX_FEATURES) {
+            f.start = s;
+            f.end = e;
+            t->features[t->feature_count++] = f;
+        }
+    }
+    snprintf(msg, sizeof msg, "%s exited before it was ready", argv[0]);
+    return msg;
+}
+
+static void target_stop(target *t)
+{
+    if (t->in_fd >= 0)
+        close(t->in_fd);
+    t->in_fd = -1;
+    for (int i = 0; i < 5000; i++) {
+        int st;
+        pid_t r = waitpid(t->pid, &st, WNOHANG);
+        if (r == t->pid || r < 0)
+            break;
+        if (i == 4999) {
+            kill(t->pid, SIGKILL);
+            waitpid(t->pid, &st, 0);
+        }
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
+    if (t->out)
+        fclose(t->out);
+    t->out = NULL;
+}
+
+static const feature *target_feature(const target *t, const char *name)
+{
+    for (size_t i = 0; i < t->feature_count; i++)
+        if (strcmp(t->features[i].name, name) == 0)
+            return &t->features[i];
+    return NULL;
+}
+
+/* The agreement target's argv, with or without the dlopen'd module. */
+static const char *own_target_start(target *t, int with_module)
+{
+    static char dir[4096];
+    snprintf(dir, sizeof dir, "%s", access("/var/tmp", W_OK) == 0 ? "/var/tmp" : "/tmp");
+    char *argv[] = {(char *)MEMDIFF_AGREEMENT_TARGET, dir,
+                    with_module ? (char *)MEMDIFF_TESTLIB_PATH : NULL, NULL};
+    return target_start(t, argv);
+}
+
+static const char PYTHON_SCRIPT[] =
+    "import sys, json, decimal, sqlite3, collections, re\n"
+    "ints = list(range(1000000))\n"
+    "blob = bytearray(50 * 1024 * 1024)\n"
+    "for i in range(0, len(blob) // 2, 4096):\n"
+    "    blob[i] = 1\n"
+    "db = sqlite3.connect(':memory:')\n"
+    "db.execute('create table t (x)')\n"
+    "db.executemany('insert into t values (?)', ((i,) for i in range(10000)))\n"
+    "doc = json.dumps({'sum': str(decimal.Decimal(sum(ints)) / 7)})\n"
+    "sys.stdout.write('ready\\n')\n"
+    "sys.stdout.flush()\n"
+    "sys.stdin.read()\n";
+
+static const char *python_path(void)
+{
+    return access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : NULL;
+}
+
+/* ---- comparing with smaps ---------------------------------------------------------------- */
+
+typedef struct agreement {
+    size_t vmas;          /* mappings compared and agreeing */
+    size_t regions;       /* memdiff regions inside them */
+    size_t pss_vmas;      /* of vmas, with Pss compared too */
+    size_t pfnmap;        /* of vmas, under the VM_PFNMAP rule */
+    size_t retried;       /* of vmas, agreeing only in a later round (shared pages changed) */
+    size_t rounds;
+    char *why;            /* the first disagreement, or NULL */
+} agreement;
+
+static void disagree(agreement *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void disagree(agreement *a, const char *fmt, ...)
+{
+    if (a->why)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    if (vasprintf(&a->why, fmt, ap) < 0)
+        a->why = NULL;
+    va_end(ap);
+}
+
+/* Pages of [start, end) that pagemap shows present, read by the test itself. */
+static uint64_t pagemap_present(int pid, uint64_t start, uint64_t end)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/pagemap", pid);
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return UINT64_MAX;
+    uint64_t ps = scn_page(), n = 0;
+    for (uint64_t a = start; a < end; a += ps) {
+        uint64_t e = 0;
+        if (pread(fd, &e, sizeof e, (off_t)(a / ps * 8)) == (ssize_t)sizeof e && (e >> 63))
+            n++;
+    }
+    close(fd);
+    return n;
+}
+
+typedef struct figures {
+    uint64_t resident, private_, shared, swapped;
+    uint64_t pss_fixed; /* sum of (page << 12) / mapcount, as smaps_account() adds it */
+    size_t regions;
+} figures;
+
+/* memdiff's figures for the mapping v: its regions must tile it exactly. Returns 0, or -1 with
+ * the reason recorded. *next is the index of the first region not before v. */
+static int memdiff_figures(const memdiff_snapshot *s, const smaps_vma *v, size_t *next, figures *f,
+                           agreement *a)
+{
+    memset(f, 0, sizeof *f);
+    size_t n = memdiff_snapshot_region_count(s);
+    size_t i = *next;
+    memdiff_region r;
+    while (i < n && memdiff_snapshot_region(s, i, &r) == MEMDIFF_OK && r.end <= v->start)
+        i++;
+    uint64_t pos = v->start;
+    while (i < n && memdiff_snapshot_region(s, i, &r) == MEMDIFF_OK && r.start < v->end) {
+        if (r.start != pos || r.end > v->end) {
+            disagree(a, "memdiff region 0x%llx-0x%llx '%s' does not tile mapping 0x%llx-0x%llx %s",
+                      (unsigned long long)r.start, (unsigned long long)r.end, r.label,
+                      (unsigned long long)v->start, (unsigned long long)v->end, v->name);
+            return -1;
+        }
+        f->resident += r.resident_bytes;
+        f->private_ += r.private_bytes;
+        f->shared += r.shared_bytes;
+        f->swapped += r.swapped_bytes;
+        f->regions++;
+        pos = r.end;
+        i++;
+    }
+    *next = i;
+    if (pos != v->end) {
+        disagree(a, "memdiff regions cover 0x%llx-0x%llx of mapping 0x%llx-0x%llx %s",
+                  (unsigned long long)v->start, (unsigned long long)pos,
+                  (unsigned long long)v->start, (unsigned long long)v->end, v->name);
+        return -1;
+    }
+    /* Pss from the snapshot's per-page map counts (deep depth). */
+    if (s->mapcount) {
+        uint64_t ps = s->info.page_size;
+        for (size_t k = 0; k < s->run_count; k++) {
+            const memdiff__run *run = &s->runs[k];
+            if (run->start < v->start || run->start >= v->end || run->aux == MEMDIFF__NO_AUX ||
+                !memdiff__attrs_resident(run->attrs))
+                continue;
+            for (uint64_t p = 0; p < run->npages; p++) {
+                uint64_t mc = s->mapcount[run->aux + p];
+                uint64_t pss = ps << 12;
+                f->pss_fixed += mc >= 2 ? pss / mc : pss;
+            }
+        }
+    }
+    return 0;
+}
+
+#define KB(x) ((unsigned long long)((x) / 1024))
+
+/* Compares one mapping; 0 when it agrees, else -1 with the reason (in why, not yet recorded). */
+static int compare_vma(int pid, const smaps_vma *v, const figures *f, memdiff_depth depth,
+                       int with_pss, int *pfnmap, char *why, size_t size)
+{
+    uint64_t shared = v->shared_clean + v->shared_dirty;
+    uint64_t priv = v->private_clean + v->private_dirty;
+    *pfnmap = smaps_has_flag(v, "pf");
+    if (*pfnmap) {
+        /* VM_PFNMAP: vm_normal_page() gives no page, smaps counts nothing; memdiff counts what
+         * pagemap shows present, none of it exclusive (pagemap's test needs a page too). */
+        uint64_t present = pagemap_present(pid, v->start, v->end) * scn_page();
+        if (v->rss != 0 || f->resident != present ||
+            (depth > MEMDIFF_DEPTH_FAST && f->private_ != 0) || f->swapped != v->swap) {
+            snprintf(why, size,
+                     "VM_PFNMAP mapping 0x%llx-0x%llx %s: smaps Rss %llu kB (want 0); memdiff "
+                     "resident %llu kB, pagemap present %llu kB, private %llu kB",
+                     (unsigned long long)v->start, (unsigned long long)v->end, v->name,
+                     KB(v->rss), KB(f->resident), KB(present), KB(f->private_));
+            return -1;
+        }
+        return 0;
+    }
+    uint64_t pss_kb = (f->pss_fixed >> 12) >> 10;
+    /* Fast depth has no exclusivity: its private / shared split is an estimate (memdiff.h). */
+    int split = depth > MEMDIFF_DEPTH_FAST;
+    if (f->resident != v->rss || (split && (f->private_ != priv || f->shared != shared)) ||
+        f->swapped != v->swap || (with_pss && pss_kb != v->pss / 1024)) {
+        snprintf(why, size,
+                 "mapping 0x%llx-0x%llx %s %s: smaps Rss %llu Private %llu Shared %llu Swap %llu "
+                 "Pss %llu kB; memdiff resident %llu private %llu shared %llu swapped %llu "
+                 "pss %llu kB (%zu regions)",
+                 (unsigned long long)v->start, (unsigned long long)v->end, v->perms, v->name,
+                 KB(v->rss), KB(priv), KB(shared), KB(v->swap), KB(v->pss), KB(f->resident),
+                 KB(f->private_), KB(f->shared), KB(f->swapped),
+                 with_pss ? (unsigned long long)pss_kb : 0ull, f->regions);
+        return -1;
+    }
+    return 0;
+}
+
+/* Rounds of smaps / snapshot / smaps until every mapping agreed at a stable reading, or until a
+ * mapping that cannot change disagreed, or ROUNDS ran out. */
+static void agree(int pid, memdiff_depth depth, agreement *a)
+{
+    memset(a, 0, sizeof *a);
+    smaps first;
+    if (smaps_read(pid, &first) != 0) {
+        disagree(a, "cannot read /proc/%d/smaps", pid);
+        return;
+    }
+    size_t total = first.count;
+    uint64_t *done = calloc(total ? total : 1, sizeof *done); /* starts of agreed mappings */
+    size_t ndone = 0;
+    smaps_free(&first);
+    char why[1024] = "";
+    for (int round = 0; round < ROUNDS && ndone < total && !a->why; round++) {
+        a->rounds++;
+        smaps before, after;
+        memdiff_snapshot *s = NULL;
+        memdiff_options o = MEMDIFF_OPTIONS_INIT;
+        o.pid = pid;
+        o.depth = depth;
+        if (smaps_read(pid, &before) != 0) {
+            disagree(a, "cannot read /proc/%d/smaps", pid);
+            break;
+        }
+        int rc = memdiff_snapshot_take(&o, &s);
+        if (rc != MEMDIFF_OK) {
+            disagree(a, "snapshot of %d: %s: %s", pid, memdiff_status_name(rc),
+                     memdiff_last_error());
+            smaps_free(&before);
+            break;
+        }
+        memdiff_snapshot_info info;
+        memdiff_snapshot_get_info(s, &info);
+        int with_pss = info.depth == MEMDIFF_DEPTH_DEEP && s->mapcount != NULL;
+        if (smaps_read(pid, &after) != 0 || after.count != before.count) {
+            smaps_free(&before);
+            smaps_free(&after);
+            memdiff_snapshot_free(s);
+            continue; /* the mapping list changed: not this target, but retry */
+        }
+        size_t next = 0;
+        for (size_t i = 0; i < before.count && !a->why; i++) {
+            const smaps_vma *v = &before.vma[i];
+            int seen = 0;
+            for (size_t k = 0; k < ndone; k++)
+                seen |= done[k] == v->start;
+            figures f;
+            if (memdiff_figures(s, v, &next, &f, a) != 0)
+                break;
+            if (seen || !smaps_vma_equal(v, &after.vma[i]))
+                continue;
+            int pfnmap = 0;
+            if (compare_vma(pid, v, &f, depth, with_pss, &pfnmap, why, sizeof why) != 0) {
+                /* Only pages shared with other processes can change while the target waits. */
+                if (v->shared_clean + v->shared_dirty == 0 && v->pss == v->rss)
+                    disagree(a, "%s", why);
+                continue;
+            }
+            if (ndone < total)
+                done[ndone++] = v->start;
+            a->vmas++;
+            a->regions += f.regions;
+            a->pss_vmas += with_pss && !pfnmap;
+            a->pfnmap += pfnmap;
+            a->retried += round > 0;
+        }
+        /* Every memdiff region belongs to a mapping smaps lists. */
+        if (!a->why && next != memdiff_snapshot_region_count(s)) {
+            memdiff_region r;
+            memdiff_snapshot_region(s, next, &r);
+            disagree(a, "memdiff region 0x%llx-0x%llx '%s' is in no smaps mapping",
+                     (unsigned long long)r.start, (unsigned long long)r.end, r.label);
+        }
+        smaps_free(&before);
+        smaps_free(&after);
+        memdiff_snapshot_free(s);
+    }
+    if (!a->why && ndone < total)
+        disagree(a, "%zu of %zu mappings never agreed in %d rounds; last: %s", total - ndone,
+                  total, ROUNDS, why[0] ? why : "smaps never stable");
+    free(done);
+}
+
+static void print_agreement(const char *what, const char *user, memdiff_depth depth,
+                            const agreement *a)
+{
+    printf("agreement: %-22s %-6s %-8s %3zu mappings agree exactly (%zu memdiff regions; "
+           "Pss in %zu; VM_PFNMAP rule %zu; %zu after a retry; %zu rounds)\n",
+           what, user, memdiff_depth_name(depth), a->vmas, a->regions, a->pss_vmas, a->pfnmap,
+           a->retried, a->rounds);
+    fflush(stdout);
+}
+
+/* Agreement of one started target at the given depths; NULL or the first disagreement. */
+static const char *agree_target(target *t, const char *what, const char *user,
+                                const memdiff_depth *depths, size_t ndepths)
+{
+    static char msg[2048];
+    for (size_t i = 0; i < ndepths; i++) {
+        agreement a;
+        agree(t->pid, depths[i], &a);
+        if (a.why) {
+            snprintf(msg, sizeof msg, "%s (%s, %s): %s", what, user,
+                     memdiff_depth_name(depths[i]), a.why);
+            free(a.why);
+            return msg;
+        }
+        if (a.vmas == 0) {
+            snprintf(msg, sizeof msg, "%s: no mapping compared", what);
+            return msg;
+        }
+        print_agreement(what, user, depths[i], &a);
+    }
+    return NULL;
+}
+
+/* ---- agreement tests --------------------------------------------------------------------- */
+
+static const memdiff_depth ROOT_DEPTHS[] = {MEMDIFF_DEPTH_FAST, MEMDIFF_DEPTH_STANDARD,
+                                            MEMDIFF_DEPTH_DEEP};
+static const memdiff_depth USER_DEPTHS[] = {MEMDIFF_DEPTH_STANDARD};
+
+static const char *user_name(void)
+{
+    return geteuid() == 0 ? "root" : "user";
+}
+
+START_TEST(own_target_agrees)
+{
+    target t;
+    const char *err = own_target_start(&t, 1);
+    ck_assert_msg(err == NULL, "%s", err ? err : "");
+    err = agree_target(&t, "agreement_target", user_name(), ROOT_DEPTHS, 3);
+    if (!err && t.cow_child > 0) {
+        /* The copy-on-write child shares the target's pages: Shared and Pss from the other side. */
+        target c = t;
+        c.pid = t.cow_child;
+        err = agree_target(&c, "agreement_target child", user_name(), ROOT_DEPTHS + 2, 1);
+    }
+    target_stop(&t);
+    ck_assert_msg(err == NULL, "%s", err ? err : "");
+}
+END_TEST
+
+START_TEST(shell_agrees)
+{
+    char *argv[] = {(char *)"/bin/sh", (char *)"-c", (char *)"echo ready $$; read line", NULL};
+    target t;
+    const char *err = target_start(&t, argv);
+    ck_assert_msg(err == NULL, "%s", err ? err : "");
+    err = agree_target(&t, "/bin/sh (read)", user_name(), ROOT_DEPTHS, 3);
+    target_stop(&t);
+    ck_assert_msg(err == NULL, "%s", err ? err : "");
+}
+END_TEST
+
+START_TEST(python_agrees)
+{
+    const char *py = python_path();
+    if (!py) {
+        printf("agreement: no /usr/bin/python3; python target skipped\n");
+        return;
+    }
+    char *argv[] = {(char *)py, (char *)"-c", (char *)PYTHON_SCRIPT, NULL};
+    target t;
+    const char *err = target_start(&t, argv);
+    ck_assert_msg(err == NULL, "%s", err ? err : "");
+    err = agree_target(&t, "python3 (imports, 50 MB)", user_name(), ROOT_DEPTHS + 1, 2);
+    target_stop(&t);
+    ck_assert_msg(err == NULL, "%s", err ? err : "");
+}
+END_TEST
+
+/* Unprivileged: a child dropped to nobody starts each target as nobody and compares at standard
+ * depth (no frame numbers, so no Pss). */
+static const char *unprivileged_all(void *arg)
+{
+    (void)arg;
+    target t;
+    const char *err = own_target_start(&t, 1);
+    if (err)
+        return err;
+    err = agree_target(&t, "agreement_target", "nobody", USER_DEPTHS, 1);
+    target_stop(&t);
+    if (err)
+        return err;
+    char *sh[] = {(char *)"/bin/sh", (char *)"-c", (char *)"echo ready $$; read line", NULL};
+    if ((err = target_start(&t, sh)) != NULL)
+        return err;
+    err = agree_target(&t, "/bin/sh (read)", "nobody", USER_DEPTHS, 1);
+    target_stop(&t);
+    if (err || !python_path())
+        return err;
+    char *py[] = {(char *)python_path(), (char *)"-c", (char *)PYTHON_SCRIPT, NULL};
+    if ((err = target_start(&t, py)) != NULL)
+        return err;
+    err = agree_target(&t, "python3 (imports, 50 MB)", "nobody", USER_DEPTHS, 1);
+    target_stop(&t);
+    return err;
+}
+
+START_TEST(unprivileged_agrees)
+{
+    if (geteuid() != 0) {
+        printf("agreement: not root; the other tests ran unprivileged already\n");
+        return;
+    }
+    const char *err = scn_as_nobody(unprivileged_all, NULL);
+    ck_assert_msg(err == NULL, "%s", err ? err : "");
+}
+END_TEST
+
+/* ---- another process by pid --------------------------------------------------------------- */
+
+static memdiff_snapshot *snap_pid(int pid, memdiff_depth depth)
+{
+    memdiff_options o = MEMDIFF_OPTIONS_INIT;
+    o.pid = pid;
+    o.depth = depth;
+    memdiff_snapshot *s = NULL;
+    int rc = memdiff_snapshot_take(&o, &s);
+    ck_assert_msg(rc == MEMDIFF_OK, "snapshot of %d: %s: %s", pid, memdiff_status_name(rc),
+                  memdiff_last_error());
+    return s;
+}
+
+/* The region holding the feature's first byte, with its category and label checked, and its
+ * resident / private page counts over the whole feature (which may span regions). */
+static void expect_feature(const memdiff_snapshot *s, const target *t, const char *name,
+                           memdiff_category cat, const char *label, long resident, long priv)
+{
+    const feature *f = target_feature(t, name);
+    ck_assert_msg(f != NULL, "the target reported no '%s'", name);
+    memdiff_region r;
+    ck_assert_int_eq(memdiff_snapshot_find(s, f->start, &r), MEMDIFF_OK);
+    ck_assert_msg(r.category == cat, "%s at 0x%llx: category %s, want %s ('%s')", name,
+                  (unsigned long long)f->start, memdiff_category_name(r.category),
+                  memdiff_category_name(cat), r.label);
+    ck_assert_msg(strstr(r.label, label) != NULL, "%s: label '%s' lacks '%s'", name, r.label,
+                  label);
+    if (resident < 0)
+        return;
+    /* Pages inside the feature, from the snapshot's runs (a region may hold more than it). */
+    uint64_t ps = scn_page(), res = 0, pv = 0;
+    for (size_t i = 0; i < s->run_count; i++) {
+        const memdiff__run *run = &s->runs[i];
+        for (uint64_t p = 0; p < run->npages; p++) {
+            uint64_t a = run->start + p * ps;
+            if (a < f->start || a >= f->end || !memdiff__attrs_resident(run->attrs))
+                continue;
+            res++;
+            pv += (run->attrs & MEMDIFF_PAGE_PRIVATE) != 0;
+        }
+    }
+    ck_assert_msg(res == (uint64_t)resident && pv == (uint64_t)priv,
+                  "%s: %llu resident (%llu private) pages, want %ld (%ld)", name,
+                  (unsigned long long)res, (unsigned long long)pv, resident, priv);
+}
+
+static size_t count_stacks(const memdiff_snapshot *s, int pid)
+{
+    size_t found = 0, n = memdiff_snapshot_region_count(s);
+    char dir[64];
+    snprintf(dir, sizeof dir, "/proc/%d/task", pid);
+    DIR *d = opendir(dir);
+    ck_assert_ptr_nonnull(d);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        char label[300];
+        snprintf(label, sizeof label, "thread %s", e->d_name);
+        for (size_t i = 0; i < n; i++) {
+            memdiff_region r;
+            memdiff_snapshot_region(s, i, &r);
+            if (r.category == MEMDIFF_CAT_STACK && strcmp(r.label, label) == 0) {
+                found++;
+                break;
+            }
+        }
+    }
+    closedir(d);
+    return found;
+}
+
+/* Every category of another process, with exact page counts where the target fixes them. */
+START_TEST(other_process_categories)
+{
+    target t;
+    const char *err = own_target_start(&t, 1);
+    ck_assert_msg(err == NULL, "%s", err ? err : "");
+    memdiff_snapshot *s = snap_pid(t.pid, MEMDIFF_DEPTH_STANDARD);
+    memdiff_snapshot_info info;
+    memdiff_snapshot_get_info(s, &info);
+    ck_assert_int_eq(info.pid, t.pid);
+    unsigned want = MEMDIFF_SRC_MAPS | MEMDIFF_SRC_PAGEMAP | MEMDIFF_SRC_THREADS |
+                    MEMDIFF_SRC_HEAPS | MEMDIFF_SRC_MODULES | MEMDIFF_SRC_STATUS;
+    ck_assert_msg((info.sources & want) == want, "sources 0x%x", info.sources);
+    ck_assert_uint_gt(info.totals.vm_rss, 0);
+
+    expect_feature(s, &t, "module_bss", MEMDIFF_CAT_IMAGE, "libmemdiff_testlib", 3, 3);
+    expect_feature(s, &t, "brk_block", MEMDIFF_CAT_HEAP, "[heap]", -1, -1);
+    expect_feature(s, &t, "mmap_chunk", MEMDIFF_CAT_HEAP, "malloc mmap chunk", -1, -1);
+    expect_feature(s, &t, "arena_block", MEMDIFF_CAT_HEAP, "malloc arena 0x", -1, -1);
+    const feature *file = target_feature(&t, "file");
+    ck_assert_ptr_nonnull(file);
+    char path[64];
+    snprintf(path, sizeof path, "memdiff-agreement-%d.dat", (int)t.pid);
+    expect_feature(s, &t, "file", MEMDIFF_CAT_MAPPED_FILE, path, -1, -1);
+    expect_feature(s, &t, "shared_anon", MEMDIFF_CAT_SHARED, "shared anonymous", 5, 5);
+    expect_feature(s, &t, "memfd", MEMDIFF_CAT_SHARED, "/memfd:memdiff-agreement", 3, 3);
+    expect_feature(s, &t, "sysv", MEMDIFF_CAT_SHARED, "/SYSV", 4, 4);
+    expect_feature(s, &t, "private", MEMDIFF_CAT_PRIVATE, "anonymous", 10, 10);
+    expect_feature(s, &t, "zero", MEMDIFF_CAT_PRIVATE, "anonymous", 0, 0);
+    expect_feature(s, &t, "dontneed", MEMDIFF_CAT_PRIVATE, "anonymous", 10, 10);
+    /* 12 pages still shared with the copy-on-write child, 4 the child rewrote. */
+    expect_feature(s, &t, "cow", MEMDIFF_CAT_PRIVATE, "anonymous", 16, 4);
+    /* A transparent huge page: 512 resident pages of one folio (when the kernel gave one). */
+    const feature *thp = target_feature(&t, "thp");
+    smaps sm;
+    ck_assert_int_eq(smaps_read(t.pid, &sm), 0);
+    const smaps_vma *tv = smaps_find(&sm, thp->start);
+    ck_assert_ptr_nonnull(tv);
+    long huge = (long)(tv->anon_huge / scn_page());
+    smaps_free(&sm);
+    expect_feature(s, &t, "thp", MEMDIFF_CAT_PRIVATE, "anonymous", huge ? huge : 1,
+                   huge ? huge : 1);
+    expect_feature(s, &t, "hugezero", MEMDIFF_CAT_PRIVATE, "anonymous", 0, 0);
+    /* main thread ([stack]), the arena thread and the idle thread */
+    ck_assert_uint_eq(count_stacks(s, t.pid), 3);
+    memdiff_region r;
+    int special = 0;
+    for (size_t i = 0; i < memdiff_snapshot_region_count(s); i++) {
+        memdiff_snapshot_region(s, i, &r);
+        special |= r.category == MEMDIFF_CAT_SPECIAL && strcmp(r.label, "[vdso]") == 0;
+    }
+    ck_assert_msg(special, "no [vdso] region");
+    memdiff_snapshot_free(s);
+    target_stop(&t);
+}
+END_TEST
+
+static int wait_state(pid_t pid, char want)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    for (int i = 0; i < 5000; i++) {
+        FILE *f = fopen(path, "r");
+        if (f) {
+            size_t n = fread(buf, 1, sizeof buf - 1, f);
+            fclose(f);
+            buf[n] = '\0';
+            const char *rp = strrchr(buf, ')');
+            if (rp && rp[1] == ' ' && rp[2] == want)
+                return 1;
+        }
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
+    return 0;
+}
+
+static void expect_status(int pid, int status, const char *detail)
+{
+    memdiff_options o = MEMDIFF_OPTIONS_INIT;
+    o.pid = pid;
+    memdiff_snapshot *s = (memdiff_snapshot *)&o; /* must be reset to NULL */
+    int rc = memdiff_snapshot_take(&o, &s);
+    ck_assert_msg(rc == status, "pid %d: %s (%s), want %s", pid, memdiff_status_name(rc),
+                  memdiff_last_error(), memdiff_status_name(status));
+    ck_assert_ptr_null(s);
+    ck_assert_msg(strstr(memdiff_last_error(), detail) != NULL, "pid %d: detail '%s' lacks '%s'",
+                  pid, memdiff_last_error(), detail);
+}
+
+static const char *read_init_as_nobody(void *arg)
+{
+    (void)arg;
+    static char msg[512];
+    memdiff_options o = MEMDIFF_OPTIONS_INIT;
+    o.pid = 1;
+    memdiff_snapshot *s = NULL;
+    int rc = memdiff_snapshot_take(&o, &s);
+    if (rc == MEMDIFF_EACCES && s == NULL && strstr(memdiff_last_error(), "/proc/1/maps"))
+        return NULL;
+    snprintf(msg, sizeof msg, "pid 1 as nobody: %s (%s), want MEMDIFF_EACCES naming /proc/1/maps",
+             memdiff_status_name(rc), memdiff_last_error());
+    memdiff_snapshot_free(s);
+    return msg;
+}
+
+/* Missing and exited processes are MEMDIFF_ESRCH, a zombie included (it has no memory left to
+ * read: its maps read empty, and a snapshot of nothing would pass for an empty process); a
+ * process the caller may not read is MEMDIFF_EACCES. Each with a detail naming the process. */
+START_TEST(process_statuses)
+{
+    char name[32];
+    pid_t c = fork();
+    ck_assert_int_ge(c, 0);
+    if (c == 0)
+        _exit(0);
+    ck_assert(wait_state(c, 'Z'));
+    snprintf(name, sizeof name, "/proc/%d", (int)c);
+    expect_status(c, MEMDIFF_ESRCH, name);
+    ck_assert_int_eq(waitpid(c, NULL, 0), c);
+    expect_status(c, MEMDIFF_ESRCH, name);
+    const char *err = scn_as_nobody(read_init_as_nobody, NULL);
+    ck_assert_msg(err == NULL, "%s", err ? err : "");
+}
+END_TEST
+
+Suite *agreement_suite(void)
+{
+    Suite *s = suite_create("agreement");
+    TCase *tc = tcase_create("Smaps");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, own_target_agrees);
+    tcase_add_test(tc, shell_agrees);
+    tcase_add_test(tc, python_agrees);
+    tcase_add_test(tc, unprivileged_agrees);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("Pid");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, other_process_categories);
+    tcase_add_test(tc, process_statuses);
+    suite_add_tcase(s, tc);
+    return s;
+}
