@@ -840,19 +840,6 @@ static int parse_aux(loader *l)
     return MEMDIFF_OK;
 }
 
-/* Page counts of region g from the run u. Same rule as the snapshot builder: resident means
- * present and not the zero page. */
-static void count_run(memdiff__region *g, const memdiff__run *u)
-{
-    if (memdiff__attrs_resident(u->attrs)) {
-        g->resident_pages += u->npages;
-        if (u->attrs & MEMDIFF_PAGE_PRIVATE)
-            g->private_pages += u->npages;
-    }
-    if (u->attrs & MEMDIFF_PAGE_SWAPPED)
-        g->swapped_pages += u->npages;
-}
-
 static int parse_runs(loader *l)
 {
     reader r = section_reader(l, TAG_RUNS);
@@ -922,7 +909,7 @@ static int parse_runs(loader *l)
         if (!g->run_count)
             g->run_first = i;
         g->run_count++;
-        count_run(g, u);
+        memdiff__region_count(g, u->attrs, u->npages);
         prev_end = end;
         s->run_count = i + 1;
     }

@@ -75,6 +75,19 @@ static inline int memdiff__attrs_resident(unsigned attrs)
     return (attrs & MEMDIFF_PAGE_PRESENT) && !(attrs & MEMDIFF_PAGE_ZERO);
 }
 
+/* Counts npages pages with attrs into the region's resident, private and swapped pages: the one
+ * rule, for the snapshot builder and the file loader alike. */
+static inline void memdiff__region_count(memdiff__region *r, unsigned attrs, uint64_t npages)
+{
+    if (memdiff__attrs_resident(attrs)) {
+        r->resident_pages += npages;
+        if (attrs & MEMDIFF_PAGE_PRIVATE)
+            r->private_pages += npages;
+    }
+    if (attrs & MEMDIFF_PAGE_SWAPPED)
+        r->swapped_pages += npages;
+}
+
 /* Sets the info's region and run counts and its byte totals (resident, private, shared,
  * swapped, own) from the regions' page counts. */
 void memdiff__snapshot_tally(memdiff_snapshot *s);

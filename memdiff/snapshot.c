@@ -106,13 +106,7 @@ static int on_run(void *ctx, uint64_t start, uint64_t npages, unsigned attrs, co
             r->run_first = s->run_count - 1;
         r->run_count++;
     }
-    if (memdiff__attrs_resident(attrs)) {
-        r->resident_pages += npages;
-        if (attrs & MEMDIFF_PAGE_PRIVATE)
-            r->private_pages += npages;
-    }
-    if (attrs & MEMDIFF_PAGE_SWAPPED)
-        r->swapped_pages += npages;
+    memdiff__region_count(r, attrs, npages);
     return MEMDIFF_OK;
 }
 

@@ -89,13 +89,7 @@ static int fill(memdiff_snapshot *s, const synth_spec *spec)
         u->region = (uint32_t)ri;
         u->aux = spec->pfn ? aux : MEMDIFF__NO_AUX;
         aux += in->npages;
-        if (memdiff__attrs_resident(in->attrs)) {
-            r->resident_pages += in->npages;
-            if (in->attrs & MEMDIFF_PAGE_PRIVATE)
-                r->private_pages += in->npages;
-        }
-        if (in->attrs & MEMDIFF_PAGE_SWAPPED)
-            r->swapped_pages += in->npages;
+        memdiff__region_count(r, in->attrs, in->npages);
     }
     if (spec->pfn) {
         s->pfn = memdiff__arena_grow(&s->arena, NULL, 0, (aux ? aux : 1) * sizeof *s->pfn);

@@ -128,13 +128,7 @@ static memdiff_snapshot *synthetic(void)
         if (!g->run_count)
             g->run_first = i;
         g->run_count++;
-        if (memdiff__attrs_resident(u->attrs)) {
-            g->resident_pages += u->npages;
-            if (u->attrs & MEMDIFF_PAGE_PRIVATE)
-                g->private_pages += u->npages;
-        }
-        if (u->attrs & MEMDIFF_PAGE_SWAPPED)
-            g->swapped_pages += u->npages;
+        memdiff__region_count(g, u->attrs, u->npages);
     }
     s->aux_count = 31;
     s->pfn = memdiff__arena_alloc(ar, s->aux_count * sizeof(uint64_t));
