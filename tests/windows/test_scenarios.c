@@ -730,6 +730,45 @@ static void test_heaps_undisturbed(void)
     CHECK_EQ(after.bytes, before.bytes);
 }
 
+/* ---- snapshots taken from several threads at once ----------------------------------------- */
+
+#define CONCURRENT_THREADS 4
+#define CONCURRENT_ROUNDS 3
+
+static DWORD WINAPI snapshot_thread(LPVOID arg)
+{
+    volatile LONG *failures = arg;
+    for (int i = 0; i < CONCURRENT_ROUNDS; i++) {
+        memdiff_snapshot *s = NULL;
+        memdiff_region r;
+        volatile char here = 0;
+        char me[32];
+        snprintf(me, sizeof me, "thread %lu", (unsigned long)GetCurrentThreadId());
+        /* Each finds its own stack, whatever the others are doing (HeapLock, HeapWalk...). */
+        if (memdiff_snapshot_self(MEMDIFF_DEPTH_STANDARD, &s) != MEMDIFF_OK ||
+            memdiff_snapshot_find(s, addr((const void *)&here), &r) != MEMDIFF_OK ||
+            r.category != MEMDIFF_CAT_STACK || strcmp(r.label, me) != 0)
+            InterlockedIncrement(failures);
+        memdiff_snapshot_free(s);
+    }
+    return 0;
+}
+
+static void test_concurrent_snapshots(void)
+{
+    volatile LONG failures = 0;
+    HANDLE t[CONCURRENT_THREADS];
+    for (int i = 0; i < CONCURRENT_THREADS; i++)
+        t[i] = CreateThread(NULL, 0, snapshot_thread, (LPVOID)&failures, 0, NULL);
+    for (int i = 0; i < CONCURRENT_THREADS; i++) {
+        if (CHECK(t[i] != NULL)) {
+            WaitForSingleObject(t[i], INFINITE);
+            CloseHandle(t[i]);
+        }
+    }
+    CHECK_EQ(failures, 0);
+}
+
 /* ---- MemDiff's 1999 API ------------------------------------------------------------------- */
 
 static void test_memdiff1999(void)
@@ -796,6 +835,7 @@ const wintest_case wintest_scenario_cases[] = {
     {"dll_load_unload", test_dll_load_unload},
     {"self_facts", test_self_facts},
     {"heaps_undisturbed", test_heaps_undisturbed},
+    {"concurrent_snapshots", test_concurrent_snapshots},
     {"memdiff1999", test_memdiff1999},
     {NULL, NULL},
 };
