@@ -4,7 +4,9 @@
  *
  * Order matters for honesty: the region list is read first and classified before any page is
  * read, so a mapping that appears during the page walk is simply not in this snapshot, and one
- * that vanishes reports no pages. memdiff's own chunks are named (Linux [anon:memdiff]) and also
+ * that vanishes reports no pages. The process totals are read last, after the page walk, so
+ * that a process that exited meanwhile fails the snapshot (MEMDIFF_ESRCH) instead of passing
+ * off a half torn-down address space as whole. memdiff's own chunks are named (Linux [anon:memdiff]) and also
  * listed from the arena registry, so they are Own either way.
  */
 #include <string.h>
@@ -207,8 +209,6 @@ static int take(const memdiff_options *o, memdiff_snapshot *s, memdiff__arena *s
                                    &f.module_count);
     if (!rc)
         rc = memdiff__plat_heaps(proc, scratch, regions, f.region_count, &heaps, &f.heap_count);
-    if (!rc)
-        rc = memdiff__plat_totals(proc, &s->info.totals);
     if (!rc && f.self)
         rc = memdiff__own_ranges(scratch, &own, &f.own_count);
     f.regions = regions;
@@ -235,6 +235,10 @@ static int take(const memdiff_options *o, memdiff_snapshot *s, memdiff__arena *s
         if (rc == MEMDIFF_ENOMEM)
             memdiff__set_error(rc, "snapshot: out of memory storing page runs");
     }
+    /* Totals come last: the backend then also tells whether the process exited during the
+     * snapshot, which would have left some regions read whole and others torn down. */
+    if (!rc)
+        rc = memdiff__plat_totals(proc, &s->info.totals);
     memdiff__plat_close(proc);
     if (rc)
         return rc;

@@ -227,7 +227,9 @@ int memdiff__plat_heaps(memdiff__proc *proc, memdiff__arena *arena,
                         const memdiff__plat_region *regions, size_t region_count,
                         memdiff__plat_heap **out, size_t *count);
 
-/* Process totals in bytes. Missing figures are 0. */
+/* Process totals in bytes. Missing figures are 0. The core calls it last, after the page walk:
+ * MEMDIFF_ESRCH when the process has exited (or begun to) since memdiff__plat_open, so that
+ * pages read from an address space being torn down are never passed off as a snapshot. */
 int memdiff__plat_totals(memdiff__proc *proc, memdiff_process_totals *out);
 
 /* Receives page runs from memdiff__plat_pages. npages pages from start share attrs. When the

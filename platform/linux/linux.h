@@ -145,7 +145,8 @@ uint64_t memdiff__linux_dev(dev_t dev);
 /* ---- the process (proc.c) --------------------------------------------------------------- */
 
 /* Whether the process still runs: the calling process always does; another one has exited once
- * its /proc directory is gone or its state is zombie or dead. */
+ * its /proc directory is gone, its state is zombie or dead, or its memory is gone (statm reads
+ * size 0: the task is exiting and has dropped its mm). */
 int memdiff__linux_alive(memdiff__proc *proc);
 
 /* Reads len (at most 64 KiB) bytes of the process's memory at addr through <dir>/mem, but only

@@ -247,6 +247,11 @@ int memdiff__plat_totals(memdiff__proc *proc, memdiff_process_totals *out)
         uint64_t *slot = (uint64_t *)((char *)out + fields[i].offset);
         *slot = kb * 1024;
     }
+    /* The core reads totals last: a process that still has its memory now had it during every
+     * read before (see memdiff__linux_alive), so nothing read was torn down half-way. */
+    if (!memdiff__linux_alive(proc))
+        return memdiff__set_error(MEMDIFF_ESRCH, "%s: the process exited during the snapshot",
+                                  proc->dir);
     return MEMDIFF_OK;
 }
 
@@ -271,7 +276,18 @@ int memdiff__linux_alive(memdiff__proc *proc)
             rp = buf + i;
     if (!rp || rp + 2 >= buf + n)
         return 1;
-    return rp[2] != 'Z' && rp[2] != 'X' && rp[2] != 'x';
+    if (rp[2] == 'Z' || rp[2] == 'X' || rp[2] == 'x')
+        return 0;
+    /* An exiting task drops its memory (exit_mm: task->mm = NULL, then exit_mmap tears the
+     * pages down) well before it turns zombie. statm reads all zeros once task->mm is NULL
+     * (proc_pid_statm), and a user process always maps something: size 0 means exiting. While
+     * the task still holds its mm, mm_users > 0 and exit_mmap cannot have begun. */
+    if (memdiff__linux_path(path, sizeof path, proc->dir, "statm"))
+        return 1;
+    n = memdiff__linux_read_small(path, buf, sizeof buf);
+    if (n <= 0)
+        return n == -ENOENT || n == -ESRCH ? 1 : 0; /* nor statm */
+    return !(buf[0] == '0' && buf[1] == ' ');
 }
 
 int memdiff__linux_read_mem(memdiff__proc *proc, uint64_t addr, void *buf, size_t len)
