@@ -17,7 +17,9 @@
     X(file_format)             \
     X(cli)                     \
     X(scenarios)               \
-    X(agreement)
+    X(agreement)               \
+    X(faults)                  \
+    X(assert)
 
 #define MEMDIFF_TEST_DECLARE(name) Suite *name##_suite(void);
 MEMDIFF_TEST_SUITES(MEMDIFF_TEST_DECLARE)
