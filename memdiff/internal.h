@@ -201,4 +201,30 @@ size_t memdiff__utf8_len(const unsigned char *s, size_t n);
 /* The name of one MEMDIFF_PAGE_* bit ("present", "soft-dirty"), or NULL for an unknown bit. */
 const char *memdiff__page_attr_name(unsigned bit);
 
+/* ---- assertions and filters (assert.c, filter.c, bracket.c) ----------------------------- */
+
+/* Room for one number with thousands separators and a sign ("-9,223,372,036,854,775,808"). */
+#define MEMDIFF__NUM_MAX 40
+
+/* v with thousands separators into buf; sign '+' or '-' in front unless v is 0, or 0 for none
+ * (report_text.c's formatting, shared with the check messages). Returns buf. */
+const char *memdiff__fmt_count(char buf[MEMDIFF__NUM_MAX], uint64_t v, char sign);
+
+/* MEMDIFF_OK, or MEMDIFF_EINVAL (detail prefixed with who) for a filter with unknown flags or
+ * categories. NULL is a valid filter. */
+int memdiff__filter_valid(const memdiff_filter *f, const char *who);
+
+/* Whether label matches pattern the way match says (exact, prefix, suffix, substring). */
+int memdiff__label_match(const char *label, const char *pattern, memdiff_match match);
+
+/* The part of block k's totals that filter f (NULL: none) keeps, into *kept. Returns 1 when the
+ * block is kept (in part or whole), 0 when the filter leaves it out (*kept then all zero). */
+int memdiff__filter_block(const memdiff_filter *f, const memdiff_block *k, int verbose,
+                          memdiff_totals *kept);
+
+/* Checks the arguments of a figure: category (or MEMDIFF_CAT_ALL), measure (MEMDIFF_ENOTSUP
+ * for a reserved one), filter. MEMDIFF_OK or the status, with detail prefixed with who. */
+int memdiff__figure_valid(const char *who, const memdiff_filter *filter,
+                          memdiff_category category, memdiff_measure measure);
+
 #endif /* MEMDIFF_INTERNAL_H */

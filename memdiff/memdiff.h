@@ -373,6 +373,206 @@ int memdiff_snapshot_load(FILE *in, memdiff_snapshot **out);
  * cannot be opened, e.g. it does not exist). */
 int memdiff_snapshot_load_file(const char *path, memdiff_snapshot **out);
 
+/* ---------------------------------------------------------------------------------------------
+ * Assertions on a diff, for unit tests (assert.c, filter.c, bracket.c). Framework-neutral:
+ * memdiff_check.h wraps them for the Check framework, and docs/testing-with-memdiff.md shows
+ * how to write a memory test that does not flake.
+ *
+ * A figure is one measure (new, freed, net, ...) summed over the blocks of one category, or of
+ * all, that a filter keeps. A check compares a figure with a bound and, when it fails, writes a
+ * message that shows the figure, the bound and the blocks behind the figure, largest first.
+ * Nothing here calls malloc: messages go into the caller's buffer, helpers' storage comes from
+ * memdiff's own arena.
+ * ------------------------------------------------------------------------------------------- */
+
+/* Every category but Own, where a function below takes a category. */
+#define MEMDIFF_CAT_ALL MEMDIFF_CAT_COUNT
+
+/* What a figure counts, in bytes (fields of memdiff_totals). */
+typedef enum memdiff_measure {
+    MEMDIFF_MEASURE_NEW = 0,     /* new_bytes: resident after, not before */
+    MEMDIFF_MEASURE_FREED,       /* freed_bytes: resident before, not after */
+    MEMDIFF_MEASURE_NET,         /* net_bytes = new - freed; negative when memory went back */
+    MEMDIFF_MEASURE_PRIVATE,     /* new_private_bytes: new pages mapped by this process only */
+    MEMDIFF_MEASURE_SHARED,      /* new_shared_bytes: new pages mapped elsewhere too */
+    MEMDIFF_MEASURE_NET_PRIVATE, /* new private - freed: what a leak leaves behind. Freed pages
+                                    are not split by exclusivity, so all of them count */
+    MEMDIFF_MEASURE_TOUCHED,     /* reserved for reference sets (pages accessed in a bracket,
+                                    resident before or not): MEMDIFF_ENOTSUP until diffs carry
+                                    them */
+    MEMDIFF_MEASURE_PEAK,        /* reserved: the peak resident size reached inside a bracket,
+                                    above its start: MEMDIFF_ENOTSUP likewise */
+    MEMDIFF_MEASURE_COUNT
+} memdiff_measure;
+
+/* "new", "freed", "net", "new private", "new shared", "net private", "touched", "peak";
+ * "invalid" for a value out of range. */
+const char *memdiff_measure_name(memdiff_measure measure);
+
+/* How a figure is compared with a bound: "figure <= bound" for MEMDIFF_CMP_LE. */
+typedef enum memdiff_cmp {
+    MEMDIFF_CMP_LE = 0,
+    MEMDIFF_CMP_LT,
+    MEMDIFF_CMP_EQ,
+    MEMDIFF_CMP_NE,
+    MEMDIFF_CMP_GE,
+    MEMDIFF_CMP_GT
+} memdiff_cmp;
+
+/* "<=", "<", "==", "!=", ">=", ">"; "?" for a value out of range. */
+const char *memdiff_cmp_symbol(memdiff_cmp cmp);
+
+/* The comparison written as symbol ("<=", ...; surrounding blanks allowed), so that a macro can
+ * take the operator itself. Errors: MEMDIFF_EINVAL (NULL, or not one of the six). */
+int memdiff_cmp_parse(const char *symbol, memdiff_cmp *out);
+
+/* The bit of category c in memdiff_filter.ignore_categories. */
+#define MEMDIFF_CAT_BIT(c) (1u << (unsigned)(c))
+
+/* memdiff_filter.flags.
+ * MEMDIFF_FILTER_IGNORE_IMAGE_FILE leaves out the pages of module images that come and go with
+ * the page cache: code, read-only data and unwritten data, which the first call of a function
+ * pages in (demand paging) and the kernel may reclaim at any time. What a module's writable data
+ * and bss gain still counts. A verbose diff knows each page's kind (MEMDIFF_PAGE_FILE) and
+ * leaves out exactly those; a default diff leaves out an image block's new shared pages and its
+ * discarded pages, so that a module mapped by this process alone (the test program itself)
+ * still counts its code pages as private there: warm up, or compare with
+ * MEMDIFF_COMPARE_VERBOSE. */
+#define MEMDIFF_FILTER_IGNORE_IMAGE_FILE 0x1u
+
+/* Noise control: what a figure leaves out. Initialise with MEMDIFF_FILTER_INIT (leaves out
+ * nothing). A NULL filter pointer means the same. The filter is only read. */
+typedef struct memdiff_filter {
+    unsigned ignore_categories;       /* MEMDIFF_CAT_BIT()s of categories left out */
+    unsigned flags;                   /* MEMDIFF_FILTER_* */
+    const char *const *ignore_labels; /* NULL, or a NULL-terminated list of substrings: a block
+                                         whose label contains one is left out (the test
+                                         runner's own module, e.g. "libcheck") */
+} memdiff_filter;
+
+#define MEMDIFF_FILTER_INIT {0, 0, NULL}
+
+/* The figure: measure summed over the blocks of category (or MEMDIFF_CAT_ALL) that filter
+ * (NULL: none) keeps. For MEMDIFF_CAT_OWN, which has no blocks, the category's totals,
+ * unfiltered. Errors: MEMDIFF_EINVAL (NULL diff or out, category, measure or filter flags out of
+ * range), MEMDIFF_ENOTSUP (a reserved measure). */
+int memdiff_figure(const memdiff_diff *diff, const memdiff_filter *filter,
+                   memdiff_category category, memdiff_measure measure, int64_t *out);
+
+/* At most this many blocks are listed in a failure message, largest change first. */
+#define MEMDIFF_CHECK_MAX_BLOCKS 10
+
+/* Checks "figure cmp bound" for the figure memdiff_figure() selects. Returns 1 when it holds,
+ * 0 when it does not, or a negative status (as memdiff_figure(); MEMDIFF_EINVAL for cmp).
+ * msg receives a NUL-terminated message of at most msg_size bytes (msg may be NULL when
+ * msg_size is 0): its first line states the figure, the comparison and the bound; when the
+ * check fails, the lines after it give the figure per category, the blocks behind it (largest
+ * change first, at most MEMDIFF_CHECK_MAX_BLOCKS, with label, size, change and address range)
+ * and what the filter left out; on an error, the error. A message that does not fit is cut at
+ * a line and ends with "...": the most important lines come first. */
+int memdiff_check(const memdiff_diff *diff, const memdiff_filter *filter,
+                  memdiff_category category, memdiff_measure measure, memdiff_cmp cmp,
+                  int64_t bound, char *msg, size_t msg_size);
+
+/* How a label is matched (memdiff_check_label). */
+typedef enum memdiff_match {
+    MEMDIFF_MATCH_EXACT = 0,
+    MEMDIFF_MATCH_PREFIX,
+    MEMDIFF_MATCH_SUFFIX,   /* e.g. "/libfoo.so" for a module wherever it was loaded from */
+    MEMDIFF_MATCH_SUBSTRING
+} memdiff_match;
+
+/* Checks that blocks whose label matches pattern exist in category (or MEMDIFF_CAT_ALL) and
+ * together have at least min_bytes of measure (min_bytes 0: that one exists at all). Returns
+ * 1, 0 or a negative status as memdiff_check(), and writes msg likewise; on failure it lists
+ * the matching blocks, or when none matches, the category's largest blocks, so that the labels
+ * there are seen. Errors: MEMDIFF_EINVAL (NULL diff or pattern, an argument out of range),
+ * MEMDIFF_ENOTSUP (a reserved measure). */
+int memdiff_check_label(const memdiff_diff *diff, memdiff_category category,
+                        const char *pattern, memdiff_match match, memdiff_measure measure,
+                        int64_t min_bytes, char *msg, size_t msg_size);
+
+/* ---- measuring code: brackets, warm-up, settling, leak slopes ---------------------------- */
+
+/* Gives heap memory the program freed back to the OS where the allocator can (glibc:
+ * malloc_trim(0), which also discards free pages inside the heap; Windows: HeapCompact on each
+ * process heap); elsewhere it does nothing. Called before a snapshot, it keeps memory a test
+ * freed from counting as retained. Never allocates; safe from any thread. */
+void memdiff_settle_heap(void);
+
+/* Calls fn(arg) `times` times: runs code before measuring it, so that its first-call costs (code
+ * paged in, lazy binding, caches filled, allocator arenas set up) fall outside the bracket.
+ * Errors: MEMDIFF_EINVAL (fn NULL). */
+int memdiff_warm_up(void (*fn)(void *arg), void *arg, unsigned times);
+
+/* How a bracket takes its snapshots. Initialise with MEMDIFF_BRACKET_OPTIONS_INIT. */
+typedef struct memdiff_bracket_options {
+    memdiff_depth depth;    /* of both snapshots */
+    unsigned compare_flags; /* MEMDIFF_COMPARE_* */
+    int settle;             /* nonzero: memdiff_settle_heap() before each snapshot */
+} memdiff_bracket_options;
+
+#define MEMDIFF_BRACKET_OPTIONS_INIT {MEMDIFF_DEPTH_STANDARD, 0, 1}
+
+/* Starts a bracket around code in the calling process: settles the heap (when asked), takes and
+ * frees one snapshot, which pages in memdiff's own code and the stack depth it uses so that they
+ * do not show as new, settles again and takes *before. options NULL: the defaults.
+ * Errors: as memdiff_snapshot_take(); MEMDIFF_EINVAL (before NULL, bad options). */
+int memdiff_bracket_begin(const memdiff_bracket_options *options, memdiff_snapshot **before);
+
+/* Ends a bracket: settles (when asked), takes the after snapshot and compares before with it
+ * into *out. Takes ownership of before and frees it, on failure too. Use the same options as
+ * memdiff_bracket_begin(). Errors: as memdiff_snapshot_take() and memdiff_compare(). */
+int memdiff_bracket_end(memdiff_snapshot *before, const memdiff_bracket_options *options,
+                        memdiff_diff **out);
+
+/* How memdiff_leak_slope() runs. Initialise with MEMDIFF_SLOPE_OPTIONS_INIT. */
+typedef struct memdiff_slope_options {
+    memdiff_bracket_options bracket;
+    unsigned warmup;              /* calls before the first snapshot */
+    unsigned iterations;          /* calls measured; at least 2 */
+    unsigned sample_every;        /* a snapshot after every k-th call (and after the last) */
+    memdiff_category category;    /* the figure sampled: category or MEMDIFF_CAT_ALL, */
+    memdiff_measure measure;      /* measure, */
+    const memdiff_filter *filter; /* and filter (NULL: none), kept in the result */
+} memdiff_slope_options;
+
+#define MEMDIFF_SLOPE_OPTIONS_INIT \
+    {MEMDIFF_BRACKET_OPTIONS_INIT, 1, 64, 1, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_NET, NULL}
+
+/* What a function retains per call. A leak of L bytes per call has a slope near L (rounded to
+ * pages over few calls: a 512-byte leak adds a page every 8 calls, so use many); memory a
+ * function keeps once (a cache filled on its first call) has a slope near 0. */
+typedef struct memdiff_slope {
+    double bytes_per_iteration; /* least-squares slope of the figure over the samples, against
+                                   the number of calls made since the first snapshot */
+    double endpoint_slope;      /* (last - first) / (calls between the first and last sample) */
+    int64_t first;              /* the figure at the first sample (after sample_every calls) */
+    int64_t last;               /* the figure after the last call: all that was retained */
+    unsigned warmup, iterations, samples;
+    memdiff_category category;    /* the figure, as in the options; filter is the options' */
+    memdiff_measure measure;      /* pointer, read again by memdiff_check_slope() */
+    const memdiff_filter *filter;
+} memdiff_slope;
+
+/* Runs fn(arg) warmup times, takes a bracket's before snapshot, then runs it iterations times,
+ * sampling the figure (against the before snapshot) after every sample_every-th call, and fits
+ * a line through the samples. Because the fit starts at the first sample, growth in the first
+ * measured call alone (one-time growth the warm-up missed) moves `first` but not the slope.
+ * Snapshots are freed as soon as sampled; memdiff's storage is its own (category Own), so
+ * sampling does not disturb what it measures. diff (may be NULL) receives the diff from the
+ * before snapshot to the last: the blocks that grew; the caller frees it.
+ * Errors: MEMDIFF_EINVAL (fn or out NULL, iterations < 2, sample_every 0 or above iterations,
+ * bad figure), MEMDIFF_ENOTSUP (a reserved measure), and those of snapshots and compares. */
+int memdiff_leak_slope(void (*fn)(void *arg), void *arg, const memdiff_slope_options *options,
+                       memdiff_slope *out, memdiff_diff **diff);
+
+/* Checks "slope->bytes_per_iteration cmp bound". Returns 1, 0 or a negative status and writes
+ * msg as memdiff_check(): the slope, the bound, first and last figures, and (when diff, from
+ * memdiff_leak_slope(), is not NULL) the blocks behind the last figure. Errors: MEMDIFF_EINVAL. */
+int memdiff_check_slope(const memdiff_slope *slope, const memdiff_diff *diff, memdiff_cmp cmp,
+                        int64_t bound, char *msg, size_t msg_size);
+
 #ifdef __cplusplus
 }
 #endif

@@ -104,7 +104,7 @@ const char *memdiff__page_attr_name(unsigned bit)
 
 /* ---- formatting --------------------------------------------------------------------------- */
 
-#define NUM_MAX 40 /* "-9,223,372,036,854,775,808" and more */
+#define NUM_MAX MEMDIFF__NUM_MAX /* "-9,223,372,036,854,775,808" and more */
 
 /* v with thousands separators; sign: '+' or '-' in front unless v is 0, or 0 for none. */
 static const char *fmt_num(char buf[NUM_MAX], uint64_t v, char sign)
@@ -121,6 +121,11 @@ static const char *fmt_num(char buf[NUM_MAX], uint64_t v, char sign)
     }
     *p = '\0';
     return buf;
+}
+
+const char *memdiff__fmt_count(char buf[MEMDIFF__NUM_MAX], uint64_t v, char sign)
+{
+    return fmt_num(buf, v, sign);
 }
 
 static uint64_t magnitude(int64_t v)

@@ -1,6 +1,7 @@
 /*
  * os.c - OS memory, clock, host name and thread identity for the Linux backend.
  */
+#include <malloc.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -85,4 +86,13 @@ __attribute__((noinline)) uint64_t memdiff__os_stack_hint(void)
 int64_t memdiff__os_thread_id(void)
 {
     return (int64_t)gettid();
+}
+
+/* glibc keeps freed memory for reuse; malloc_trim(0) (glibc 2.8+) returns the top of every arena
+ * and discards the free pages inside them (MADV_DONTNEED). Other C libraries: nothing to do. */
+void memdiff__os_settle_heap(void)
+{
+#ifdef __GLIBC__
+    (void)malloc_trim(0);
+#endif
 }
