@@ -221,8 +221,17 @@ static void msg_init(msg *m, char *buf, size_t size)
         buf[0] = '\0';
 }
 
-/* Appends one line. Every line written leaves room for more_marker, so that a message that is
- * cut always says so; a first line that leaves no such room is cut itself and ends in "...". */
+/* Ends the message with "..." in place of its last three bytes (a first line cut itself). */
+static void mark_cut_line(msg *m)
+{
+    m->used = MEMDIFF__MIN(m->used, m->size - 1);
+    if (m->used >= 3)
+        memcpy(m->buf + m->used - 3, "...", 3);
+    m->buf[m->used] = '\0';
+}
+
+/* Appends one line. A line that does not fit ends the message: whole lines are dropped from its
+ * end until more_marker fits after the rest, so that a cut message always says so. */
 #if defined(__MINGW_PRINTF_FORMAT) /* mingw-w64: C99 formats, as platform.h says */
 __attribute__((format(__MINGW_PRINTF_FORMAT, 2, 3)))
 #elif defined(__GNUC__)
@@ -237,27 +246,35 @@ static void msg_line(msg *m, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
-    size_t len = strlen(line), sep = m->used ? 1 : 0, reserve = sizeof more_marker - 1;
-    if (m->used + sep + len + reserve < m->size) {
+    size_t len = strlen(line), sep = m->used ? 1 : 0, marker = sizeof more_marker - 1;
+    if (m->used + sep + len < m->size) {
         if (sep)
             m->buf[m->used++] = '\n';
-        memcpy(m->buf + m->used, line, len);
+        memcpy(m->buf + m->used, line, len + 1);
         m->used += len;
-        m->buf[m->used] = '\0';
         return;
     }
     m->full = 1;
-    if (m->used) {
-        memcpy(m->buf + m->used, more_marker, reserve + 1);
-        m->used += reserve;
+    if (!m->used) {
+        memcpy(m->buf, line, m->size - 1);
+        m->used = m->size - 1;
+        mark_cut_line(m);
         return;
     }
-    size_t keep = MEMDIFF__MIN(len, m->size - 1);
-    memcpy(m->buf, line, keep);
-    if (keep >= 3)
-        memcpy(m->buf + keep - 3, "...", 3);
-    m->used = keep;
-    m->buf[keep] = '\0';
+    while (m->used + marker >= m->size) {
+        size_t nl = m->used;
+        while (nl > 0 && m->buf[nl - 1] != '\n')
+            nl--;
+        if (nl == 0)
+            break; /* the first line is all that is left */
+        m->used = nl - 1;
+    }
+    if (m->used + marker < m->size) {
+        memcpy(m->buf + m->used, more_marker, marker + 1);
+        m->used += marker;
+    } else {
+        mark_cut_line(m);
+    }
 }
 
 /* label on one line, as the text report writes it, its tail kept when it is long. */
