@@ -418,6 +418,31 @@ START_TEST(chunk_behind_other_memory_in_one_mapping)
 }
 END_TEST
 
+/* A kernel thread has no user address space: its snapshot is refused, not returned empty. */
+START_TEST(kernel_thread_is_refused)
+{
+    /* kthreadd is pid 2 wherever the kernel's threads are visible (Kthread: 1 in its status). */
+    char buf[4096];
+    FILE *f = fopen("/proc/2/status", "r");
+    int kthread = 0;
+    while (f && fgets(buf, sizeof buf, f))
+        if (strncmp(buf, "Kthread:", 8) == 0)
+            kthread = atoi(buf + 8) == 1;
+    if (f)
+        fclose(f);
+    if (!kthread) {
+        fprintf(stderr, "kernel_thread_is_refused: pid 2 is no kernel thread here; skipped\n");
+        return;
+    }
+    memdiff_options o = MEMDIFF_OPTIONS_INIT;
+    o.pid = 2;
+    memdiff_snapshot *s = (memdiff_snapshot *)1;
+    ck_assert_int_eq(memdiff_snapshot_take(&o, &s), MEMDIFF_ENOTSUP);
+    ck_assert_ptr_null(s);
+    ck_assert_ptr_nonnull(strstr(memdiff_last_error(), "kernel thread"));
+}
+END_TEST
+
 /* ---- totals and OS helpers ---------------------------------------------------------------- */
 
 START_TEST(totals_of_this_process)
@@ -483,6 +508,7 @@ Suite *linux_facts_suite(void)
     tcase_add_test(tc, modules_of_this_process);
     tcase_add_test(tc, heaps_of_this_process);
     tcase_add_test(tc, chunk_behind_other_memory_in_one_mapping);
+    tcase_add_test(tc, kernel_thread_is_refused);
     tcase_add_test(tc, totals_of_this_process);
     tcase_add_test(tc, os_helpers);
     suite_add_tcase(s, tc);

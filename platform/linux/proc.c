@@ -3,6 +3,7 @@
  * reading process memory without disturbing it; telling an exited process from a quiet one.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -42,6 +43,31 @@ static int open_in(const char *dir, const char *name, int flags)
     if (memdiff__linux_path(path, sizeof path, dir, name))
         return -1;
     return memdiff__linux_open(path, flags);
+}
+
+/* Whether the task is a kernel thread: PF_KTHREAD (0x00200000) in the flags field of stat, the
+ * ninth (proc.rst, "stat"; include/linux/sched.h). */
+static int kernel_thread(const memdiff__proc *proc)
+{
+    char path[PATH_MAX], buf[1024];
+    if (memdiff__linux_path(path, sizeof path, proc->dir, "stat"))
+        return 0;
+    ssize_t n = memdiff__linux_read_small(path, buf, sizeof buf);
+    const char *p = NULL;
+    for (ssize_t i = 0; i < n; i++)
+        if (buf[i] == ')')
+            p = buf + i + 1; /* comm may hold ')': the last one ends it */
+    if (!p)
+        return 0;
+    for (int field = 3; field <= 9; field++) {
+        while (*p == ' ')
+            p++;
+        if (field == 9)
+            return (strtoull(p, NULL, 10) & 0x00200000u) != 0;
+        while (*p && *p != ' ')
+            p++;
+    }
+    return 0;
 }
 
 /* PAGEMAP_SCAN exists from Linux 6.7 on pagemap files only. Probing a one-page range at address
@@ -156,6 +182,13 @@ int memdiff__plat_open(const memdiff__open_args *args, memdiff__arena *scratch,
 
     unsigned src = MEMDIFF_SRC_MAPS | MEMDIFF_SRC_MODULES;
     proc->pagemap_fd = open_in(proc->dir, "pagemap", 0);
+    if (proc->pagemap_fd < 0 && errno == ESRCH && kernel_thread(proc)) {
+        /* pagemap's open takes the process's mm: a kernel thread has none (its maps is empty),
+         * and a snapshot of it would be an empty one passed off as complete. */
+        return memdiff__set_error(MEMDIFF_ENOTSUP,
+                                  "process %d has no user address space (a kernel thread)",
+                                  proc->pid);
+    }
     if (proc->pagemap_fd >= 0) {
         src |= MEMDIFF_SRC_PAGEMAP;
         if (probe_scan(proc->pagemap_fd, proc->page_size))
