@@ -126,8 +126,8 @@ static memdiff_depth effective_depth(memdiff_depth want, const memdiff__caps *ca
         }
     }
     if (want >= MEMDIFF_DEPTH_STANDARD && !(caps->sources & MEMDIFF_SRC_PAGEMAP)) {
-        if (!*why)
-            *why = "per-page exclusivity is unavailable (no pagemap)";
+        /* The deeper reason, if any, follows from this one: say the first cause. */
+        *why = "per-page exclusivity is unavailable (no pagemap)";
         want = MEMDIFF_DEPTH_FAST;
     }
     return want;
