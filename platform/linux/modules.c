@@ -284,8 +284,13 @@ static void from_regions(builder *b, size_t i, size_t *nseg, uint64_t *end)
         b->seg[n++] = (memdiff__plat_segment){R[j].start, R[j].end, kind_of_region(&R[j], j == i)};
         j++;
     }
-    /* The loader maps bss as anonymous memory right behind the last, writable file page. */
-    if (j < b->region_count && R[j].start == R[j - 1].end && (R[j - 1].prot & MEMDIFF_PROT_WRITE) &&
+    /* The loader maps bss as anonymous memory right behind the last, writable file page, or
+     * behind the PROT_NONE rest of the module's reservation that an aligned bss leaves after
+     * that page (a ---p region of the same file). */
+    size_t w = j - 1;
+    while (w > i && R[w].prot == 0)
+        w--;
+    if (j < b->region_count && R[j].start == R[j - 1].end && (R[w].prot & MEMDIFF_PROT_WRITE) &&
         R[j].inode == 0 && !(R[j].flags & MEMDIFF_REGION_SHARED) &&
         R[j].prot == (MEMDIFF_PROT_READ | MEMDIFF_PROT_WRITE) && R[j].hint == MEMDIFF__HINT_NONE)
         b->seg[n++] = (memdiff__plat_segment){R[j].start, R[j].end, MEMDIFF__SEG_BSS};
