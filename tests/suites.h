@@ -19,7 +19,8 @@
     X(scenarios)               \
     X(agreement)               \
     X(faults)                  \
-    X(assert)
+    X(assert)                  \
+    X(noise)
 
 #define MEMDIFF_TEST_DECLARE(name) Suite *name##_suite(void);
 MEMDIFF_TEST_SUITES(MEMDIFF_TEST_DECLARE)
