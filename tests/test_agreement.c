@@ -36,12 +36,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fixture_tree.h"
 #include "internal.h"
 #include "scenario_util.h"
 #include "smaps.h"
 #include "suites.h"
 
-#define ROUNDS 12
+#define ROUNDS 60
 #define MAX_FEATURES 32
 
 /* ---- target processes ------------------------------------------------------------------- */
@@ -193,11 +194,9 @@ static void disagree(agreement *a, const char *fmt, ...)
     va_end(ap);
 }
 
-/* Pages of [start, end) that pagemap shows present, read by the test itself. */
-static uint64_t pagemap_present(int pid, uint64_t start, uint64_t end)
+/* Pages of [start, end) that the pagemap file at path shows present, read by the test itself. */
+static uint64_t pagemap_present(const char *path, uint64_t start, uint64_t end)
 {
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/pagemap", pid);
     int fd = open(path, O_RDONLY);
     if (fd < 0)
         return UINT64_MAX;
@@ -272,8 +271,8 @@ static int memdiff_figures(const memdiff_snapshot *s, const smaps_vma *v, size_t
 #define KB(x) ((unsigned long long)((x) / 1024))
 
 /* Compares one mapping; 0 when it agrees, else -1 with the reason (in why, not yet recorded). */
-static int compare_vma(int pid, const smaps_vma *v, const figures *f, memdiff_depth depth,
-                       int with_pss, int *pfnmap, char *why, size_t size)
+static int compare_vma(const char *pagemap, const smaps_vma *v, const figures *f,
+                       memdiff_depth depth, int with_pss, int *pfnmap, char *why, size_t size)
 {
     uint64_t shared = v->shared_clean + v->shared_dirty;
     uint64_t priv = v->private_clean + v->private_dirty;
@@ -281,7 +280,7 @@ static int compare_vma(int pid, const smaps_vma *v, const figures *f, memdiff_de
     if (*pfnmap) {
         /* VM_PFNMAP: vm_normal_page() gives no page, smaps counts nothing; memdiff counts what
          * pagemap shows present, none of it exclusive (pagemap's test needs a page too). */
-        uint64_t present = pagemap_present(pid, v->start, v->end) * scn_page();
+        uint64_t present = pagemap_present(pagemap, v->start, v->end) * scn_page();
         if (v->rss != 0 || f->resident != present ||
             (depth > MEMDIFF_DEPTH_FAST && f->private_ != 0) || f->swapped != v->swap) {
             snprintf(why, size,
@@ -325,7 +324,8 @@ static void agree(int pid, memdiff_depth depth, agreement *a)
     uint64_t *done = calloc(total ? total : 1, sizeof *done); /* starts of agreed mappings */
     size_t ndone = 0;
     smaps_free(&first);
-    char why[1024] = "";
+    char why[1024] = "", pagemap[64];
+    snprintf(pagemap, sizeof pagemap, "/proc/%d/pagemap", pid);
     for (int round = 0; round < ROUNDS && ndone < total && !a->why; round++) {
         a->rounds++;
         smaps before, after;
@@ -362,10 +362,15 @@ static void agree(int pid, memdiff_depth depth, agreement *a)
             figures f;
             if (memdiff_figures(s, v, &next, &f, a) != 0)
                 break;
-            if (seen || !smaps_vma_equal(v, &after.vma[i]))
+            if (seen)
                 continue;
+            if (!smaps_vma_equal(v, &after.vma[i])) {
+                snprintf(why, sizeof why, "0x%llx-0x%llx %s: smaps changed across the snapshot",
+                         (unsigned long long)v->start, (unsigned long long)v->end, v->name);
+                continue;
+            }
             int pfnmap = 0;
-            if (compare_vma(pid, v, &f, depth, with_pss, &pfnmap, why, sizeof why) != 0) {
+            if (compare_vma(pagemap, v, &f, depth, with_pss, &pfnmap, why, sizeof why) != 0) {
                 /* Only pages shared with other processes can change while the target waits. */
                 if (v->shared_clean + v->shared_dirty == 0 && v->pss == v->rss)
                     disagree(a, "%s", why);
@@ -572,11 +577,10 @@ static void expect_feature(const memdiff_snapshot *s, const target *t, const cha
                   (unsigned long long)res, (unsigned long long)pv, resident, priv);
 }
 
-static size_t count_stacks(const memdiff_snapshot *s, int pid)
+/* How many threads listed in the task directory have a Stack region labelled with their tid. */
+static size_t count_stacks(const memdiff_snapshot *s, const char *dir)
 {
     size_t found = 0, n = memdiff_snapshot_region_count(s);
-    char dir[64];
-    snprintf(dir, sizeof dir, "/proc/%d/task", pid);
     DIR *d = opendir(dir);
     ck_assert_ptr_nonnull(d);
     struct dirent *e;
@@ -642,7 +646,9 @@ START_TEST(other_process_categories)
                    huge ? huge : 1);
     expect_feature(s, &t, "hugezero", MEMDIFF_CAT_PRIVATE, "anonymous", 0, 0);
     /* main thread ([stack]), the arena thread and the idle thread */
-    ck_assert_uint_eq(count_stacks(s, t.pid), 3);
+    char task[64];
+    snprintf(task, sizeof task, "/proc/%d/task", (int)t.pid);
+    ck_assert_uint_eq(count_stacks(s, task), 3);
     memdiff_region r;
     int special = 0;
     for (size_t i = 0; i < memdiff_snapshot_region_count(s); i++) {
@@ -724,6 +730,181 @@ START_TEST(process_statuses)
 }
 END_TEST
 
+/* ---- the recorded tree (tests/fixtures/recorded/README.md) ------------------------------- */
+
+#define RECORDED_PID 4194305
+
+static void load_features(const char *path, target *t)
+{
+    memset(t, 0, sizeof *t);
+    FILE *f = fopen(path, "r");
+    ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        feature x;
+        unsigned long long a, b;
+        if (line[0] != '#' && sscanf(line, "%31s 0x%llx 0x%llx", x.name, &a, &b) == 3 &&
+            t->feature_count < MAX_FEATURES) {
+            x.start = a;
+            x.end = b;
+            t->features[t->feature_count++] = x;
+        }
+    }
+    fclose(f);
+}
+
+static memdiff_snapshot *snap_tree(const char *root, memdiff_depth depth)
+{
+    static char sys[4096];
+    snprintf(sys, sizeof sys, "%s/sys", root);
+    memdiff_options o = MEMDIFF_OPTIONS_INIT;
+    o.pid = RECORDED_PID;
+    o.proc_root = root;
+    o.sys_root = sys;
+    o.depth = depth;
+    memdiff_snapshot *s = NULL;
+    int rc = memdiff_snapshot_take(&o, &s);
+    ck_assert_msg(rc == MEMDIFF_OK, "snapshot of the recorded tree (%s): %s: %s",
+                  memdiff_depth_name(depth), memdiff_status_name(rc), memdiff_last_error());
+    return s;
+}
+
+/* Resident pages of [start, end) that the snapshot's runs mark as the zero page (deep: from
+ * kpageflags KPF_ZERO_PAGE). */
+static uint64_t zero_pages(const memdiff_snapshot *s, uint64_t start, uint64_t end)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < s->run_count; i++) {
+        const memdiff__run *r = &s->runs[i];
+        if ((r->attrs & MEMDIFF_PAGE_ZERO) && (r->attrs & MEMDIFF_PAGE_PRESENT) &&
+            r->start >= start && r->start < end)
+            n += r->npages;
+    }
+    return n;
+}
+
+/* The recorded tree: the agreement target's /proc files from a real 6.18 kernel, read through
+ * proc_root. At deep depth (frames, kpageflags, kpagecount from the tree) every mapping agrees
+ * with the smaps recorded at the same instant, Pss included. Standard and fast depth have no way
+ * to tell the zero page in a tree (no PAGEMAP_SCAN on a plain file, and the zero page's frame is
+ * learned from the live process): they count those entries as resident shared pages, exactly
+ * as many as kpageflags marks KPF_ZERO_PAGE. Without a mem file the heaps cannot be read (only
+ * [heap] is Heap), modules come from their regions, stacks from task/TID/syscall. */
+START_TEST(recorded_tree)
+{
+    char err[512];
+    char *root = fixture_tree_expand(MEMDIFF_TEST_FIXTURES "/recorded", err, sizeof err);
+    ck_assert_msg(root != NULL, "%s", err);
+    char path[4096];
+    target t;
+    snprintf(path, sizeof path, "%s/features.txt", root);
+    load_features(path, &t);
+    smaps sm;
+    snprintf(path, sizeof path, "%s/%d/smaps", root, RECORDED_PID);
+    ck_assert_int_eq(smaps_read_file(path, &sm), 0);
+    char pagemap[4096];
+    snprintf(pagemap, sizeof pagemap, "%s/%d/pagemap", root, RECORDED_PID);
+
+    memdiff_snapshot *deep = snap_tree(root, MEMDIFF_DEPTH_DEEP);
+    memdiff_snapshot_info info;
+    memdiff_snapshot_get_info(deep, &info);
+    ck_assert_int_eq(info.depth, MEMDIFF_DEPTH_DEEP);
+    ck_assert_int_eq(info.pid, RECORDED_PID);
+    unsigned want = MEMDIFF_SRC_MAPS | MEMDIFF_SRC_PAGEMAP | MEMDIFF_SRC_PFN |
+                    MEMDIFF_SRC_KPAGEFLAGS | MEMDIFF_SRC_KPAGECOUNT | MEMDIFF_SRC_THREADS |
+                    MEMDIFF_SRC_STATUS | MEMDIFF_SRC_MODULES;
+    ck_assert_uint_eq(info.sources, want);
+    ck_assert_uint_gt(info.totals.vm_rss, 0); /* from the recorded status */
+
+    memdiff_snapshot *depths[3] = {snap_tree(root, MEMDIFF_DEPTH_FAST),
+                                   snap_tree(root, MEMDIFF_DEPTH_STANDARD), deep};
+    agreement a;
+    memset(&a, 0, sizeof a);
+    size_t next[3] = {0, 0, 0}, zero_vmas = 0;
+    for (size_t i = 0; i < sm.count && !a.why; i++) {
+        const smaps_vma *v = &sm.vma[i];
+        figures f[3];
+        for (int d = 0; d < 3; d++)
+            ck_assert_int_eq(memdiff_figures(depths[d], v, &next[d], &f[d], &a), 0);
+        int pfnmap = 0;
+        char why[1024];
+        ck_assert_msg(compare_vma(pagemap, v, &f[2], MEMDIFF_DEPTH_DEEP, 1, &pfnmap, why,
+                                  sizeof why) == 0, "recorded tree, deep: %s", why);
+        a.vmas++;
+        a.regions += f[2].regions;
+        a.pfnmap += pfnmap;
+        a.pss_vmas += !pfnmap;
+        uint64_t z = zero_pages(deep, v->start, v->end) * scn_page();
+        zero_vmas += z > 0;
+        for (int d = 0; d < 2; d++) {
+            ck_assert_msg(f[d].resident == f[2].resident + z && f[d].swapped == f[2].swapped,
+                          "%s 0x%llx %s: resident %llu, deep %llu + %llu zero",
+                          memdiff_depth_name((memdiff_depth)d),
+                          (unsigned long long)v->start, v->name, KB(f[d].resident),
+                          KB(f[2].resident), KB(z));
+        }
+        ck_assert_msg(f[1].private_ == f[2].private_ && f[1].shared == f[2].shared + z,
+                      "standard 0x%llx %s: private %llu shared %llu, deep %llu %llu + %llu zero",
+                      (unsigned long long)v->start, v->name, KB(f[1].private_), KB(f[1].shared),
+                      KB(f[2].private_), KB(f[2].shared), KB(z));
+    }
+    ck_assert_msg(a.why == NULL, "%s", a.why ? a.why : "");
+    ck_assert_uint_eq(next[2], memdiff_snapshot_region_count(deep));
+    ck_assert_uint_gt(zero_vmas, 0);
+    print_agreement("recorded tree", "root", MEMDIFF_DEPTH_DEEP, &a);
+
+    /* Classification, with the fallbacks a tree without mem leaves. */
+    expect_feature(deep, &t, "module_bss", MEMDIFF_CAT_IMAGE, "libmemdiff_testlib", 3, 3);
+    expect_feature(deep, &t, "brk_block", MEMDIFF_CAT_HEAP, "[heap]", -1, -1);
+    expect_feature(deep, &t, "mmap_chunk", MEMDIFF_CAT_PRIVATE, "anonymous", -1, -1);
+    expect_feature(deep, &t, "arena_block", MEMDIFF_CAT_PRIVATE, "anonymous", -1, -1);
+    expect_feature(deep, &t, "file", MEMDIFF_CAT_MAPPED_FILE, "memdiff-agreement-", -1, -1);
+    expect_feature(deep, &t, "shared_anon", MEMDIFF_CAT_SHARED, "shared anonymous", 5, 5);
+    expect_feature(deep, &t, "memfd", MEMDIFF_CAT_SHARED, "/memfd:memdiff-agreement", 3, 3);
+    expect_feature(deep, &t, "sysv", MEMDIFF_CAT_SHARED, "/SYSV", 4, 4);
+    expect_feature(deep, &t, "private", MEMDIFF_CAT_PRIVATE, "anonymous", 10, 10);
+    expect_feature(deep, &t, "zero", MEMDIFF_CAT_PRIVATE, "anonymous", 0, 0);
+    expect_feature(depths[1], &t, "zero", MEMDIFF_CAT_PRIVATE, "anonymous", 16, 0);
+    expect_feature(deep, &t, "dontneed", MEMDIFF_CAT_PRIVATE, "anonymous", 10, 10);
+    expect_feature(deep, &t, "cow", MEMDIFF_CAT_PRIVATE, "anonymous", 16, 4);
+    expect_feature(deep, &t, "thp", MEMDIFF_CAT_PRIVATE, "anonymous", 512, 512);
+    expect_feature(deep, &t, "hugezero", MEMDIFF_CAT_PRIVATE, "anonymous", 0, 0);
+    snprintf(path, sizeof path, "%s/%d/task", root, RECORDED_PID);
+    ck_assert_uint_eq(count_stacks(deep, path), 3);
+
+    /* page_idle/bitmap (constructed): one bit per frame, 64-bit little-endian words; the
+     * "private" feature's written pages 0, 2, 4, 6, 8 are idle, 1, 3, 5, 7, 9 are not. */
+    snprintf(path, sizeof path, "%s/sys/kernel/mm/page_idle/bitmap", root);
+    int fd = open(path, O_RDONLY);
+    ck_assert_int_ge(fd, 0);
+    const feature *priv = target_feature(&t, "private");
+    ck_assert_ptr_nonnull(priv);
+    int idle_seen = 0;
+    for (size_t i = 0; i < deep->run_count; i++) {
+        const memdiff__run *r = &deep->runs[i];
+        for (uint64_t k = 0; k < r->npages; k++) {
+            uint64_t addr = r->start + k * scn_page();
+            if (addr < priv->start || addr >= priv->end)
+                continue;
+            uint64_t pfn = deep->pfn[r->aux + k], word = 0;
+            ck_assert_int_eq(pread(fd, &word, 8, (off_t)(pfn / 64 * 8)), 8);
+            int idle = (int)((word >> (pfn % 64)) & 1);
+            ck_assert_msg(idle == ((addr - priv->start) / scn_page() % 2 == 0),
+                          "page %llu of 'private' (frame 0x%llx): idle bit %d",
+                          (unsigned long long)((addr - priv->start) / scn_page()),
+                          (unsigned long long)pfn, idle);
+            idle_seen += idle;
+        }
+    }
+    ck_assert_int_eq(idle_seen, 5);
+    close(fd);
+    for (int d = 0; d < 3; d++)
+        memdiff_snapshot_free(depths[d]);
+    smaps_free(&sm);
+    fixture_tree_remove(root);
+}
+END_TEST
+
 Suite *agreement_suite(void)
 {
     Suite *s = suite_create("agreement");
@@ -738,6 +919,9 @@ Suite *agreement_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, other_process_categories);
     tcase_add_test(tc, process_statuses);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("Recorded");
+    tcase_add_test(tc, recorded_tree);
     suite_add_tcase(s, tc);
     return s;
 }
