@@ -26,8 +26,9 @@
  * appears only when a page was replaced or changed exclusivity, the table's Replaced /
  * Became-private / Became-shared columns likewise. Verbose diffs add the page attributes before
  * and after ("present,private -> -") before the label. Labels come last because they are as
- * long as paths; bytes that would break a line or a terminal (controls, backslash, invalid
- * UTF-8) are written as \xNN ("\\" for a backslash).
+ * long as paths; bytes that would break a line or a terminal (controls, invalid UTF-8) are
+ * written as \xNN, and a backslash as "\\" only where it could be read as an escape (before
+ * "x", another backslash, or at the end), so that Windows paths print as they are.
  *
  * No allocation: numbers are formatted into stack buffers; output is deterministic for a diff.
  */
@@ -145,7 +146,8 @@ static void put_label(FILE *out, const char *s)
     size_t n = strlen(s);
     while (n > 0) {
         size_t len = memdiff__utf8_len(p, n);
-        if (*p == '\\') {
+        if (*p == '\\' && (n == 1 || p[1] == '\\' || p[1] == 'x')) {
+            /* Only where it could be misread as an escape: Windows paths stay readable. */
             fputs("\\\\", out);
             len = 1;
         } else if (len == 0 || *p < 0x20 || *p == 0x7F) {

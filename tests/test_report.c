@@ -269,11 +269,36 @@ START_TEST(hostile_label_text)
     memdiff_diff *d = hostile_diff();
     size_t len;
     char *got = render(memdiff_report_text, d, MEMDIFF_REPORT_NO_HEADER, &len);
-    const char *want = "new  a\"b\\\\c\\x0ad\\x01e\\x7ff\\xffg\xc3\xa9h\\xed\\xa0\\x80i\\xc0\\xafj"
+    /* The backslash before 'c' cannot be read as an escape: it stays single. */
+    const char *want = "new  a\"b\\c\\x0ad\\x01e\\x7ff\\xffg\xc3\xa9h\\xed\\xa0\\x80i\\xc0\\xafj"
                        "\\xe2\\x82\n";
     ck_assert_msg(strstr(got, want) != NULL, "escaped label not found in:\n%s", got);
     free(got);
     memdiff_diff_free(d);
+}
+END_TEST
+
+/* A Windows path prints as it is; only a backslash that could start an escape is doubled. */
+START_TEST(windows_path_label_text)
+{
+    static const synth_region regs[] = {
+        {FILEMAP, FILEMAP + 4 * PG, MEMDIFF_CAT_MAPPED_FILE, "C:\\data\\xfiles\\\\a.bin", 1,
+         MEMDIFF_REGION_FILE, 0x801, 67, 0},
+    };
+    static const synth_run runs[] = {{FILEMAP, 1, PRES | FILEPG}};
+    synth_spec b = {.regions = regs, .region_count = 1};
+    synth_spec a = {.regions = regs, .region_count = 1, .runs = runs, .run_count = 1};
+    memdiff_snapshot *sb = synth_snapshot(&b), *sa = synth_snapshot(&a);
+    memdiff_diff *d = NULL;
+    ck_assert_int_eq(memdiff_compare(sb, sa, 0, &d), MEMDIFF_OK);
+    size_t len;
+    char *got = render(memdiff_report_text, d, MEMDIFF_REPORT_NO_HEADER, &len);
+    const char *want = "new  C:\\data\\\\xfiles\\\\\\a.bin\n";
+    ck_assert_msg(strstr(got, want) != NULL, "label not found in:\n%s", got);
+    free(got);
+    memdiff_diff_free(d);
+    memdiff_snapshot_free(sa);
+    memdiff_snapshot_free(sb);
 }
 END_TEST
 
@@ -316,6 +341,7 @@ Suite *report_suite(void)
     tc = tcase_create("Escaping");
     tcase_add_test(tc, hostile_label_json);
     tcase_add_test(tc, hostile_label_text);
+    tcase_add_test(tc, windows_path_label_text);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("Errors");
