@@ -5,7 +5,7 @@
  * Usage: memdiff_agreement_target DIR [MODULE]
  *   DIR     a directory on a disk file system, for the file the target maps (created, unlinked
  *           again when the target exits)
- *   MODULE  a shared library to dlopen (the tests pass libmemdiff_testlib.so)
+ *   MODULE  a shared library to dlopen (the tests pass libmemdiff_plain_testlib.so)
  *
  * The target lays out its memory, prints one line per feature to stdout,
  *     "<name> 0x<start> 0x<end>\n"
@@ -29,6 +29,7 @@
  *    madvised regions, and transparent_hugepage/use_zero_page).
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -43,6 +44,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/shm.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -132,6 +134,39 @@ static void *idle_thread(void *arg)
     char b;
     (void)!read(thread_pipe[0], &b, 1);
     return NULL;
+}
+
+/* Waits (up to 10 s) until every thread but the calling one is blocked in read(2): a thread's
+ * stack pointer shows in task/TID/syscall only while it is blocked in the kernel. */
+static void wait_threads_blocked(void)
+{
+    for (int tries = 0; tries < 10000; tries++) {
+        int waiting = 0;
+        DIR *d = opendir("/proc/self/task");
+        if (!d)
+            die("opendir task");
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            char path[300], text[64] = "";
+            if (e->d_name[0] == '.' || atoi(e->d_name) == (int)getpid())
+                continue;
+            snprintf(path, sizeof path, "/proc/self/task/%s/syscall", e->d_name);
+            FILE *f = fopen(path, "r");
+            if (f) {
+                if (!fgets(text, sizeof text, f))
+                    text[0] = '\0';
+                fclose(f);
+            }
+            if (strtol(text, NULL, 10) != SYS_read || strncmp(text, "running", 7) == 0)
+                waiting++;
+        }
+        closedir(d);
+        if (!waiting)
+            return;
+        usleep(1000);
+    }
+    errno = ETIMEDOUT;
+    die("threads never blocked in read");
 }
 
 int main(int argc, char **argv)
@@ -265,9 +300,10 @@ int main(int argc, char **argv)
     sum += (unsigned char)((volatile char *)hugezero)[0];
     report("hugezero", hugezero, HUGE_SIZE);
 
-    /* The arena thread's line comes before "ready". */
+    /* The arena thread's line comes before "ready", and so do both threads' blocking. */
     if (read(arena_ready[0], &b, 1) != 1)
         die("arena thread");
+    wait_threads_blocked();
     printf("checksum %u\n", sum & 1u); /* keeps the reads from being optimised away */
     printf("ready %d\n", (int)getpid());
     fflush(stdout);

@@ -146,7 +146,7 @@ static const char *own_target_start(target *t, int with_module)
     static char dir[4096];
     snprintf(dir, sizeof dir, "%s", access("/var/tmp", W_OK) == 0 ? "/var/tmp" : "/tmp");
     char *argv[] = {(char *)MEMDIFF_AGREEMENT_TARGET, dir,
-                    with_module ? (char *)MEMDIFF_TESTLIB_PATH : NULL, NULL};
+                    with_module ? (char *)MEMDIFF_AGREEMENT_TESTLIB : NULL, NULL};
     return target_start(t, argv);
 }
 
@@ -617,7 +617,7 @@ START_TEST(other_process_categories)
     ck_assert_msg((info.sources & want) == want, "sources 0x%x", info.sources);
     ck_assert_uint_gt(info.totals.vm_rss, 0);
 
-    expect_feature(s, &t, "module_bss", MEMDIFF_CAT_IMAGE, "libmemdiff_testlib", 3, 3);
+    expect_feature(s, &t, "module_bss", MEMDIFF_CAT_IMAGE, "libmemdiff_plain_testlib.so", 3, 3);
     expect_feature(s, &t, "brk_block", MEMDIFF_CAT_HEAP, "[heap]", -1, -1);
     expect_feature(s, &t, "mmap_chunk", MEMDIFF_CAT_HEAP, "malloc mmap chunk", -1, -1);
     expect_feature(s, &t, "arena_block", MEMDIFF_CAT_HEAP, "malloc arena 0x", -1, -1);
