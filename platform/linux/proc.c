@@ -182,9 +182,10 @@ int memdiff__plat_open(const memdiff__open_args *args, memdiff__arena *scratch,
 
     unsigned src = MEMDIFF_SRC_MAPS | MEMDIFF_SRC_MODULES;
     proc->pagemap_fd = open_in(proc->dir, "pagemap", 0);
-    if (proc->pagemap_fd < 0 && errno == ESRCH && kernel_thread(proc)) {
+    if (proc->pagemap_fd < 0 && kernel_thread(proc)) {
         /* pagemap's open takes the process's mm: a kernel thread has none (its maps is empty),
-         * and a snapshot of it would be an empty one passed off as complete. */
+         * and a snapshot of it would be an empty one passed off as complete. The open fails
+         * with ESRCH for root and EACCES for another user, whose ptrace check comes first. */
         return memdiff__set_error(MEMDIFF_ENOTSUP,
                                   "process %d has no user address space (a kernel thread)",
                                   proc->pid);
