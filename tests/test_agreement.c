@@ -179,6 +179,7 @@ typedef struct agreement {
     size_t retried;       /* of vmas, agreeing only in a later round (shared pages changed) */
     size_t rounds;
     char *why;            /* the first disagreement, or NULL */
+    int hard;             /* why is a disagreement at a stable reading, not a lack of one */
 } agreement;
 
 static void disagree(agreement *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -310,6 +311,43 @@ static int compare_vma(const char *pagemap, const smaps_vma *v, const figures *f
     return 0;
 }
 
+/* The run time of all the process's threads in ns (task/TID/schedstat, first field: the
+ * scheduler's sum_exec_runtime; Documentation/scheduler/sched-stats.rst) and how many threads
+ * there are: when neither changed between two readings, no thread ran meanwhile, so the process
+ * cannot have changed its own memory. (utime and stime tick in 10 ms: too coarse.) */
+static int quiet_mark(int pid, unsigned long long *runtime, char *threads)
+{
+    char dir[64];
+    snprintf(dir, sizeof dir, "/proc/%d/task", pid);
+    DIR *d = opendir(dir);
+    if (!d)
+        return -1;
+    unsigned long long sum = 0;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[400];
+        unsigned long long ns = 0;
+        snprintf(path, sizeof path, "%s/%s/schedstat", dir, e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f || fscanf(f, "%llu", &ns) != 1) {
+            if (f)
+                fclose(f);
+            closedir(d);
+            return -1;
+        }
+        fclose(f);
+        sum += ns;
+        n++;
+    }
+    closedir(d);
+    *runtime = sum;
+    *threads = (char)n;
+    return 0;
+}
+
 /* Rounds of smaps / snapshot / smaps until every mapping agreed at a stable reading, or until a
  * mapping that cannot change disagreed, or ROUNDS ran out. */
 static void agree(int pid, memdiff_depth depth, agreement *a)
@@ -333,7 +371,9 @@ static void agree(int pid, memdiff_depth depth, agreement *a)
         memdiff_options o = MEMDIFF_OPTIONS_INIT;
         o.pid = pid;
         o.depth = depth;
-        if (smaps_read(pid, &before) != 0) {
+        unsigned long long t0 = 0, t1 = 1;
+        char st0 = 0, st1 = 1;
+        if (quiet_mark(pid, &t0, &st0) != 0 || smaps_read(pid, &before) != 0) {
             disagree(a, "cannot read /proc/%d/smaps", pid);
             break;
         }
@@ -347,7 +387,9 @@ static void agree(int pid, memdiff_depth depth, agreement *a)
         memdiff_snapshot_info info;
         memdiff_snapshot_get_info(s, &info);
         int with_pss = info.depth == MEMDIFF_DEPTH_DEEP && s->mapcount != NULL;
-        if (smaps_read(pid, &after) != 0 || after.count != before.count) {
+        if (smaps_read(pid, &after) != 0 || after.count != before.count ||
+            quiet_mark(pid, &t1, &st1) != 0 || t1 != t0 || st1 != st0) {
+            snprintf(why, sizeof why, "the process ran during the round (or changed its maps)");
             smaps_free(&before);
             smaps_free(&after);
             memdiff_snapshot_free(s);
@@ -360,8 +402,10 @@ static void agree(int pid, memdiff_depth depth, agreement *a)
             for (size_t k = 0; k < ndone; k++)
                 seen |= done[k] == v->start;
             figures f;
-            if (memdiff_figures(s, v, &next, &f, a) != 0)
+            if (memdiff_figures(s, v, &next, &f, a) != 0) {
+                a->hard = 1;
                 break;
+            }
             if (seen)
                 continue;
             if (!smaps_vma_equal(v, &after.vma[i])) {
@@ -372,8 +416,10 @@ static void agree(int pid, memdiff_depth depth, agreement *a)
             int pfnmap = 0;
             if (compare_vma(pagemap, v, &f, depth, with_pss, &pfnmap, why, sizeof why) != 0) {
                 /* Only pages shared with other processes can change while the target waits. */
-                if (v->shared_clean + v->shared_dirty == 0 && v->pss == v->rss)
+                if (v->shared_clean + v->shared_dirty == 0 && v->pss == v->rss) {
                     disagree(a, "%s", why);
+                    a->hard = 1;
+                }
                 continue;
             }
             if (ndone < total)
@@ -730,6 +776,110 @@ START_TEST(process_statuses)
 }
 END_TEST
 
+/* ---- every process on the machine -------------------------------------------------------- */
+
+typedef struct sweep {
+    int processes, ok, kernel, exited, denied, quiet, busy;
+    size_t vmas, regions;
+} sweep;
+
+/* Snapshots every process in /proc: each one is OK, MEMDIFF_ESRCH (exited meanwhile),
+ * MEMDIFF_ENOTSUP (a kernel thread) or MEMDIFF_EACCES (when allowed), with a detail; an OK one
+ * is compared with smaps whenever the process stayed quiet (did not run) across a round, and
+ * must then agree exactly. NULL, or what went wrong. */
+static const char *sweep_machine(sweep *w, int eacces_ok)
+{
+    static char msg[2048];
+    memset(w, 0, sizeof *w);
+    DIR *d = opendir("/proc");
+    if (!d)
+        return "cannot list /proc";
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        int pid = atoi(e->d_name);
+        if (pid <= 0 || pid == (int)getpid())
+            continue;
+        w->processes++;
+        memdiff_options o = MEMDIFF_OPTIONS_INIT;
+        o.pid = pid;
+        memdiff_snapshot *s = NULL;
+        int rc = memdiff_snapshot_take(&o, &s);
+        memdiff_snapshot_free(s);
+        const char *detail = memdiff_last_error();
+        if (rc == MEMDIFF_ENOTSUP && strstr(detail, "kernel thread")) {
+            w->kernel++;
+            continue;
+        }
+        if (rc == MEMDIFF_ESRCH && detail[0]) {
+            w->exited++;
+            continue;
+        }
+        if (rc == MEMDIFF_EACCES && eacces_ok && detail[0]) {
+            w->denied++;
+            continue;
+        }
+        if (rc != MEMDIFF_OK) {
+            snprintf(msg, sizeof msg, "pid %d: %s (%s)", pid, memdiff_status_name(rc), detail);
+            closedir(d);
+            return msg;
+        }
+        w->ok++;
+        agreement a;
+        agree(pid, MEMDIFF_DEPTH_STANDARD, &a);
+        if (a.hard) {
+            snprintf(msg, sizeof msg, "pid %d: %s", pid, a.why);
+            free(a.why);
+            closedir(d);
+            return msg;
+        }
+        if (a.why)
+            w->busy++; /* it ran, or exited, in every round: not comparable */
+        else
+            w->quiet++;
+        free(a.why);
+        w->vmas += a.vmas;
+        w->regions += a.regions;
+    }
+    closedir(d);
+    return NULL;
+}
+
+static void print_sweep(const char *user, const sweep *w)
+{
+    printf("agreement: every process as %-6s %d processes: %d snapshots (%d agree exactly in %zu "
+           "mappings, %zu regions; %d never held still), %d kernel threads, %d exited, "
+           "%d denied\n", user, w->processes, w->ok, w->quiet, w->vmas, w->regions, w->busy,
+           w->kernel, w->exited, w->denied);
+    fflush(stdout);
+}
+
+static const char *sweep_as_nobody(void *arg)
+{
+    (void)arg;
+    sweep w;
+    const char *err = sweep_machine(&w, 1);
+    if (!err)
+        print_sweep("nobody", &w);
+    return err;
+}
+
+/* Whatever runs on this machine: never a crash, a clean status for each process, and exact
+ * agreement for each process that held still. As root, and as nobody (other users' processes
+ * are then MEMDIFF_EACCES; root can be denied too, in a container whose init is not its own). */
+START_TEST(every_process)
+{
+    sweep w;
+    const char *err = sweep_machine(&w, 1); /* root may be denied too: pid 1 here */
+    ck_assert_msg(err == NULL, "%s", err ? err : "");
+    print_sweep(user_name(), &w);
+    ck_assert_int_gt(w.ok, 0);
+    if (geteuid() == 0) {
+        err = scn_as_nobody(sweep_as_nobody, NULL);
+        ck_assert_msg(err == NULL, "%s", err ? err : "");
+    }
+}
+END_TEST
+
 /* ---- the recorded tree (tests/fixtures/recorded/README.md) ------------------------------- */
 
 #define RECORDED_PID 4194305
@@ -914,6 +1064,7 @@ Suite *agreement_suite(void)
     tcase_add_test(tc, shell_agrees);
     tcase_add_test(tc, python_agrees);
     tcase_add_test(tc, unprivileged_agrees);
+    tcase_add_test(tc, every_process);
     suite_add_tcase(s, tc);
     tc = tcase_create("Pid");
     tcase_set_timeout(tc, 60);
