@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -140,14 +141,31 @@ static const feature *target_feature(const target *t, const char *name)
     return NULL;
 }
 
-/* The agreement target's argv, with or without the dlopen'd module. */
+/* Where the agreement target and its module are run from: the build tree, or (for a child
+ * dropped to nobody, who may not reach a build tree under a private directory) copies of them. */
+static char target_path[4096] = MEMDIFF_AGREEMENT_TARGET;
+static char testlib_path[4096] = MEMDIFF_AGREEMENT_TESTLIB;
+
+/* Starts the agreement target, with or without the dlopen'd module. */
 static const char *own_target_start(target *t, int with_module)
 {
     static char dir[4096];
     snprintf(dir, sizeof dir, "%s", access("/var/tmp", W_OK) == 0 ? "/var/tmp" : "/tmp");
-    char *argv[] = {(char *)MEMDIFF_AGREEMENT_TARGET, dir,
-                    with_module ? (char *)MEMDIFF_AGREEMENT_TESTLIB : NULL, NULL};
+    char *argv[] = {target_path, dir, with_module ? testlib_path : NULL, NULL};
     return target_start(t, argv);
+}
+
+static void copy_executable(const char *from, const char *to)
+{
+    FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
+    ck_assert_msg(in && out, "copy %s to %s: %s", from, to, strerror(errno));
+    char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, in)) > 0)
+        ck_assert_uint_eq(fwrite(buf, 1, n, out), n);
+    fclose(in);
+    ck_assert_int_eq(fclose(out), 0);
+    ck_assert_int_eq(chmod(to, 0755), 0);
 }
 
 static const char PYTHON_SCRIPT[] =
@@ -571,7 +589,17 @@ START_TEST(unprivileged_agrees)
         printf("agreement: not root; the other tests ran unprivileged already\n");
         return;
     }
+    char dir[] = "/tmp/memdiff-agreement-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    ck_assert_int_eq(chmod(dir, 0755), 0);
+    snprintf(target_path, sizeof target_path, "%s/memdiff_agreement_target", dir);
+    snprintf(testlib_path, sizeof testlib_path, "%s/libmemdiff_plain_testlib.so", dir);
+    copy_executable(MEMDIFF_AGREEMENT_TARGET, target_path);
+    copy_executable(MEMDIFF_AGREEMENT_TESTLIB, testlib_path);
     const char *err = scn_as_nobody(unprivileged_all, NULL);
+    unlink(target_path);
+    unlink(testlib_path);
+    rmdir(dir);
     ck_assert_msg(err == NULL, "%s", err ? err : "");
 }
 END_TEST
