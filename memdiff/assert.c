@@ -626,8 +626,8 @@ int memdiff_check_slope(const memdiff_slope *slope, const memdiff_diff *diff, me
              fmt_bound(lim, bound));
     if (ok)
         return 1;
-    msg_line(&m, "  %u calls after %u warm-up, %u samples: first %s, last %s; "
-                 "(last - first) per call %s",
+    msg_line(&m, "  %u calls measured (%u before them to warm up), %u samples: first %s, last %s "
+                 "(%s per call between them)",
              slope->iterations, slope->warmup, slope->samples,
              fmt_figure(first, slope->first, slope->measure),
              fmt_figure(last, slope->last, slope->measure), fmt_rate(ends, slope->endpoint_slope));

@@ -604,7 +604,8 @@ START_TEST(slope_checks)
     ck_assert_int_eq(memdiff_check_slope(&s, d, MEMDIFF_CMP_LE, 512, msg, sizeof msg), 0);
     expect_in(msg, "memdiff check failed: net bytes in heap grow by 4,112.0 bytes per call, "
                    "want <= 512\n");
-    expect_in(msg, "64 calls after 1 warm-up, 64 samples: first +4,096, last +262,144");
+    expect_in(msg, "\n  64 calls measured (1 before them to warm up), 64 samples: first +4,096, "
+                   "last +262,144 (4,096.0 per call between them)\n");
     expect_in(msg, "+24,576  heap  mixed  [heap]"); /* the diff's blocks */
     ck_assert_int_eq(memdiff_check_slope(&s, NULL, MEMDIFF_CMP_LE, 512, msg, sizeof msg), 0);
     expect_not_in(msg, "[heap]");
