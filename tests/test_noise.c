@@ -12,10 +12,13 @@
  *    512 within 64 bytes.
  *  - Leak-free code (the same sizes freed again): under 64 bytes a call; memory retained once
  *    (a static cache filled on the first call) likewise, whether or not the warm-up caught it.
- * AddressSanitizer's allocator adds redzones and shadow pages to every block, so under it the
- * leak tolerances widen (to the block's size plus a quarter and two pages), and its quarantine
- * keeps freed blocks from reuse, which tests/CMakeLists.txt turns off for this suite
- * (ASAN_OPTIONS=quarantine_size_mb=0). Set MEMDIFF_NOISE_VERBOSE=1 to print each slope.
+ * Under AddressSanitizer the figures carry the sanitizer's own memory: redzones and shadow
+ * pages for every block, shadow for every mapping memdiff makes and unmaps, blocks held in
+ * quarantine instead of reused, allocator regions that are not glibc's heap (category Private).
+ * There the leak tolerances widen (to the block's size and a half, plus two pages) and the
+ * leak-free tests, which would measure the sanitizer, are skipped: memory tests belong in a
+ * build without sanitizers (docs/testing-with-memdiff.md). Set MEMDIFF_NOISE_VERBOSE=1 to
+ * print each slope.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,16 +114,14 @@ static memdiff_slope slope_of(void (*fn)(void *), size_t *size, unsigned iterati
     return s;
 }
 
-/* The slope of a leak of size bytes a call is within tol of size (under ASan, between size and
- * size * 1.25 + 2 pages). */
+/* The slope of a leak of size bytes a call is within tol of size (under ASan, between size - tol
+ * and size * 1.5 + 2 pages). */
 static void expect_leak(size_t size, unsigned iterations, double tol, const char *what)
 {
     memdiff_slope s = slope_of(leak, &size, iterations, 1, what);
     double lo = (double)size - tol, hi = (double)size + tol;
-    if (UNDER_ASAN) {
-        lo = (double)size - tol;
-        hi = (double)size * 1.25 + 2.0 * PAGE;
-    }
+    if (UNDER_ASAN)
+        hi = (double)size * 1.5 + 2.0 * PAGE;
     ck_assert_msg(s.bytes_per_iteration >= lo && s.bytes_per_iteration <= hi,
                   "%s: slope %.1f bytes a call, want %.0f to %.0f (first %lld, last %lld)", what,
                   s.bytes_per_iteration, lo, hi, (long long)s.first, (long long)s.last);
@@ -148,14 +149,15 @@ START_TEST(leak_of_512_bytes_a_call)
 END_TEST
 
 /* The same through the Check macro, as a test would write it: the assertion fails, and its
- * message names the block that grew. */
+ * message names the block that grew (ASan's allocator regions are anonymous memory). */
 START_TEST(leak_fails_the_slope_assertion_naming_the_heap)
 {
     size_t size = 4096;
     char msg[MEMDIFF_CK_MSG_SIZE];
     ck_assert_int_eq(memdiff_ck_slope_le_(leak, &size, 32, 64, msg, sizeof msg), 0);
     ck_assert_msg(strstr(msg, "memdiff check failed: net bytes in all categories grow by") &&
-                      strstr(msg, "want <= 64") && strstr(msg, "heap"),
+                      strstr(msg, "want <= 64") &&
+                      strstr(msg, UNDER_ASAN ? "anonymous" : "[heap]"),
                   "%s", msg);
 }
 END_TEST
@@ -164,6 +166,8 @@ END_TEST
 
 START_TEST(no_leak_has_no_slope)
 {
+    if (UNDER_ASAN)
+        return; /* it would measure the sanitizer (see the top) */
     static const size_t sizes[] = {512, 4096, 1024 * 1024};
     static const unsigned iterations[] = {256, 64, 16};
     for (size_t i = 0; i < 3; i++) {
@@ -181,6 +185,8 @@ END_TEST
  * growth, and the slope, fitted from the first sample on, still sees none. */
 START_TEST(one_time_growth_has_no_slope)
 {
+    if (UNDER_ASAN)
+        return; /* it would measure the sanitizer (see the top) */
     memdiff_slope s = slope_of(fill_once, NULL, 64, 0, "one-time, no warm-up");
     ck_assert_int_ge(s.first, 64 * 1024);
     ck_assert_msg(s.bytes_per_iteration <= 64 && s.bytes_per_iteration >= -64, "slope %.1f",
@@ -195,6 +201,8 @@ END_TEST
 /* The leak-free assertions, 100 times in a row in one process: none may flake. */
 START_TEST(leak_free_assertions_hold_100_times)
 {
+    if (UNDER_ASAN)
+        return; /* it would measure the sanitizer (see the top) */
     size_t size = 4096;
     no_leak(&size);
     for (int i = 0; i < 100; i++) {
@@ -213,12 +221,11 @@ END_TEST
 /* ---- settling ----------------------------------------------------------------------------- */
 
 /* 1,024 blocks of 1 KiB freed below one that stays: glibc keeps the hole (by itself it trims
- * only the top of the heap); malloc_trim gives its pages back. Not under ASan, whose allocator
- * malloc_trim does not manage. */
+ * only the top of the heap); malloc_trim gives its pages back. */
 START_TEST(settling_gives_freed_heap_back)
 {
     if (UNDER_ASAN)
-        return;
+        return; /* malloc_trim does not manage ASan's allocator */
     enum { N = 1024 };
     static char *blocks[N + 1];
     for (int settle = 0; settle <= 1; settle++) {
