@@ -331,8 +331,9 @@ static int compare_vma(const char *pagemap, const smaps_vma *v, const figures *f
 
 /* The run time of all the process's threads in ns (task/TID/schedstat, first field: the
  * scheduler's sum_exec_runtime; Documentation/scheduler/sched-stats.rst) and how many threads
- * there are: when neither changed between two readings, no thread ran meanwhile, so the process
- * cannot have changed its own memory. (utime and stime tick in 10 ms: too coarse.) */
+ * there are; -1 when a thread is running right now. When both readings succeed and agree, no
+ * thread ran meanwhile, so the process cannot have changed its own memory. (utime and stime
+ * tick in 10 ms: too coarse.) */
 static int quiet_mark(int pid, unsigned long long *runtime, char *threads)
 {
     char dir[64];
@@ -350,13 +351,24 @@ static int quiet_mark(int pid, unsigned long long *runtime, char *threads)
         unsigned long long ns = 0;
         snprintf(path, sizeof path, "%s/%s/schedstat", dir, e->d_name);
         FILE *f = fopen(path, "r");
-        if (!f || fscanf(f, "%llu", &ns) != 1) {
-            if (f)
-                fclose(f);
+        int ok = f && fscanf(f, "%llu", &ns) == 1;
+        if (f)
+            fclose(f);
+        /* A thread on a CPU now has run time not yet added up (the scheduler adds it at a
+         * tick or a switch): its state, R, tells. */
+        char buf[512] = "";
+        snprintf(path, sizeof path, "%s/%s/stat", dir, e->d_name);
+        f = fopen(path, "r");
+        if (f) {
+            size_t len = fread(buf, 1, sizeof buf - 1, f);
+            buf[len] = '\0';
+            fclose(f);
+        }
+        const char *rp = strrchr(buf, ')');
+        if (!ok || !rp || rp[1] != ' ' || rp[2] == 'R') {
             closedir(d);
             return -1;
         }
-        fclose(f);
         sum += ns;
         n++;
     }
@@ -391,7 +403,15 @@ static void agree(int pid, memdiff_depth depth, agreement *a)
         o.depth = depth;
         unsigned long long t0 = 0, t1 = 1;
         char st0 = 0, st1 = 1;
-        if (quiet_mark(pid, &t0, &st0) != 0 || smaps_read(pid, &before) != 0) {
+        if (round > 0) {
+            struct timespec ms = {0, 2000000}; /* let a process that ran settle again */
+            nanosleep(&ms, NULL);
+        }
+        if (quiet_mark(pid, &t0, &st0) != 0) {
+            snprintf(why, sizeof why, "the process was running at the start of the round");
+            continue;
+        }
+        if (smaps_read(pid, &before) != 0) {
             disagree(a, "cannot read /proc/%d/smaps", pid);
             break;
         }
