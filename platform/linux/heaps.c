@@ -164,32 +164,48 @@ static int find_arenas(ctx *c, size_t i)
     return MEMDIFF_OK;
 }
 
+/* The first page of [from, to) whose presence is (present ? present : not present), or to.
+ * max_pages = 1 stops the kernel at that page; scanning for holes returns no range for the
+ * present pages it passes (pagemap_scan_output is not called for them), the cheaper walk. */
+static uint64_t first_page(const memdiff__proc *p, uint64_t from, uint64_t to, int present)
+{
+    struct page_region vec[1];
+    struct pm_scan_arg arg;
+    memset(&arg, 0, sizeof arg);
+    arg.size = sizeof arg;
+    arg.start = from;
+    arg.end = to;
+    arg.vec = (uint64_t)(uintptr_t)vec;
+    arg.vec_len = 1;
+    arg.max_pages = 1;
+    arg.category_inverted = present ? 0 : PAGE_IS_PRESENT;
+    arg.category_mask = PAGE_IS_PRESENT;
+    arg.return_mask = PAGE_IS_PRESENT;
+    int n = ioctl(p->pagemap_fd, PAGEMAP_SCAN, &arg);
+    return n == 1 && vec[0].start >= from && vec[0].start < to ? vec[0].start : to;
+}
+
 /* Where the next chunk may start after pos when pos holds none: the start of the next resident
  * island of the region. A chunk's first page is always resident (malloc wrote its header), and
  * the kernel merges an older chunk with a newer mapping of another kind placed just below it, so
- * the chunk starts where the newer mapping's resident pages end. One PAGEMAP_SCAN call for two
- * ranges answers it; without the scan the walk stops (the blind spot in docs/categories.md). */
+ * the chunk starts where the newer mapping's resident pages end. Two PAGEMAP_SCAN calls answer
+ * it: the first hole from pos, then the first present page after it. The kernel walks every page
+ * table entry of the island it passes (a few ns each), so the hole is looked for within
+ * ISLAND_PAGES of pos only: an island longer than that (a large resident mapping, which the
+ * snapshot reads anyway) ends the search, and a chunk merged above it stays unsplit. Without
+ * the scan the walk stops (the blind spot in docs/categories.md). */
+#define ISLAND_PAGES 4096u
 static uint64_t next_island(const ctx *c, uint64_t pos, uint64_t end)
 {
     const memdiff__proc *p = c->proc;
     if (!(p->sources & MEMDIFF_SRC_PAGEMAP_SCAN) || p->pagemap_fd < 0)
         return end;
-    struct page_region vec[2];
-    struct pm_scan_arg arg;
-    memset(&arg, 0, sizeof arg);
-    arg.size = sizeof arg;
-    arg.start = pos;
-    arg.end = end;
-    arg.vec = (uint64_t)(uintptr_t)vec;
-    arg.vec_len = 2;
-    arg.category_mask = PAGE_IS_PRESENT;
-    arg.return_mask = PAGE_IS_PRESENT;
-    int n = ioctl(p->pagemap_fd, PAGEMAP_SCAN, &arg);
-    if (n <= 0)
+    uint64_t window = (uint64_t)ISLAND_PAGES * p->page_size;
+    uint64_t limit = end - pos > window ? pos + window : end;
+    uint64_t hole = first_page(p, pos, limit, 0);
+    if (hole == limit)
         return end;
-    if (vec[0].start > pos)
-        return vec[0].start; /* pos itself is not resident: the island after the gap */
-    return n == 2 && vec[1].start > pos ? vec[1].start : end;
+    return first_page(p, hole, end, 1);
 }
 
 /* Chunks of their own mapping in read-write region r: back to back from its start, and at the
