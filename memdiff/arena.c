@@ -53,23 +53,8 @@ static int injected_failure(void)
     return 0;
 }
 
-static memdiff__chunk *chunk_new(size_t cap, int dedicated)
+static void registry_add(memdiff__chunk *c)
 {
-    size_t page = memdiff__os_page_size();
-    size_t header = offsetof(memdiff__chunk, data);
-    if (cap > SIZE_MAX - header - page) {
-        memdiff__set_error(MEMDIFF_ENOMEM, "arena: request of %zu bytes is too large", cap);
-        return NULL;
-    }
-    size_t size = (header + cap + page - 1) / page * page;
-    memdiff__chunk *c = injected_failure() ? NULL : memdiff__os_alloc(size);
-    if (!c) {
-        memdiff__set_error(MEMDIFF_ENOMEM, "arena: cannot map %zu bytes", size);
-        return NULL;
-    }
-    c->size = size;
-    c->cap = size - header;
-    c->dedicated = dedicated;
     lock();
     c->gprev = NULL;
     c->gnext = registry;
@@ -77,10 +62,9 @@ static memdiff__chunk *chunk_new(size_t cap, int dedicated)
         registry->gprev = c;
     registry = c;
     unlock();
-    return c;
 }
 
-static void chunk_free(memdiff__chunk *c)
+static void registry_remove(memdiff__chunk *c)
 {
     lock();
     if (c->gprev)
@@ -90,7 +74,58 @@ static void chunk_free(memdiff__chunk *c)
     if (c->gnext)
         c->gnext->gprev = c->gprev;
     unlock();
+}
+
+static memdiff__chunk *chunk_new(size_t cap, int dedicated, int counted)
+{
+    size_t page = memdiff__os_page_size();
+    size_t header = offsetof(memdiff__chunk, data);
+    if (cap > SIZE_MAX - header - page) {
+        memdiff__set_error(MEMDIFF_ENOMEM, "arena: request of %zu bytes is too large", cap);
+        return NULL;
+    }
+    size_t size = (header + cap + page - 1) / page * page;
+    memdiff__chunk *c = counted && injected_failure() ? NULL : memdiff__os_alloc(size);
+    if (!c) {
+        memdiff__set_error(MEMDIFF_ENOMEM, "arena: cannot map %zu bytes", size);
+        return NULL;
+    }
+    c->size = size;
+    c->cap = size - header;
+    c->dedicated = dedicated;
+    registry_add(c);
+    return c;
+}
+
+static void chunk_free(memdiff__chunk *c)
+{
+    registry_remove(c);
     memdiff__os_free(c, c->size);
+}
+
+/* Grows dedicated chunk c (reached through *link) to hold new_size bytes by moving its pages
+ * (memdiff__os_grow): no copy, so an array that doubles costs its new pages only. The chunk is
+ * out of the registry while it moves: a concurrent memdiff__own_ranges() misses it for that
+ * instant, and finds its pages by their name where the OS names memory. NULL when the OS cannot
+ * move pages (c is then unchanged). */
+static void *grow_chunk(memdiff__chunk **link, memdiff__chunk *c, size_t new_size)
+{
+    size_t page = memdiff__os_page_size();
+    size_t header = offsetof(memdiff__chunk, data);
+    if (new_size > SIZE_MAX - header - page)
+        return NULL;
+    size_t size = (header + new_size + page - 1) / page * page;
+    registry_remove(c);
+    memdiff__chunk *q = memdiff__os_grow(c, c->size, size);
+    if (!q) {
+        registry_add(c);
+        return NULL;
+    }
+    q->size = size;
+    q->cap = size - header;
+    registry_add(q);
+    *link = q;
+    return q->data;
 }
 
 /* Dedicated chunks go behind the head so that the head stays the bump chunk. */
@@ -106,13 +141,15 @@ static void link_dedicated(memdiff__arena *arena, memdiff__chunk *c)
     }
 }
 
-void *memdiff__arena_alloc(memdiff__arena *arena, size_t size)
+/* memdiff__arena_alloc; counted says whether the chunk it may map counts as an OS allocation
+ * for memdiff__test_fail_alloc_after (a grow counts once, whichever way it goes). */
+static void *arena_alloc(memdiff__arena *arena, size_t size, int counted)
 {
     if (size == 0)
         size = 1;
     size = (size + ALIGN - 1) & ~(size_t)(ALIGN - 1);
     if (size >= DEDICATED_MIN) {
-        memdiff__chunk *c = chunk_new(size, 1);
+        memdiff__chunk *c = chunk_new(size, 1, counted);
         if (!c)
             return NULL;
         link_dedicated(arena, c);
@@ -120,7 +157,7 @@ void *memdiff__arena_alloc(memdiff__arena *arena, size_t size)
     }
     memdiff__chunk *head = arena->chunks;
     if (!head || head->dedicated || head->cap - arena->used < size) {
-        memdiff__chunk *c = chunk_new(CHUNK_MIN, 0);
+        memdiff__chunk *c = chunk_new(CHUNK_MIN, 0, counted);
         if (!c)
             return NULL;
         c->next = arena->chunks;
@@ -131,6 +168,11 @@ void *memdiff__arena_alloc(memdiff__arena *arena, size_t size)
     void *p = head->data + arena->used;
     arena->used += size;
     return p; /* zeroed: fresh OS pages, never reused */
+}
+
+void *memdiff__arena_alloc(memdiff__arena *arena, size_t size)
+{
+    return arena_alloc(arena, size, 1);
 }
 
 char *memdiff__arena_strndup(memdiff__arena *arena, const char *s, size_t len)
@@ -158,7 +200,16 @@ void *memdiff__arena_grow(memdiff__arena *arena, void *old, size_t old_size, siz
         if (owner && owner->cap >= new_size)
             return old;
     }
-    void *p = memdiff__arena_alloc(arena, new_size);
+    if (owner) {
+        if (injected_failure()) {
+            memdiff__set_error(MEMDIFF_ENOMEM, "arena: cannot grow to %zu bytes", new_size);
+            return NULL;
+        }
+        void *q = grow_chunk(link, owner, new_size);
+        if (q)
+            return q;
+    }
+    void *p = arena_alloc(arena, new_size, owner == NULL);
     if (!p)
         return NULL;
     if (old) {

@@ -85,6 +85,12 @@ void *memdiff__os_alloc(size_t size);
 /* Returns memory from memdiff__os_alloc; size as it was allocated. */
 void memdiff__os_free(void *p, size_t size);
 
+/* Grows memory from memdiff__os_alloc from old_size to new_size bytes (multiples of the page
+ * size, new_size the larger), keeping its contents, the rest zeroed, by moving pages instead of
+ * copying them where the OS can (Linux mremap). The memory may move. NULL when the OS cannot: the
+ * old memory is then untouched, and the caller allocates and copies. */
+void *memdiff__os_grow(void *p, size_t old_size, size_t new_size);
+
 /* The page size of the calling process. */
 uint32_t memdiff__os_page_size(void);
 

@@ -21,11 +21,19 @@
 #define PR_SET_VMA_ANON_NAME 0
 #endif
 
+/* Large blocks (a snapshot's per-page frame arrays: 8 bytes a page) ask for transparent huge
+ * pages where the system leaves it to madvise: one fault per 2 MiB instead of 512. Measured: a
+ * standard snapshot of 4 GiB resident spends a sixth of its time faulting in 8 MiB of frame
+ * numbers otherwise (docs/performance.md). A system with THP off ignores the advice. */
+#define HUGE_ADVICE_MIN ((size_t)2 << 20)
+
 void *memdiff__os_alloc(size_t size)
 {
     void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
         return NULL;
+    if (size >= HUGE_ADVICE_MIN)
+        (void)madvise(p, size, MADV_HUGEPAGE);
     /* The name shows as [anon:memdiff] in maps, which tells memdiff's storage apart, and keeps
      * the kernel from merging our chunks with the program's own anonymous mappings (VMAs with
      * different names never merge). Kernels without the feature just leave it unnamed. */
@@ -38,6 +46,17 @@ void memdiff__os_free(void *p, size_t size)
 {
     if (p)
         munmap(p, size);
+}
+
+void *memdiff__os_grow(void *p, size_t old_size, size_t new_size)
+{
+    /* The mapping keeps its name when it grows in place and when it moves (the VMA moves). */
+    void *q = mremap(p, old_size, new_size, MREMAP_MAYMOVE);
+    if (q == MAP_FAILED)
+        return NULL;
+    if (new_size >= HUGE_ADVICE_MIN)
+        (void)madvise(q, new_size, MADV_HUGEPAGE);
+    return q;
 }
 
 uint32_t memdiff__os_page_size(void)

@@ -21,6 +21,15 @@ void memdiff__os_free(void *p, size_t size)
         VirtualFree(p, 0, MEM_RELEASE);
 }
 
+void *memdiff__os_grow(void *p, size_t old_size, size_t new_size)
+{
+    /* No VirtualAlloc call moves committed pages: the arena copies. */
+    (void)p;
+    (void)old_size;
+    (void)new_size;
+    return NULL;
+}
+
 uint32_t memdiff__os_page_size(void)
 {
     static atomic_uint cached;
