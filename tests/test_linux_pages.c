@@ -320,10 +320,11 @@ END_TEST
 
 /* ---- batch boundaries, on a tree written now ---------------------------------------------- */
 
-#define BIG 70000u /* pages: more than one batch of MEMDIFF__LINUX_BATCH */
+#define BIG (MEMDIFF__LINUX_BATCH + 4464u) /* pages: more than one batch, less than two */
 #define R1 UINT64_C(0x10000000)
 #define R2 UINT64_C(0x30000000)
-#define HOLE 65001u /* one page not present, so the second run straddles the batch boundary */
+/* One page not present, so that the second run straddles the batch boundary. */
+#define HOLE (MEMDIFF__LINUX_BATCH - 535u)
 
 static char tree[64];
 

@@ -69,9 +69,11 @@ struct pm_scan_arg {
 #define MEMDIFF__PM_SWAP (UINT64_C(1) << 62)
 #define MEMDIFF__PM_PRESENT (UINT64_C(1) << 63)
 
-/* Batch sizes: no syscall per page anywhere. 64K pagemap entries (512 KiB) cover 256 MiB of
- * address space with 4 KiB pages in one pread. */
-#define MEMDIFF__LINUX_BATCH 65536u
+/* Batch sizes: no syscall per page anywhere. 16K pagemap entries (128 KiB) cover 64 MiB of
+ * address space with 4 KiB pages in one pread: the syscall is well under 1% of the kernel's work
+ * for the batch (pagemap_read walks 512 entries at a time inside anyway), and a snapshot's
+ * scratch buffers stay small enough that faulting them in costs little. */
+#define MEMDIFF__LINUX_BATCH 16384u
 #define MEMDIFF__LINUX_SCAN_VEC 4096u
 
 /* The backend's view of an open process. Buffers come from the scratch arena given to
@@ -92,13 +94,22 @@ struct memdiff__proc {
     char *text;               /* reusable buffer for whole-file reads */
     size_t text_cap;
 
+    /* The region list memdiff__plat_regions returned (in the caller's arena, which outlives
+     * the proc): the page walk reads a region's mapping kind from it. NULL until then. */
+    const memdiff__plat_region *regions;
+    size_t region_count;
+
     /* page walk scratch (pages.c) */
     uint64_t *pm;             /* raw pagemap entries of one batch */
-    uint32_t *attrs;          /* decoded attrs of one batch */
+    unsigned *attrs;          /* decoded attrs of one batch */
     uint64_t *pfn, *kflags, *mapcount; /* per-page arrays: pending run carried at the front */
-    uint64_t *frames, *frame_flags, *frame_counts; /* sorted unique frames of one batch */
-    uint64_t *span;           /* one pread of kpageflags / kpagecount */
+    uint64_t *frames, *frame_tmp; /* sort keys of a batch's segments of consecutive frames */
+    struct memdiff__linux_seg {
+        uint32_t page, len;   /* pages [page, page + len) of a batch, frames consecutive */
+    } *segs;
+    uint64_t *frame_flags, *frame_counts; /* one pread of kpageflags / kpagecount */
     struct page_region *vec;  /* PAGEMAP_SCAN output */
+    int scan_off;             /* the kernel refused a scan (EINVAL): pagemap only from then on */
 };
 
 /* ---- errors (procfs.c) ------------------------------------------------------------------ */

@@ -288,5 +288,10 @@ int memdiff__plat_regions(memdiff__proc *proc, memdiff__arena *arena,
     /* An exited process (a zombie too) has an empty maps file; so has a kernel thread. */
     if (len == 0 && !memdiff__linux_alive(proc))
         return memdiff__set_error(MEMDIFF_ESRCH, "read %s: the process has exited", path);
-    return memdiff__linux_parse_maps(proc->text, len, arena, out, count);
+    rc = memdiff__linux_parse_maps(proc->text, len, arena, out, count);
+    if (!rc) {
+        proc->regions = *out; /* the page walk asks a region's kind (pages.c) */
+        proc->region_count = *count;
+    }
+    return rc;
 }

@@ -2,15 +2,27 @@
  * pages.c - page runs of a range from pagemap, PAGEMAP_SCAN, kpageflags and kpagecount
  * (Documentation/admin-guide/mm/pagemap.rst).
  *
- * Paths, cheapest first:
+ * What each source costs decides the paths (measured: docs/performance.md). The kernel computes a
+ * pagemap entry from the page table entry and the page's struct page (exclusivity, file or anon):
+ * tens of ns per present page, a cache miss on struct page each. PAGEMAP_SCAN reads the page
+ * table alone, a few ns per page, unless asked for PAGE_IS_FILE, which costs it the struct page
+ * too. Hence:
  *  - fast with PAGEMAP_SCAN (Linux 6.7): the kernel returns ranges of present or swapped pages
- *    with their categories; no per-page data crosses to user space at all.
- *  - standard / deep with PAGEMAP_SCAN: the scan finds where pages are, and pagemap is read only
- *    there. Huge sparse reservations (AddressSanitizer's shadow: terabytes, mostly empty) then
- *    cost a few ioctls instead of gigabytes of pagemap.
- *  - without the scan (older kernels, fixture files): pagemap in batches over the whole range.
- * Deep adds kpageflags and kpagecount, read per run of nearby frames after sorting and
- * deduplicating the frames of a batch. No path makes a syscall per page.
+ *    with their categories; no per-page data crosses to user space. The file bit is asked of the
+ *    kernel only in private file mappings, where copy-on-write makes it differ page by page: in
+ *    private anonymous memory no page is a file page, in shared memory every page is.
+ *  - standard / deep: pagemap in batches, with no scan ahead of it while the pages are dense.
+ *    Where a batch turns out sparse, PAGEMAP_SCAN finds the next present pages and pagemap is
+ *    read only around them (huge sparse reservations, AddressSanitizer's shadow: terabytes,
+ *    mostly empty, cost a few ioctls instead of gigabytes of pagemap); where the scan meets dense
+ *    pages again, plain batches resume. Zero and huge pages, which pagemap does not flag, come
+ *    from the scan: with frame numbers (root), only where the frames could be a huge page's (512
+ *    consecutive, aligned frames) or the zero page is known by its frame; without, the scan asks
+ *    the page table for just those two categories.
+ *  - without the scan (older kernels, a scan refused with EINVAL, fixture files): pagemap in
+ *    batches over the whole range.
+ * Deep adds kpageflags and kpagecount, read per span of nearby frames after sorting a batch's
+ * runs of consecutive frames. No path makes a syscall per page.
  */
 #include <errno.h>
 #include <string.h>
@@ -26,12 +38,24 @@
 #define KPF_THP 22
 #define KPF_ZERO_PAGE 24
 
-/* Frames no further apart than this share one pread of kpageflags / kpagecount: reading a few
- * unneeded 8-byte entries is cheaper than another syscall. SPAN bounds one read (32 KiB). */
-#define FRAME_GAP 64u
-#define SPAN 4096u
+/* Frames at most this far apart share one pread of kpageflags / kpagecount. An entry costs the
+ * kernel about half a syscall to produce (stable_page_flags: ~70 ns against ~125 ns of syscall
+ * on the test machine), so only the smallest holes are worth reading through. */
+#define FRAME_GAP 2u
+
+/* A batch with fewer present or swapped pages than 1/SPARSE_DIVISOR of it hands the walk to
+ * the scan; a scan that finds at least half of its stretch present hands it back to pagemap. */
+#define SPARSE_DIVISOR 8u
+
+_Static_assert(MEMDIFF__LINUX_BATCH <= 65536u, "frame_facts packs a batch index in 16 bits");
 
 #define RESIDENT (MEMDIFF_PAGE_PRESENT | MEMDIFF_PAGE_SWAPPED)
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+#define PM_TABLE_SHIFT 55 /* pagemap bits 55-63: the flags, as a table index */
+
+/* Whom to believe about MEMDIFF_PAGE_FILE in a region, from its mapping (see the top). */
+typedef enum file_rule { FILE_ASK = 0, FILE_NEVER, FILE_ALWAYS } file_rule;
 
 typedef struct walker {
     memdiff__proc *proc;
@@ -39,6 +63,8 @@ typedef struct walker {
     int pfn;        /* deliver frame numbers */
     int deep;       /* deliver kernel page flags and map counts */
     int fast;       /* fast depth: no exclusivity, no soft-dirty, as PAGEMAP_SCAN gives it */
+    file_rule file;
+    unsigned table[1u << (64 - PM_TABLE_SHIFT)]; /* attrs of pagemap bits 55-63 */
     /* The pending run: pages [start, start + n) with attrs, arrays at index off. It stays open
      * across batches so that runs come out whole; its array entries move to index 0. */
     int pending;
@@ -107,7 +133,6 @@ static int buffers(walker *w, int scan)
 {
     memdiff__proc *p = w->proc;
     const size_t B = MEMDIFF__LINUX_BATCH;
-    int rc = MEMDIFF_OK;
     if (scan && !p->vec) {
         p->vec = memdiff__arena_alloc(p->scratch, MEMDIFF__LINUX_SCAN_VEC * sizeof *p->vec);
         if (!p->vec)
@@ -120,7 +145,7 @@ static int buffers(walker *w, int scan)
         if (!p->attrs)
             return MEMDIFF_ENOMEM;
     }
-    rc = alloc_u64(p, &p->pm, B);
+    int rc = alloc_u64(p, &p->pm, B);
     if (!rc && w->pfn)
         rc = alloc_u64(p, &p->pfn, B);
     if (!rc && w->deep) {
@@ -130,93 +155,249 @@ static int buffers(walker *w, int scan)
         if (!rc)
             rc = alloc_u64(p, &p->frames, B);
         if (!rc)
+            rc = alloc_u64(p, &p->frame_tmp, B);
+        if (!rc)
             rc = alloc_u64(p, &p->frame_flags, B);
         if (!rc)
             rc = alloc_u64(p, &p->frame_counts, B);
-        if (!rc)
-            rc = alloc_u64(p, &p->span, SPAN);
+        if (!rc && !p->segs) {
+            p->segs = memdiff__arena_alloc(p->scratch, B * sizeof *p->segs);
+            if (!p->segs)
+                rc = MEMDIFF_ENOMEM;
+        }
     }
     return rc;
 }
 
-/* ---- deep: frame facts ------------------------------------------------------------------- */
+/* ---- the regions' file rule -------------------------------------------------------------- */
 
-static void sift_down(uint64_t *a, size_t root, size_t n)
+static int anon_shared_name(const memdiff__plat_region *r)
 {
-    for (;;) {
-        size_t child = 2 * root + 1;
-        if (child >= n)
-            return;
-        if (child + 1 < n && a[child + 1] > a[child])
-            child++;
-        if (a[root] >= a[child])
-            return;
-        uint64_t t = a[root];
-        a[root] = a[child];
-        a[child] = t;
-        root = child;
-    }
+    return r->hint == MEMDIFF__HINT_SYSV_SHM || r->hint == MEMDIFF__HINT_MEMFD ||
+           r->hint == MEMDIFF__HINT_ANON_NAME ||
+           ((r->flags & MEMDIFF__RF_DELETED) && strcmp(r->path, "/dev/zero") == 0);
 }
 
-/* In place, O(n log n), no allocation: the frames of one batch. */
-static void heap_sort(uint64_t *a, size_t n)
+/* The rule for [start, end), from the region list memdiff__plat_regions read (FILE_ASK when
+ * there is none, or the range is not inside one region). Device mappings (VM_PFNMAP) have pages
+ * without a struct page, which pagemap does not call file pages: only shared memory the kernel
+ * names as such is FILE_ALWAYS. */
+static file_rule region_file_rule(const memdiff__proc *p, uint64_t start, uint64_t end)
 {
-    if (n < 2)
-        return;
-    for (size_t i = n / 2; i-- > 0;)
-        sift_down(a, i, n);
-    for (size_t end = n - 1; end > 0; end--) {
-        uint64_t t = a[0];
-        a[0] = a[end];
-        a[end] = t;
-        sift_down(a, 0, end);
-    }
-}
-
-static size_t find_frame(const uint64_t *a, size_t n, uint64_t pfn)
-{
-    size_t lo = 0, hi = n;
+    size_t lo = 0, hi = p->region_count;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (a[mid] < pfn)
+        if (p->regions[mid].end <= start)
             lo = mid + 1;
         else
             hi = mid;
     }
-    return lo;
+    if (lo == p->region_count || p->regions[lo].start > start || p->regions[lo].end < end)
+        return FILE_ASK;
+    const memdiff__plat_region *r = &p->regions[lo];
+    if (r->flags & MEMDIFF_REGION_SHARED)
+        return anon_shared_name(r) ? FILE_ALWAYS : FILE_ASK;
+    if (r->inode != 0)
+        return FILE_ASK;
+    switch (r->hint) {
+    case MEMDIFF__HINT_NONE:
+    case MEMDIFF__HINT_BRK_HEAP:
+    case MEMDIFF__HINT_MAIN_STACK:
+    case MEMDIFF__HINT_ANON_NAME:
+        return FILE_NEVER;
+    default:
+        return FILE_ASK; /* vdso, vvar, vsyscall, other special mappings */
+    }
 }
 
-/* out[i] = the 8-byte entry of frames[i] in fd (kpageflags or kpagecount), for the sorted
- * unique frames[0..n). One pread per span of nearby frames. Frames past the end of the file
- * (beyond max_pfn) read as 0. */
-static int read_frame_table(memdiff__proc *p, int fd, const char *name, const uint64_t *frames,
-                            size_t n, uint64_t *out)
+/* ---- PAGEMAP_SCAN ------------------------------------------------------------------------ */
+
+/* A scan the kernel refused as a whole (EINVAL, ENOTTY: a kernel without this use of it): the
+ * pagemap path takes over, for this and every later range of the process. */
+static int scan_refused(int e)
 {
-    size_t i = 0;
-    while (i < n) {
-        size_t j = i + 1;
-        while (j < n && frames[j] - frames[j - 1] <= FRAME_GAP && frames[j] - frames[i] < SPAN)
-            j++;
-        uint64_t first = frames[i];
-        size_t count = (size_t)(frames[j - 1] - first + 1);
-        if (first > (UINT64_MAX >> 4)) {
-            for (size_t k = i; k < j; k++)
-                out[k] = 0;
-            i = j;
+    return e == EINVAL || e == ENOTTY || e == EOPNOTSUPP;
+}
+
+/* One PAGEMAP_SCAN call over [start, end) into p->vec. Returns the number of ranges (at most
+ * MEMDIFF__LINUX_SCAN_VEC, well-formed, inside the request and ascending) with *next set to
+ * where the following call starts, or -errno. */
+static int scan_once(memdiff__proc *p, uint64_t start, uint64_t end, uint64_t anyof,
+                     uint64_t ret, uint64_t max_pages, uint64_t *next)
+{
+    struct pm_scan_arg arg;
+    int n;
+    do {
+        memset(&arg, 0, sizeof arg);
+        arg.size = sizeof arg;
+        arg.start = start;
+        arg.end = end;
+        arg.vec = (uint64_t)(uintptr_t)p->vec;
+        arg.vec_len = MEMDIFF__LINUX_SCAN_VEC;
+        arg.max_pages = max_pages;
+        arg.category_anyof_mask = anyof;
+        arg.return_mask = ret;
+        n = ioctl(p->pagemap_fd, PAGEMAP_SCAN, &arg);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0)
+        return -errno;
+    if ((size_t)n > MEMDIFF__LINUX_SCAN_VEC)
+        n = (int)MEMDIFF__LINUX_SCAN_VEC;
+    /* Keep only well-formed ranges inside the request, in order: the kernel's answer decides
+     * how far the next call starts, so it must not move us backwards. */
+    size_t k = 0;
+    uint64_t floor = start;
+    for (int i = 0; i < n; i++) {
+        struct page_region r = p->vec[i];
+        if (r.start < floor)
+            r.start = floor;
+        if (r.end > end)
+            r.end = end;
+        if (r.start >= r.end || ((r.start | r.end) & (p->page_size - 1)))
             continue;
+        p->vec[k++] = r;
+        floor = r.end;
+    }
+    /* When one call fills the vector (or max_pages), walk_end is where the kernel stopped; but
+     * it has been seen pointing behind ranges it already returned (it is kept from an earlier
+     * internal pass). Never go back over what was returned. */
+    uint64_t to = arg.walk_end;
+    if (k > 0 && p->vec[k - 1].end > to)
+        to = p->vec[k - 1].end;
+    if (n == 0 || to <= start || to > end)
+        to = end;
+    *next = to;
+    return (int)k;
+}
+
+static int scan_error(const memdiff__proc *p, int e, uint64_t start, uint64_t end)
+{
+    return memdiff__set_error(memdiff__linux_status(e), "PAGEMAP_SCAN %s/pagemap 0x%llx-0x%llx: %s",
+                              p->dir, (unsigned long long)start, (unsigned long long)end,
+                              memdiff__linux_errno_text(e));
+}
+
+static unsigned scan_attrs(uint64_t categories)
+{
+    unsigned a = 0;
+    if (categories & PAGE_IS_PRESENT)
+        a |= MEMDIFF_PAGE_PRESENT;
+    if (categories & PAGE_IS_SWAPPED)
+        a |= MEMDIFF_PAGE_SWAPPED;
+    if (categories & PAGE_IS_FILE)
+        a |= MEMDIFF_PAGE_FILE;
+    if (categories & PAGE_IS_PFNZERO)
+        a |= MEMDIFF_PAGE_ZERO;
+    if (categories & PAGE_IS_HUGE)
+        a |= MEMDIFF_PAGE_HUGE;
+    return a;
+}
+
+/* ORs the zero / huge attributes of ranges[0..n) into attrs[] of the pages [addr, addr + count
+ * pages) (attrs[0] is addr's). Ranges outside are ignored. */
+static void mark_extras(walker *w, const struct page_region *r, size_t n, uint64_t addr,
+                        size_t count, unsigned *attrs)
+{
+    unsigned shift = w->proc->page_shift;
+    uint64_t end = addr + ((uint64_t)count << shift);
+    for (size_t i = 0; i < n; i++) {
+        unsigned extra = scan_attrs(r[i].categories) & (MEMDIFF_PAGE_ZERO | MEMDIFF_PAGE_HUGE);
+        uint64_t lo = MAX(r[i].start, addr), hi = MIN(r[i].end, end);
+        if (!extra || lo >= hi)
+            continue;
+        for (size_t k = (size_t)((lo - addr) >> shift); k < (size_t)((hi - addr) >> shift); k++)
+            if (attrs[k] & MEMDIFF_PAGE_PRESENT)
+                attrs[k] |= extra;
+    }
+}
+
+/* Asks the scan which pages of [addr, addr + count pages) are zero or huge pages and marks them
+ * in attrs[] (attrs[0] is addr's). A refused scan marks nothing: the kernel has no scan for us. */
+static int scan_extras(walker *w, uint64_t addr, size_t count, unsigned *attrs)
+{
+    memdiff__proc *p = w->proc;
+    if (p->scan_off)
+        return MEMDIFF_OK;
+    uint64_t cur = addr, end = addr + ((uint64_t)count << p->page_shift);
+    const uint64_t mask = PAGE_IS_PFNZERO | PAGE_IS_HUGE;
+    while (cur < end) {
+        uint64_t next;
+        int n = scan_once(p, cur, end, mask, mask, 0, &next);
+        if (n < 0) {
+            if (scan_refused(-n) || -n == EFAULT) {
+                p->scan_off = p->scan_off || scan_refused(-n);
+                return MEMDIFF_OK;
+            }
+            return scan_error(p, -n, cur, end);
         }
-        ssize_t r = memdiff__linux_pread_full(fd, p->span, count * 8, first * 8);
-        if (r < 0)
-            return memdiff__set_error(memdiff__linux_status((int)-r), "read %s/%s: %s",
-                                      p->proc_root, name, memdiff__linux_errno_text((int)-r));
-        size_t got = (size_t)r / 8;
-        for (size_t k = i; k < j; k++) {
-            size_t at = (size_t)(frames[k] - first);
-            out[k] = at < got ? p->span[at] : 0;
+        mark_extras(w, p->vec, (size_t)n, addr, count, attrs);
+        cur = next;
+    }
+    return MEMDIFF_OK;
+}
+
+/* With frame numbers: a page table entry at the PMD level (a transparent huge page, a 2 MiB
+ * hugetlb page) maps frames that are consecutive and aligned to the PMD's span, so only pages
+ * whose frames are could be huge. Those stretches, usually none in memory of small pages, are
+ * asked of the scan. pfn[] and attrs[] are the batch's, from index 0 for page addr. */
+static int scan_huge_candidates(walker *w, uint64_t addr, size_t count, const uint64_t *pfn,
+                                unsigned *attrs)
+{
+    memdiff__proc *p = w->proc;
+    const uint64_t per = p->page_size / 8; /* entries of a page table page: pages per PMD */
+    uint64_t vpage = addr >> p->page_shift;
+    size_t i = 0, lo = 0, hi = 0; /* candidates [lo, hi) not yet asked about */
+    while (i < count) {
+        size_t j = (size_t)MIN((uint64_t)count, i + (per - ((vpage + i) & (per - 1))));
+        uint64_t base = pfn[i] - ((vpage + i) & (per - 1));
+        int cand = (attrs[i] & MEMDIFF_PAGE_PRESENT) && pfn[i] && !(base & (per - 1));
+        for (size_t k = i + 1; cand && k < j; k++)
+            cand = (attrs[k] & MEMDIFF_PAGE_PRESENT) && pfn[k] - ((vpage + k) & (per - 1)) == base;
+        if (cand) {
+            if (hi != i) {
+                int rc = hi > lo ? scan_extras(w, addr + ((uint64_t)lo << p->page_shift), hi - lo,
+                                               attrs + lo)
+                                 : MEMDIFF_OK;
+                if (rc)
+                    return rc;
+                lo = i;
+            }
+            hi = j;
         }
         i = j;
     }
-    return MEMDIFF_OK;
+    return hi > lo ? scan_extras(w, addr + ((uint64_t)lo << p->page_shift), hi - lo, attrs + lo)
+                   : MEMDIFF_OK;
+}
+
+/* ---- deep: frame facts ------------------------------------------------------------------- */
+
+/* LSD radix sort of a[0..n) (tmp: scratch of n), 11 bits a pass, as many passes as the largest
+ * key needs: a batch's frame segments sort in a few linear passes, without allocation. Returns
+ * the buffer that holds the result (a or tmp). */
+static uint64_t *radix_sort(uint64_t *a, uint64_t *tmp, size_t n)
+{
+    uint64_t max = 0;
+    for (size_t i = 0; i < n; i++)
+        max |= a[i];
+    uint32_t count[2048];
+    for (unsigned shift = 0; shift < 64 && (max >> shift); shift += 11) {
+        memset(count, 0, sizeof count);
+        for (size_t i = 0; i < n; i++)
+            count[(a[i] >> shift) & 2047]++;
+        uint32_t sum = 0;
+        for (size_t d = 0; d < 2048; d++) {
+            uint32_t c = count[d];
+            count[d] = sum;
+            sum += c;
+        }
+        for (size_t i = 0; i < n; i++)
+            tmp[count[(a[i] >> shift) & 2047]++] = a[i];
+        uint64_t *t = a;
+        a = tmp;
+        tmp = t;
+    }
+    return a;
 }
 
 static unsigned kpf_attrs(uint64_t f)
@@ -237,73 +418,95 @@ static unsigned kpf_attrs(uint64_t f)
     return a;
 }
 
+/* Reads entries [first, first + count) of kpageflags and kpagecount into frame_flags and
+ * frame_counts; entries past the end of the files (beyond max_pfn) read as 0. */
+static int read_frames(memdiff__proc *p, uint64_t first, size_t count)
+{
+    int fds[2] = {p->kpageflags_fd, p->kpagecount_fd};
+    uint64_t *out[2] = {p->frame_flags, p->frame_counts};
+    static const char *const names[2] = {"kpageflags", "kpagecount"};
+    for (int k = 0; k < 2; k++) {
+        ssize_t r = memdiff__linux_pread_full(fds[k], out[k], count * 8, first * 8);
+        if (r < 0)
+            return memdiff__set_error(memdiff__linux_status((int)-r), "read %s/%s: %s",
+                                      p->proc_root, names[k], memdiff__linux_errno_text((int)-r));
+        size_t got = (size_t)r / 8;
+        if (got < count)
+            memset(out[k] + got, 0, (count - got) * 8);
+    }
+    return MEMDIFF_OK;
+}
+
 /* Fills kflags / mapcount at [base, base + n) for the batch's pages and merges the flags into
- * attrs[0..n). */
+ * attrs[0..n). The batch's pages are cut into segments of consecutive frames (a fresh allocation
+ * has long ones, a huge page 512 at least); the segments are sorted by frame, and neighbouring
+ * ones share a pread of each file, at most a batch of entries long. */
 static int frame_facts(walker *w, size_t base, size_t n)
 {
     memdiff__proc *p = w->proc;
+    const uint64_t *pfn = p->pfn + base;
+    uint64_t *kflags = p->kflags + base, *mapcount = p->mapcount + base;
+    memset(kflags, 0, n * sizeof *kflags);
+    memset(mapcount, 0, n * sizeof *mapcount);
     size_t m = 0;
-    for (size_t i = 0; i < n; i++) {
-        p->kflags[base + i] = 0;
-        p->mapcount[base + i] = 0;
-        if ((p->attrs[i] & MEMDIFF_PAGE_PRESENT) && p->pfn[base + i])
-            p->frames[m++] = p->pfn[base + i];
+    for (size_t i = 0; i < n;) {
+        if (!(p->attrs[i] & MEMDIFF_PAGE_PRESENT) || !pfn[i] || pfn[i] >= (UINT64_C(1) << 47)) {
+            i++;
+            continue;
+        }
+        size_t j = i + 1;
+        while (j < n && (p->attrs[j] & MEMDIFF_PAGE_PRESENT) && pfn[j] == pfn[j - 1] + 1)
+            j++;
+        p->segs[m].page = (uint32_t)i;
+        p->segs[m].len = (uint32_t)(j - i);
+        p->frames[m] = pfn[i] << 16 | m; /* m < 2^16: a batch holds at most 2^16 pages */
+        m++;
+        i = j;
     }
     if (m == 0)
         return MEMDIFF_OK;
-    heap_sort(p->frames, m);
-    size_t u = 1;
-    for (size_t i = 1; i < m; i++)
-        if (p->frames[i] != p->frames[u - 1])
-            p->frames[u++] = p->frames[i];
-    int rc = read_frame_table(p, p->kpageflags_fd, "kpageflags", p->frames, u, p->frame_flags);
-    if (!rc)
-        rc = read_frame_table(p, p->kpagecount_fd, "kpagecount", p->frames, u, p->frame_counts);
-    if (rc)
-        return rc;
-    for (size_t i = 0; i < n; i++) {
-        uint64_t pfn = p->pfn[base + i];
-        if (!(p->attrs[i] & MEMDIFF_PAGE_PRESENT) || !pfn)
-            continue;
-        size_t k = find_frame(p->frames, u, pfn);
-        p->kflags[base + i] = p->frame_flags[k];
-        p->mapcount[base + i] = p->frame_counts[k];
-        p->attrs[i] |= kpf_attrs(p->frame_flags[k]);
+    const uint64_t *keys = radix_sort(p->frames, p->frame_tmp, m);
+    size_t s = 0;
+    while (s < m) {
+        uint64_t lo = keys[s] >> 16, hi = lo + p->segs[keys[s] & 0xFFFF].len;
+        size_t t = s + 1;
+        while (t < m) {
+            uint64_t f = keys[t] >> 16, e = f + p->segs[keys[t] & 0xFFFF].len;
+            if (f > hi + FRAME_GAP || MAX(hi, e) - lo > MEMDIFF__LINUX_BATCH)
+                break;
+            hi = MAX(hi, e);
+            t++;
+        }
+        int rc = read_frames(p, lo, (size_t)(hi - lo));
+        if (rc)
+            return rc;
+        for (size_t u = s; u < t; u++) {
+            const struct memdiff__linux_seg *g = &p->segs[keys[u] & 0xFFFF];
+            size_t at = (size_t)((keys[u] >> 16) - lo);
+            for (size_t k = 0; k < g->len; k++) {
+                uint64_t f = p->frame_flags[at + k];
+                kflags[g->page + k] = f;
+                mapcount[g->page + k] = p->frame_counts[at + k];
+                p->attrs[g->page + k] |= kpf_attrs(f);
+            }
+        }
+        s = t;
     }
     return MEMDIFF_OK;
 }
 
 /* ---- pagemap ----------------------------------------------------------------------------- */
 
-static unsigned scan_attrs(uint64_t categories)
-{
-    unsigned a = 0;
-    if (categories & PAGE_IS_PRESENT)
-        a |= MEMDIFF_PAGE_PRESENT;
-    if (categories & PAGE_IS_SWAPPED)
-        a |= MEMDIFF_PAGE_SWAPPED;
-    if (categories & PAGE_IS_FILE)
-        a |= MEMDIFF_PAGE_FILE;
-    if (categories & PAGE_IS_PFNZERO)
-        a |= MEMDIFF_PAGE_ZERO;
-    if (categories & PAGE_IS_HUGE)
-        a |= MEMDIFF_PAGE_HUGE;
-    return a;
-}
-
+/* attrs of a pagemap entry from its flag bits 55-63 (the table index), zero page aside. */
 static unsigned entry_attrs(const walker *w, uint64_t e)
 {
     unsigned a = 0;
-    if (e & MEMDIFF__PM_PRESENT) {
+    if (e & MEMDIFF__PM_PRESENT)
         a |= MEMDIFF_PAGE_PRESENT;
-        uint64_t pfn = e & MEMDIFF__PM_PFN_MASK;
-        if (w->proc->zero_pfn && pfn == w->proc->zero_pfn)
-            a |= MEMDIFF_PAGE_ZERO;
-    } else if (e & MEMDIFF__PM_SWAP) {
+    else if (e & MEMDIFF__PM_SWAP)
         a |= MEMDIFF_PAGE_SWAPPED;
-    } else {
+    else
         return 0;
-    }
     if (e & MEMDIFF__PM_FILE)
         a |= MEMDIFF_PAGE_FILE;
     /* Fast depth leaves these out so that it reports the same on kernels with and without
@@ -315,6 +518,12 @@ static unsigned entry_attrs(const walker *w, uint64_t e)
             a |= MEMDIFF_PAGE_SOFT_DIRTY;
     }
     return a;
+}
+
+static void build_table(walker *w)
+{
+    for (uint64_t i = 0; i < (1u << (64 - PM_TABLE_SHIFT)); i++)
+        w->table[i] = entry_attrs(w, i << PM_TABLE_SHIFT);
 }
 
 /* Reads pagemap for [addr, addr + n pages), n at most one batch, into p->pm. Entries past the
@@ -341,29 +550,51 @@ static int read_pagemap(walker *w, uint64_t addr, size_t n)
     return MEMDIFF_OK;
 }
 
-/* The extra attributes the scan knows and pagemap does not (zero page, huge page), for a page
- * at addr, from the ascending ranges[*at..count). */
-static unsigned scan_extra(const struct page_region *ranges, size_t count, size_t *at,
-                           uint64_t addr)
+/* Decodes p->pm[0..n) into p->attrs (and p->pfn from base); returns how many pages are present
+ * or swapped. */
+static size_t decode(walker *w, size_t base, size_t n)
 {
-    if (!ranges)
-        return 0;
-    while (*at < count && ranges[*at].end <= addr)
-        (*at)++;
-    if (*at < count && ranges[*at].start <= addr)
-        return scan_attrs(ranges[*at].categories) & (MEMDIFF_PAGE_ZERO | MEMDIFF_PAGE_HUGE);
-    return 0;
+    memdiff__proc *p = w->proc;
+    const uint64_t *pm = p->pm;
+    unsigned *attrs = p->attrs;
+    const uint64_t zero = p->zero_pfn;
+    size_t found = 0;
+    if (w->pfn) {
+        uint64_t *pfn = p->pfn + base;
+        for (size_t i = 0; i < n; i++) {
+            uint64_t e = pm[i], f = e & MEMDIFF__PM_PFN_MASK;
+            unsigned a = w->table[e >> PM_TABLE_SHIFT];
+            int present = (int)(e >> 63);
+            f = present ? f : 0;
+            a |= (zero && f == zero) ? MEMDIFF_PAGE_ZERO : 0;
+            attrs[i] = a;
+            pfn[i] = f;
+            found += a != 0;
+        }
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            uint64_t e = pm[i];
+            unsigned a = w->table[e >> PM_TABLE_SHIFT];
+            if (zero && (e >> 63) && (e & MEMDIFF__PM_PFN_MASK) == zero)
+                a |= MEMDIFF_PAGE_ZERO;
+            attrs[i] = a;
+            found += a != 0;
+        }
+    }
+    return found;
 }
 
 /* Pages [addr, addr + npages) from pagemap, in batches. ranges (may be NULL) are the scan's
- * ranges over this window, for the zero / huge attributes. */
+ * ranges over this window, for the zero / huge attributes; without them the scan is asked
+ * itself (scan_huge_candidates, scan_extras) when the kernel has one. *found counts the pages
+ * present or swapped. */
 static int walk_pagemap(walker *w, uint64_t addr, uint64_t npages,
-                        const struct page_region *ranges, size_t nranges)
+                        const struct page_region *ranges, size_t nranges, uint64_t *found)
 {
     memdiff__proc *p = w->proc;
     uint64_t ps = p->page_size;
     int arrays = w->pfn || w->deep;
-    size_t at = 0;
+    int extras = !w->fast && !p->scan_off && (p->sources & MEMDIFF_SRC_PAGEMAP_SCAN);
     while (npages > 0) {
         if (w->pending && w->start + w->n * ps != addr) {
             int rc = flush(w);
@@ -384,24 +615,28 @@ static int walk_pagemap(walker *w, uint64_t addr, uint64_t npages,
         int rc = read_pagemap(w, addr, n);
         if (rc)
             return rc;
-        for (size_t i = 0; i < n; i++) {
-            uint64_t e = p->pm[i];
-            unsigned a = entry_attrs(w, e);
-            if (a)
-                a |= scan_extra(ranges, nranges, &at, addr + i * ps);
-            p->attrs[i] = a;
-            if (w->pfn)
-                p->pfn[base + i] = (a & MEMDIFF_PAGE_PRESENT) ? e & MEMDIFF__PM_PFN_MASK : 0;
-        }
-        if (w->deep) {
+        size_t got = decode(w, base, n);
+        *found += got;
+        if (got && ranges)
+            mark_extras(w, ranges, nranges, addr, n, p->attrs);
+        else if (got && extras && w->pfn)
+            rc = scan_huge_candidates(w, addr, n, p->pfn + base, p->attrs);
+        else if (got && extras)
+            rc = scan_extras(w, addr, n, p->attrs);
+        if (!rc && got && w->deep)
             rc = frame_facts(w, base, n);
+        if (rc)
+            return rc;
+        const unsigned *attrs = p->attrs;
+        for (size_t i = 0; i < n;) {
+            unsigned a = attrs[i];
+            size_t j = i + 1;
+            while (j < n && attrs[j] == a)
+                j++;
+            rc = a ? feed(w, addr + i * ps, j - i, a, base + i) : flush(w);
             if (rc)
                 return rc;
-        }
-        for (size_t i = 0; i < n; i++) {
-            rc = feed(w, addr + i * ps, 1, p->attrs[i], base + i);
-            if (rc)
-                return rc;
+            i = j;
         }
         carry(w);
         addr += n * ps;
@@ -410,29 +645,18 @@ static int walk_pagemap(walker *w, uint64_t addr, uint64_t npages,
     return MEMDIFF_OK;
 }
 
-/* ---- PAGEMAP_SCAN ------------------------------------------------------------------------ */
-
-/* The scan's ranges[0..n): at fast depth they are the runs; deeper, pagemap is read over
- * windows of nearby ranges (at most a batch long), never over the gaps between distant ones. */
-static int use_ranges(walker *w, const struct page_region *r, size_t n)
+/* The scan's ranges r[0..n) deeper than fast: pagemap is read over windows of nearby ranges (at
+ * most a batch long), never over the gaps between distant ones. */
+static int pagemap_around(walker *w, const struct page_region *r, size_t n, uint64_t *found)
 {
     uint64_t ps = w->proc->page_size;
-    if (w->fast) {
-        for (size_t i = 0; i < n; i++) {
-            int rc = feed(w, r[i].start, (r[i].end - r[i].start) / ps, scan_attrs(r[i].categories),
-                          0);
-            if (rc)
-                return rc;
-        }
-        return MEMDIFF_OK;
-    }
     size_t i = 0;
     while (i < n) {
         size_t j = i + 1;
         while (j < n && (r[j].end - r[i].start) / ps <= MEMDIFF__LINUX_BATCH)
             j++;
         uint64_t start = r[i].start, end = r[j - 1].end;
-        int rc = walk_pagemap(w, start, (end - start) / ps, r + i, j - i);
+        int rc = walk_pagemap(w, start, (end - start) / ps, r + i, j - i, found);
         if (rc)
             return rc;
         i = j;
@@ -440,75 +664,97 @@ static int use_ranges(walker *w, const struct page_region *r, size_t n)
     return MEMDIFF_OK;
 }
 
-static int walk_scan(walker *w, uint64_t start, uint64_t end)
+/* ---- the walks ----------------------------------------------------------------------------- */
+
+/* Fast depth: the scan's ranges are the runs. */
+static int walk_fast(walker *w, uint64_t start, uint64_t end, int *fallback, uint64_t *cur_out)
 {
     memdiff__proc *p = w->proc;
+    uint64_t ps = p->page_size;
+    uint64_t ret = PAGE_IS_PRESENT | PAGE_IS_SWAPPED | PAGE_IS_PFNZERO | PAGE_IS_HUGE;
+    if (w->file == FILE_ASK)
+        ret |= PAGE_IS_FILE;
     uint64_t cur = start;
     int found = 0;
+    *fallback = 0;
     while (cur < end) {
-        struct pm_scan_arg arg;
-        memset(&arg, 0, sizeof arg);
-        arg.size = sizeof arg;
-        arg.start = cur;
-        arg.end = end;
-        arg.vec = (uint64_t)(uintptr_t)p->vec;
-        arg.vec_len = MEMDIFF__LINUX_SCAN_VEC;
-        arg.category_anyof_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED;
-        arg.return_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED | PAGE_IS_FILE | PAGE_IS_PFNZERO |
-                          PAGE_IS_HUGE;
-        int n = ioctl(p->pagemap_fd, PAGEMAP_SCAN, &arg);
+        uint64_t next;
+        int n = scan_once(p, cur, end, PAGE_IS_PRESENT | PAGE_IS_SWAPPED, ret, 0, &next);
         if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            int e = errno;
-            if (e == EFAULT) {
-                /* The scan checks its range with access_ok(): [vsyscall] lies above the user
-                 * address space. pagemap answers there (with nothing: it stops at TASK_SIZE). */
-                int rc = buffers(w, 0);
-                return rc ? rc : walk_pagemap(w, cur, (end - cur) >> p->page_shift, NULL, 0);
+            /* EFAULT: the scan checks its range with access_ok(), and [vsyscall] lies above
+             * the user address space; pagemap answers there (with nothing: it stops at
+             * TASK_SIZE). A refused scan: pagemap from here on. */
+            if (-n == EFAULT || scan_refused(-n)) {
+                p->scan_off = p->scan_off || scan_refused(-n);
+                *fallback = 1;
+                *cur_out = cur;
+                return MEMDIFF_OK;
             }
-            return memdiff__set_error(memdiff__linux_status(e),
-                                      "PAGEMAP_SCAN %s/pagemap 0x%llx-0x%llx: %s", p->dir,
-                                      (unsigned long long)cur, (unsigned long long)end,
-                                      memdiff__linux_errno_text(e));
+            return scan_error(p, -n, cur, end);
         }
-        if (n == 0)
-            break;
-        if ((size_t)n > MEMDIFF__LINUX_SCAN_VEC)
-            n = (int)MEMDIFF__LINUX_SCAN_VEC;
-        /* Keep only well-formed ranges inside the request, in order: the kernel's answer
-         * decides how far the next call starts, so it must not move us backwards. */
-        size_t k = 0;
-        uint64_t floor = cur;
         for (int i = 0; i < n; i++) {
-            struct page_region r = p->vec[i];
-            if (r.start < floor)
-                r.start = floor;
-            if (r.end > end)
-                r.end = end;
-            if (r.start >= r.end || ((r.start | r.end) & (p->page_size - 1)))
-                continue;
-            p->vec[k++] = r;
-            floor = r.end;
+            const struct page_region *r = &p->vec[i];
+            unsigned a = scan_attrs(r->categories);
+            if (w->file == FILE_ALWAYS && !(a & MEMDIFF_PAGE_ZERO))
+                a |= MEMDIFF_PAGE_FILE;
+            int rc = feed(w, r->start, (r->end - r->start) / ps, a, 0);
+            if (rc)
+                return rc;
         }
-        found = found || k > 0;
-        int rc = use_ranges(w, p->vec, k);
-        if (rc)
-            return rc;
-        /* When one call fills the vector, walk_end is where the kernel stopped; but it has been
-         * seen pointing behind ranges it already returned (it is kept from an earlier internal
-         * pass). Never go back over what was returned. */
-        uint64_t next = arg.walk_end;
-        if (k > 0 && p->vec[k - 1].end > next)
-            next = p->vec[k - 1].end;
-        if (next <= cur)
-            break;
+        found = found || n > 0;
         cur = next;
     }
     /* The scan of an exited process walks an empty mm and finds nothing, without an error. */
     if (!found && !memdiff__linux_alive(p))
         return memdiff__set_error(MEMDIFF_ESRCH, "PAGEMAP_SCAN %s/pagemap: the process has exited",
                                   p->dir);
+    *cur_out = end;
+    return MEMDIFF_OK;
+}
+
+/* Standard and deep: pagemap batches while pages are dense, the scan to skip where they are not
+ * (see the top). */
+static int walk_adaptive(walker *w, uint64_t start, uint64_t end)
+{
+    memdiff__proc *p = w->proc;
+    const uint64_t B = MEMDIFF__LINUX_BATCH;
+    unsigned shift = p->page_shift;
+    int can_scan = (p->sources & MEMDIFF_SRC_PAGEMAP_SCAN) != 0;
+    uint64_t cur = start;
+    int sparse = 0;
+    while (cur < end) {
+        uint64_t left = (end - cur) >> shift, found = 0;
+        if (!sparse || !can_scan || p->scan_off) {
+            uint64_t n = MIN(left, B);
+            int rc = walk_pagemap(w, cur, n, NULL, 0, &found);
+            if (rc)
+                return rc;
+            cur += n << shift;
+            sparse = found * SPARSE_DIVISOR < n;
+            continue;
+        }
+        uint64_t next;
+        int n = scan_once(p, cur, end, PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
+                          PAGE_IS_PRESENT | PAGE_IS_SWAPPED | PAGE_IS_PFNZERO | PAGE_IS_HUGE, B,
+                          &next);
+        if (n < 0) {
+            /* EFAULT: above the range the scan accepts ([vsyscall]), where pagemap answers (see
+             * walk_fast). A refused scan: pagemap from here on. */
+            if (-n != EFAULT && !scan_refused(-n))
+                return scan_error(p, -n, cur, end);
+            p->scan_off = p->scan_off || scan_refused(-n);
+            can_scan = 0;
+            continue;
+        }
+        int rc = pagemap_around(w, p->vec, (size_t)n, &found);
+        if (rc)
+            return rc;
+        if (n > 0) {
+            uint64_t span = (p->vec[n - 1].end - p->vec[0].start) >> shift;
+            sparse = found * 2 < span || found < B / 2;
+        }
+        cur = next;
+    }
     return MEMDIFF_OK;
 }
 
@@ -533,14 +779,28 @@ int memdiff__plat_pages(memdiff__proc *proc, uint64_t start, uint64_t end, memdi
     w.pfn = depth >= MEMDIFF_DEPTH_STANDARD && (proc->sources & MEMDIFF_SRC_PFN);
     w.deep = depth >= MEMDIFF_DEPTH_DEEP && (proc->sources & MEMDIFF_SRC_PFN) &&
              (proc->sources & MEMDIFF_SRC_KPAGEFLAGS) && (proc->sources & MEMDIFF_SRC_KPAGECOUNT);
-    int scan = (proc->sources & MEMDIFF_SRC_PAGEMAP_SCAN) != 0;
+    w.file = region_file_rule(proc, start, end);
+    int scan = (proc->sources & MEMDIFF_SRC_PAGEMAP_SCAN) && !proc->scan_off;
     int rc = buffers(&w, scan);
     if (rc)
         return rc;
-    if (scan)
-        rc = walk_scan(&w, start, end);
-    else
-        rc = walk_pagemap(&w, start, (end - start) >> proc->page_shift, NULL, 0);
+    uint64_t found = 0;
+    if (scan && w.fast) {
+        int fallback;
+        uint64_t cur;
+        rc = walk_fast(&w, start, end, &fallback, &cur);
+        if (!rc && fallback) {
+            rc = buffers(&w, 0);
+            if (!rc) {
+                build_table(&w);
+                rc = walk_pagemap(&w, cur, (end - cur) >> proc->page_shift, NULL, 0, &found);
+            }
+        }
+    } else {
+        build_table(&w);
+        rc = w.fast ? walk_pagemap(&w, start, (end - start) >> proc->page_shift, NULL, 0, &found)
+                    : walk_adaptive(&w, start, end);
+    }
     if (!rc)
         rc = flush(&w);
     return rc;
