@@ -94,13 +94,12 @@ static int on_run(void *ctx, uint64_t start, uint64_t npages, unsigned attrs, co
             if (grow_aux(b, s->aux_count + npages))
                 return MEMDIFF_ENOMEM;
             run->aux = s->aux_count;
-            for (uint64_t i = 0; i < npages; i++) {
-                if (s->pfn)
-                    s->pfn[s->aux_count + i] = pfn ? pfn[skip + i] : 0;
-                if (s->kflags)
-                    s->kflags[s->aux_count + i] = kflags ? kflags[skip + i] : 0;
-                if (s->mapcount)
-                    s->mapcount[s->aux_count + i] = mapcount ? mapcount[skip + i] : 0;
+            uint64_t *dst[3] = {s->pfn, s->kflags, s->mapcount};
+            const uint64_t *src[3] = {pfn, kflags, mapcount};
+            for (int k = 0; k < 3; k++) {
+                if (dst[k] && src[k])
+                    memcpy(dst[k] + s->aux_count, src[k] + skip, npages * sizeof(uint64_t));
+                /* else: the arena's pages are zeroed, never reused */
             }
             s->aux_count += npages;
         }
