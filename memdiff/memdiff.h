@@ -466,10 +466,11 @@ int memdiff_figure(const memdiff_diff *diff, const memdiff_filter *filter,
  * 0 when it does not, or a negative status (as memdiff_figure(); MEMDIFF_EINVAL for cmp).
  * msg receives a NUL-terminated message of at most msg_size bytes (msg may be NULL when
  * msg_size is 0): its first line states the figure, the comparison and the bound; when the
- * check fails, the lines after it give the figure per category, the blocks behind it (largest
- * change first, at most MEMDIFF_CHECK_MAX_BLOCKS, with label, size, change and address range)
- * and what the filter left out; on an error, the error. A message that does not fit is cut at
- * a line and ends with "...": the most important lines come first. */
+ * check fails, the lines after it give the filter, the blocks behind the figure (largest
+ * change first, at most MEMDIFF_CHECK_MAX_BLOCKS, with size, change, label and address range),
+ * the figure per category and what the filter left out; on an error, the error. A message that
+ * does not fit is cut after a whole line and ends with "...": the most important lines come
+ * first. */
 int memdiff_check(const memdiff_diff *diff, const memdiff_filter *filter,
                   memdiff_category category, memdiff_measure measure, memdiff_cmp cmp,
                   int64_t bound, char *msg, size_t msg_size);
