@@ -1,0 +1,110 @@
+/*
+ * bench.h - memdiff_bench's parts: targets (child processes with known memory), the floors (the
+ * kernel's cost for the same facts, read as directly as Linux allows, written here independently
+ * of memdiff), and the peer (reading smaps, as pmap and psutil do).
+ *
+ * Every floor takes the target's pid and reads its regions from /proc/PID/maps itself, as a
+ * minimal tool would; memdiff reads maps too, so both sides pay for it.
+ */
+#ifndef MEMDIFF_BENCH_H
+#define MEMDIFF_BENCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* ---- targets (target.c) ----------------------------------------------------------------- */
+
+typedef enum bench_kind {
+    BENCH_DENSE,  /* every page of the mapping touched */
+    BENCH_ALT,    /* every other page touched */
+    BENCH_THP,    /* every page touched, madvise(MADV_HUGEPAGE), 2 MiB aligned */
+    BENCH_SPARSE  /* a reservation with touched_bytes spread over it in 16 MiB pieces */
+} bench_kind;
+
+typedef struct bench_target_spec {
+    const char *name;
+    bench_kind kind;
+    uint64_t map_bytes;     /* size of the mapping */
+    uint64_t touched_bytes; /* BENCH_SPARSE: how much of it is touched */
+} bench_target_spec;
+
+typedef struct bench_target {
+    pid_t pid;
+    int release_fd;       /* closing it lets the child exit */
+    uint64_t rss_bytes;   /* VmRSS once built */
+    uint64_t anon_huge;   /* AnonHugePages summed over smaps */
+    uint64_t map_start;   /* the mapping (as the child reports it) */
+    uint64_t map_bytes;
+} bench_target;
+
+/* Starts the target: fork, exec of this program (a clean address space, not a copy of the
+ * benchmark's), memory built, then the child blocks on a pipe. Returns 0 or -1 (message
+ * printed). */
+int bench_target_start(const bench_target_spec *spec, bench_target *out);
+
+/* Releases the child and reaps it. */
+void bench_target_stop(bench_target *t);
+
+/* The child's side: called by main when argv[1] is BENCH_TARGET_ARG. Never returns. */
+#define BENCH_TARGET_ARG "--internal-target"
+void bench_target_main(int argc, char **argv);
+
+/* ---- regions and floors (floors.c) ------------------------------------------------------ */
+
+typedef struct bench_range {
+    uint64_t start, end;
+} bench_range;
+
+/* The regions of pid from /proc/PID/maps, into ranges[0..*count) (at most cap). 0 or -1. */
+int bench_read_maps(pid_t pid, bench_range *ranges, size_t cap, size_t *count);
+
+/* Batched pagemap: 512 KiB preads over every region. Returns the present pages when count is
+ * nonzero (0 otherwise: the timed floor only reads), -1 on error. */
+int64_t floor_pagemap(pid_t pid, int count);
+
+/* PAGEMAP_SCAN for present or swapped pages over every region; returns the present pages (-1
+ * on error, -2 when the kernel has no PAGEMAP_SCAN). */
+int64_t floor_scan(pid_t pid);
+
+/* The frames of pid's present pages, sorted, unique, as runs of consecutive frames: prepared
+ * once, outside the timings, for floor_kpage_sorted. */
+typedef struct bench_frame_runs {
+    uint64_t *first; /* first frame of each run */
+    uint64_t *count; /* frames in each run */
+    size_t n;
+    size_t frames;   /* total */
+} bench_frame_runs;
+
+int bench_frame_runs_prepare(pid_t pid, bench_frame_runs *out);
+void bench_frame_runs_free(bench_frame_runs *r);
+
+/* Batched pagemap, then kpageflags and kpagecount read per run of consecutive frames (at most
+ * 512 KiB per pread). The frame runs come from bench_frame_runs_prepare: the sort is not timed,
+ * so this is the kernel's cost alone. Returns frames read, -1 on error. */
+int64_t floor_kpage_sorted(pid_t pid, const bench_frame_runs *runs);
+
+/* Batched pagemap, then one 8-byte pread of kpageflags and one of kpagecount per present page,
+ * in page order (Android libmeminfo's way). Returns frames read, -1 on error. */
+int64_t floor_kpage_each(pid_t pid);
+
+/* The peer: /proc/PID/smaps read and parsed completely (every field of every region, as
+ * psutil's memory_maps() and pmap -X do). Returns Rss summed in kB, -1 on error. */
+int64_t peer_smaps(pid_t pid);
+
+/* AnonHugePages summed over pid's smaps, in bytes. */
+uint64_t bench_anon_huge(pid_t pid);
+
+/* ---- snapshot storage (storage.c: the one part that knows memdiff's internals) ----------- */
+
+struct memdiff_snapshot;
+
+typedef struct bench_storage {
+    uint64_t run_bytes; /* the page runs as stored (records and bitmaps), frame facts excluded */
+    uint64_t aux_bytes; /* per-page frame numbers, kernel flags, map counts */
+    uint64_t runs;      /* runs of pages with identical attributes */
+} bench_storage;
+
+void bench_storage_of(const struct memdiff_snapshot *s, bench_storage *out);
+
+#endif /* MEMDIFF_BENCH_H */

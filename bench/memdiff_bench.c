@@ -1,0 +1,565 @@
+/*
+ * memdiff_bench.c - how close memdiff comes to the kernel's limit, in one run, side by side.
+ *
+ * For each target (a child process with known memory, target.c) it times, interleaved and
+ * repeated, memdiff snapshots at each depth, the raw floors (floors.c: batched pagemap,
+ * PAGEMAP_SCAN, kpageflags + kpagecount in sorted runs of frames and one read per frame) and the
+ * peer (reading smaps), plus a compare of two snapshots; it reports medians, the ratios the
+ * targets of docs/performance.md are stated in, and the snapshots' storage.
+ *
+ * Interleaving: every repetition runs each measurement once, in an order rotated from one
+ * repetition to the next, so that the noise of a shared machine (other builds, page cache
+ * pressure, frequency changes) falls on all of them alike; medians, not means, are compared.
+ *
+ *   memdiff_bench [--quick] [--json] [--reps N] [--only NAME]
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "memdiff.h"
+
+#define MIB ((uint64_t)1 << 20)
+#define GIB ((uint64_t)1 << 30)
+
+static const bench_target_spec all_targets[] = {
+    {"64 MiB", BENCH_DENSE, 64 * MIB, 0},
+    {"1 GiB", BENCH_DENSE, 1 * GIB, 0},
+    {"4 GiB", BENCH_DENSE, 4 * GIB, 0},
+    {"4 GiB alternate", BENCH_ALT, 4 * GIB, 0},
+    {"4 GiB THP", BENCH_THP, 4 * GIB, 0},
+    {"64 GiB sparse", BENCH_SPARSE, 64 * GIB, 1 * GIB},
+};
+#define NTARGETS (sizeof all_targets / sizeof all_targets[0])
+
+/* What is timed. */
+enum {
+    M_FAST,
+    M_STANDARD,
+    M_DEEP,
+    M_PAGEMAP,
+    M_SCAN,
+    M_KSORTED,
+    M_KEACH,
+    M_SMAPS,
+    M_CMP_FAST,
+    M_CMP_STANDARD,
+    M_COUNT
+};
+
+static const char *const m_names[M_COUNT] = {
+    "memdiff fast",         "memdiff standard",        "memdiff deep",
+    "floor: pagemap",       "floor: PAGEMAP_SCAN",     "floor: kpage sorted runs",
+    "floor: kpage per frame", "peer: smaps",           "compare fast",
+    "compare standard",
+};
+
+static const char *const m_keys[M_COUNT] = {
+    "memdiff_fast", "memdiff_standard", "memdiff_deep", "floor_pagemap", "floor_scan",
+    "floor_kpage_sorted", "floor_kpage_each", "peer_smaps", "compare_fast", "compare_standard",
+};
+
+typedef struct result {
+    const bench_target_spec *spec;
+    bench_target t;
+    int ok;
+    int have[M_COUNT];
+    double median_ms[M_COUNT];
+    double min_ms[M_COUNT];
+    int64_t present_pages;
+    size_t frame_runs; /* runs of consecutive frames among the present pages (root) */
+    int scan_missing;
+    memdiff_depth got_depth[3];
+    uint64_t storage_bytes[3];
+    bench_storage storage[3];
+    uint64_t mapped_pages;
+} result;
+
+static int reps = 11;
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static memdiff_snapshot *snap(pid_t pid, memdiff_depth depth)
+{
+    memdiff_options o = MEMDIFF_OPTIONS_INIT;
+    o.pid = (int)pid;
+    o.depth = depth;
+    memdiff_snapshot *s = NULL;
+    int rc = memdiff_snapshot_take(&o, &s);
+    if (rc) {
+        fprintf(stderr, "memdiff_bench: snapshot of %d at %s: %s\n", (int)pid,
+                memdiff_depth_name(depth), memdiff_last_error());
+        return NULL;
+    }
+    return s;
+}
+
+/* One timed run of measurement m; returns ms, or -1 on failure. */
+static double run_one(result *r, int m, const bench_frame_runs *runs,
+                      memdiff_snapshot *const pair[2][2])
+{
+    pid_t pid = r->t.pid;
+    double t0 = now_ms(), t1;
+    switch (m) {
+    case M_FAST:
+    case M_STANDARD:
+    case M_DEEP: {
+        memdiff_depth d = m == M_FAST     ? MEMDIFF_DEPTH_FAST
+                          : m == M_DEEP ? MEMDIFF_DEPTH_DEEP
+                                        : MEMDIFF_DEPTH_STANDARD;
+        memdiff_snapshot *s = snap(pid, d);
+        t1 = now_ms();
+        if (!s)
+            return -1;
+        memdiff_snapshot_free(s);
+        return t1 - t0;
+    }
+    case M_PAGEMAP:
+        if (floor_pagemap(pid, 0) < 0)
+            return -1;
+        break;
+    case M_SCAN:
+        if (floor_scan(pid) < 0)
+            return -1;
+        break;
+    case M_KSORTED:
+        if (floor_kpage_sorted(pid, runs) < 0)
+            return -1;
+        break;
+    case M_KEACH:
+        if (floor_kpage_each(pid) < 0)
+            return -1;
+        break;
+    case M_SMAPS:
+        if (peer_smaps(pid) < 0)
+            return -1;
+        break;
+    case M_CMP_FAST:
+    case M_CMP_STANDARD: {
+        const int k = m == M_CMP_STANDARD;
+        memdiff_diff *d = NULL;
+        int rc = memdiff_compare(pair[k][0], pair[k][1], 0, &d);
+        t1 = now_ms();
+        memdiff_diff_free(d);
+        if (rc) {
+            fprintf(stderr, "memdiff_bench: compare: %s\n", memdiff_last_error());
+            return -1;
+        }
+        return t1 - t0;
+    }
+    }
+    return now_ms() - t0;
+}
+
+static void measure(result *r, int want_deep_floors)
+{
+    pid_t pid = r->t.pid;
+    bench_frame_runs runs;
+    memset(&runs, 0, sizeof runs);
+    int have_runs = bench_frame_runs_prepare(pid, &runs) == 0 && runs.frames > 0;
+    r->frame_runs = runs.n;
+    r->present_pages = floor_pagemap(pid, 1);
+    r->scan_missing = floor_scan(pid) == -2;
+
+    /* Storage, and the depth each request got (a non-root run degrades deep and standard). */
+    const memdiff_depth depths[3] = {MEMDIFF_DEPTH_FAST, MEMDIFF_DEPTH_STANDARD,
+                                     MEMDIFF_DEPTH_DEEP};
+    for (int i = 0; i < 3; i++) {
+        memdiff_snapshot *s = snap(pid, depths[i]);
+        if (!s)
+            return;
+        memdiff_snapshot_info info;
+        memdiff_snapshot_get_info(s, &info);
+        r->got_depth[i] = info.depth;
+        r->storage_bytes[i] = info.storage_bytes;
+        bench_storage_of(s, &r->storage[i]);
+        if (i == 0)
+            r->mapped_pages = info.totals.vm_size / info.page_size;
+        memdiff_snapshot_free(s);
+    }
+
+    memdiff_snapshot *pair[2][2] = {{snap(pid, MEMDIFF_DEPTH_FAST), snap(pid, MEMDIFF_DEPTH_FAST)},
+                                    {snap(pid, MEMDIFF_DEPTH_STANDARD),
+                                     snap(pid, MEMDIFF_DEPTH_STANDARD)}};
+    int enabled[M_COUNT];
+    for (int m = 0; m < M_COUNT; m++)
+        enabled[m] = 1;
+    enabled[M_SCAN] = !r->scan_missing;
+    enabled[M_KSORTED] = enabled[M_KEACH] = want_deep_floors && have_runs;
+    enabled[M_CMP_FAST] = pair[0][0] && pair[0][1];
+    enabled[M_CMP_STANDARD] = pair[1][0] && pair[1][1];
+
+    double *samples = calloc((size_t)reps * M_COUNT, sizeof *samples);
+    int count[M_COUNT] = {0};
+    if (!samples) {
+        perror("calloc");
+        exit(1);
+    }
+    for (int rep = 0; rep < reps; rep++) {
+        for (int j = 0; j < M_COUNT; j++) {
+            int m = (j + rep) % M_COUNT; /* rotated: no measurement always runs first */
+            if (!enabled[m])
+                continue;
+            double ms = run_one(r, m, &runs, pair);
+            if (ms < 0) {
+                enabled[m] = 0;
+                continue;
+            }
+            samples[m * reps + count[m]++] = ms;
+        }
+    }
+    for (int m = 0; m < M_COUNT; m++) {
+        if (!count[m])
+            continue;
+        r->have[m] = 1;
+        double *v = samples + m * reps;
+        r->median_ms[m] = median(v, count[m]);
+        r->min_ms[m] = v[0];
+    }
+    free(samples);
+    for (int k = 0; k < 2; k++)
+        for (int j = 0; j < 2; j++)
+            memdiff_snapshot_free(pair[k][j]);
+    bench_frame_runs_free(&runs);
+    r->ok = 1;
+}
+
+/* ---- reporting --------------------------------------------------------------------------- */
+
+static void read_first_line_with(const char *path, const char *key, char *out, size_t size)
+{
+    snprintf(out, size, "unknown");
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, key, strlen(key)) == 0) {
+            const char *v = strchr(line, ':');
+            v = v ? v + 1 : line;
+            while (*v == ' ' || *v == '\t')
+                v++;
+            size_t len = strcspn(v, "\n");
+            if (len >= size)
+                len = size - 1;
+            memcpy(out, v, len);
+            out[len] = '\0';
+            break;
+        }
+    }
+    fclose(f);
+}
+
+typedef struct machine {
+    long nproc;
+    char kernel[256];
+    char cpu[256];
+    char thp[128];
+    char mem[64];
+    int root;
+} machine;
+
+static void describe_machine(machine *m)
+{
+    struct utsname u;
+    m->nproc = sysconf(_SC_NPROCESSORS_ONLN);
+    if (uname(&u) == 0)
+        snprintf(m->kernel, sizeof m->kernel, "%s %s %s", u.sysname, u.release, u.machine);
+    else
+        snprintf(m->kernel, sizeof m->kernel, "unknown");
+    read_first_line_with("/proc/cpuinfo", "model name", m->cpu, sizeof m->cpu);
+    read_first_line_with("/proc/meminfo", "MemTotal", m->mem, sizeof m->mem);
+    m->thp[0] = '\0';
+    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    if (f) {
+        if (!fgets(m->thp, sizeof m->thp, f))
+            m->thp[0] = '\0';
+        fclose(f);
+    }
+    m->thp[strcspn(m->thp, "\n")] = '\0';
+    m->root = geteuid() == 0;
+}
+
+/* A row of the ratio table: measurement a against b, with the target when the issue states
+ * one for this target size (limit 0: informational). */
+static void ratio_row(const result *r, int a, int b, double limit, const char *note)
+{
+    if (!r->have[a] || !r->have[b])
+        return;
+    double ratio = r->median_ms[a] / r->median_ms[b];
+    char target[32] = "", met[8] = "";
+    if (limit > 0) {
+        snprintf(target, sizeof target, "<= %.2f", limit);
+        snprintf(met, sizeof met, "%s", ratio <= limit ? "yes" : "NO");
+    }
+    printf("| %s | %s | %.3f | %s | %.3f | %.3f | %s | %s |%s%s\n", r->spec->name, m_names[a],
+           r->median_ms[a], m_names[b], r->median_ms[b], ratio, target, met, note ? " " : "",
+           note ? note : "");
+}
+
+static int is_main_size(const result *r)
+{
+    return r->spec->kind == BENCH_DENSE && r->spec->map_bytes >= GIB;
+}
+
+static void print_tables(const result *res, size_t n, const machine *mc, const char *cmd)
+{
+    printf("## memdiff_bench\n\n");
+    printf("Machine: %ld CPUs, %s, %s; %s RAM; THP %s; %s.\n", mc->nproc, mc->cpu, mc->kernel,
+           mc->mem, mc->thp, mc->root ? "run as root" : "run without root");
+    printf("Command: `%s` (%d repetitions, interleaved; medians).\n\n", cmd, reps);
+
+    printf("### Targets\n\n");
+    printf("| target | mapping | resident (VmRSS) | present pages | runs of consecutive frames | "
+           "AnonHugePages |\n");
+    printf("|---|---|---|---|---|---|\n");
+    for (size_t i = 0; i < n; i++) {
+        const result *r = &res[i];
+        if (!r->ok)
+            continue;
+        printf("| %s | %" PRIu64 " MiB | %" PRIu64 " MiB | %" PRId64 " | %zu | %" PRIu64 " MiB |\n",
+               r->spec->name, r->spec->map_bytes / MIB, r->t.rss_bytes / MIB, r->present_pages,
+               r->frame_runs, r->t.anon_huge / MIB);
+    }
+
+    printf("\n### Medians (ms) and ns per present page\n\n");
+    printf("| target |");
+    for (int m = 0; m < M_COUNT; m++)
+        printf(" %s |", m_names[m]);
+    printf("\n|---|");
+    for (int m = 0; m < M_COUNT; m++)
+        printf("---|");
+    printf("\n");
+    for (size_t i = 0; i < n; i++) {
+        const result *r = &res[i];
+        if (!r->ok)
+            continue;
+        printf("| %s |", r->spec->name);
+        for (int m = 0; m < M_COUNT; m++) {
+            if (!r->have[m]) {
+                printf(" - |");
+                continue;
+            }
+            double ns = r->present_pages > 0 ? r->median_ms[m] * 1e6 / (double)r->present_pages
+                                             : 0;
+            printf(" %.3f (%.1f) |", r->median_ms[m], ns);
+        }
+        printf("\n");
+    }
+
+    printf("\n### Ratios (medians of the same run)\n\n");
+    printf("| target | memdiff | ms | against | ms | ratio | target | met |\n");
+    printf("|---|---|---|---|---|---|---|---|\n");
+    for (size_t i = 0; i < n; i++) {
+        const result *r = &res[i];
+        if (!r->ok)
+            continue;
+        int main_size = is_main_size(r);
+        int big = r->spec->map_bytes >= 4 * GIB && r->spec->kind == BENCH_DENSE;
+        ratio_row(r, M_FAST, M_SCAN, main_size ? 1.3 : 0, NULL);
+        ratio_row(r, M_FAST, M_SMAPS, main_size ? 0.4 : 0, NULL);
+        ratio_row(r, M_STANDARD, M_PAGEMAP, main_size ? 1.15 : 0, NULL);
+        ratio_row(r, M_STANDARD, M_SMAPS, main_size ? 1.0 : 0, NULL);
+        ratio_row(r, M_DEEP, M_KSORTED, main_size ? 1.15 : 0, NULL);
+        ratio_row(r, M_DEEP, M_KEACH, main_size ? 0.4 : 0, NULL);
+        ratio_row(r, M_CMP_STANDARD, M_STANDARD, big ? 0.02 : 0, NULL);
+        ratio_row(r, M_CMP_FAST, M_FAST, big ? 0.02 : 0, NULL);
+    }
+
+    printf("\n### Storage\n\n");
+    printf("Run bytes: the page runs as stored (records and presence bitmaps); frame bytes: "
+           "per-page frame numbers, flags and map counts (root only). Bits per mapped page: run "
+           "bytes x 8 / the process's mapped pages (VmSize).\n\n");
+    printf("| target | depth | storage_bytes | run bytes | frame bytes | runs | bits per mapped "
+           "page | target | met |\n");
+    printf("|---|---|---|---|---|---|---|---|---|\n");
+    for (size_t i = 0; i < n; i++) {
+        const result *r = &res[i];
+        if (!r->ok)
+            continue;
+        for (int d = 0; d < 3; d++) {
+            const bench_storage *st = &r->storage[d];
+            double bits = r->mapped_pages ? (double)st->run_bytes * 8 / (double)r->mapped_pages
+                                          : 0;
+            char target[32] = "", met[8] = "";
+            int big = r->spec->map_bytes == 4 * GIB;
+            if (big && r->spec->kind == BENCH_DENSE) {
+                snprintf(target, sizeof target, "runs <= 64 KiB");
+                snprintf(met, sizeof met, "%s", st->run_bytes <= 65536 ? "yes" : "NO");
+            } else if (big && r->spec->kind == BENCH_ALT) {
+                snprintf(target, sizeof target, "<= 2 bits/page");
+                snprintf(met, sizeof met, "%s", bits <= 2.0 ? "yes" : "NO");
+            }
+            printf("| %s | %s | %" PRIu64 " | %" PRIu64 " | %" PRIu64 " | %" PRIu64
+                   " | %.3f | %s | %s |\n",
+                   r->spec->name, memdiff_depth_name(r->got_depth[d]), r->storage_bytes[d],
+                   st->run_bytes, st->aux_bytes, st->runs, bits, target, met);
+        }
+    }
+}
+
+static void print_json(const result *res, size_t n, const machine *mc, const char *cmd)
+{
+    printf("{\n  \"machine\": {\"nproc\": %ld, \"cpu\": \"%s\", \"kernel\": \"%s\", "
+           "\"memory\": \"%s\", \"thp\": \"%s\", \"root\": %s},\n",
+           mc->nproc, mc->cpu, mc->kernel, mc->mem, mc->thp, mc->root ? "true" : "false");
+    printf("  \"command\": \"%s\",\n  \"repetitions\": %d,\n  \"targets\": [", cmd, reps);
+    int first = 1;
+    for (size_t i = 0; i < n; i++) {
+        const result *r = &res[i];
+        if (!r->ok)
+            continue;
+        printf("%s\n    {\"name\": \"%s\", \"map_bytes\": %" PRIu64 ", \"rss_bytes\": %" PRIu64
+               ", \"anon_huge_bytes\": %" PRIu64 ", \"present_pages\": %" PRId64
+               ", \"mapped_pages\": %" PRIu64 ",\n     \"median_ms\": {",
+               first ? "" : ",", r->spec->name, r->spec->map_bytes, r->t.rss_bytes, r->t.anon_huge,
+               r->present_pages, r->mapped_pages);
+        first = 0;
+        int f2 = 1;
+        for (int m = 0; m < M_COUNT; m++) {
+            if (!r->have[m])
+                continue;
+            printf("%s\"%s\": %.4f", f2 ? "" : ", ", m_keys[m], r->median_ms[m]);
+            f2 = 0;
+        }
+        printf("},\n     \"storage\": [");
+        for (int d = 0; d < 3; d++) {
+            const bench_storage *st = &r->storage[d];
+            printf("%s{\"depth\": \"%s\", \"storage_bytes\": %" PRIu64 ", \"run_bytes\": %" PRIu64
+                   ", \"frame_bytes\": %" PRIu64 ", \"runs\": %" PRIu64 "}",
+                   d ? ", " : "", memdiff_depth_name(r->got_depth[d]), r->storage_bytes[d],
+                   st->run_bytes, st->aux_bytes, st->runs);
+        }
+        printf("]}");
+    }
+    printf("\n  ]\n}\n");
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: memdiff_bench [--quick] [--json] [--reps N] [--only NAME] [--profile DEPTH]\n"
+               "  --quick    64 MiB and 1 GiB targets only (a smoke run)\n"
+               "  --json     results as one JSON object instead of tables\n"
+               "  --reps N   repetitions per measurement (default 11, at least 3)\n"
+               "  --only S   targets whose name contains S (e.g. \"alternate\")\n"
+               "  --profile D  only take N snapshots at depth D (fast, standard, deep, or compare)\n"
+               "             of the first target selected, for perf record or callgrind\n");
+}
+
+/* --profile: the snapshots alone, for a profiler to look at (floors and peers left out). */
+static int profile(const bench_target_spec *spec, const char *what)
+{
+    bench_target t;
+    if (bench_target_start(spec, &t))
+        return 1;
+    memdiff_depth d = strcmp(what, "fast") == 0   ? MEMDIFF_DEPTH_FAST
+                      : strcmp(what, "deep") == 0 ? MEMDIFF_DEPTH_DEEP
+                                                  : MEMDIFF_DEPTH_STANDARD;
+    int cmp = strcmp(what, "compare") == 0;
+    memdiff_snapshot *a = cmp ? snap(t.pid, d) : NULL, *b = cmp ? snap(t.pid, d) : NULL;
+    double *v = calloc((size_t)reps, sizeof *v);
+    for (int i = 0; v && i < reps; i++) {
+        double t0 = now_ms();
+        if (cmp) {
+            memdiff_diff *diff = NULL;
+            if (a && b && memdiff_compare(a, b, 0, &diff) == MEMDIFF_OK)
+                memdiff_diff_free(diff);
+        } else {
+            memdiff_snapshot_free(snap(t.pid, d));
+        }
+        v[i] = now_ms() - t0;
+    }
+    if (v)
+        fprintf(stderr, "memdiff_bench: %s of %s: median %.3f ms over %d\n", what, spec->name,
+                median(v, reps), reps);
+
+    free(v);
+    memdiff_snapshot_free(a);
+    memdiff_snapshot_free(b);
+    bench_target_stop(&t);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], BENCH_TARGET_ARG) == 0)
+        bench_target_main(argc, argv);
+    int quick = 0, json = 0;
+    const char *only = NULL, *prof = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--quick") == 0) {
+            quick = 1;
+        } else if (strcmp(argv[i], "--json") == 0) {
+            json = 1;
+        } else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
+            reps = atoi(argv[++i]);
+            if (reps < 3) {
+                usage(stderr);
+                return 2;
+            }
+        } else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
+            only = argv[++i];
+        } else if (strcmp(argv[i], "--profile") == 0 && i + 1 < argc) {
+            prof = argv[++i];
+        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            usage(stdout);
+            return 0;
+        } else {
+            usage(stderr);
+            return 2;
+        }
+    }
+    char cmd[512] = "";
+    size_t at = 0;
+    for (int i = 0; i < argc && at < sizeof cmd; i++)
+        at += (size_t)snprintf(cmd + at, sizeof cmd - at, "%s%s", i ? " " : "", argv[i]);
+
+    machine mc;
+    describe_machine(&mc);
+    result res[NTARGETS];
+    memset(res, 0, sizeof res);
+    size_t n = 0;
+    for (size_t i = 0; i < NTARGETS; i++) {
+        const bench_target_spec *spec = &all_targets[i];
+        if (quick && spec->map_bytes > GIB)
+            continue;
+        if (only && !strstr(spec->name, only))
+            continue;
+        if (prof)
+            return profile(spec, prof);
+        result *r = &res[n++];
+        r->spec = spec;
+        fprintf(stderr, "memdiff_bench: target %s...\n", spec->name);
+        if (bench_target_start(spec, &r->t))
+            continue;
+        measure(r, 1);
+        bench_target_stop(&r->t);
+    }
+    if (json)
+        print_json(res, n, &mc, cmd);
+    else
+        print_tables(res, n, &mc, cmd);
+    return 0;
+}

@@ -1,0 +1,16 @@
+/*
+ * storage.c - exact bytes of a snapshot's page-run storage, from memdiff's internal layout
+ * (memdiff/internal.h). info.storage_bytes counts whole arena chunks; this counts what the runs
+ * themselves take, to hold the representation to its bits-per-page targets.
+ */
+#include "internal.h"
+
+#include "bench.h"
+
+void bench_storage_of(const struct memdiff_snapshot *s, bench_storage *out)
+{
+    unsigned arrays = (s->pfn != NULL) + (s->kflags != NULL) + (s->mapcount != NULL);
+    out->run_bytes = (uint64_t)s->run_count * sizeof(memdiff__run);
+    out->aux_bytes = (uint64_t)s->aux_count * arrays * sizeof(uint64_t);
+    out->runs = s->run_count;
+}
