@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -157,6 +158,23 @@ static int list_tids(memdiff__proc *proc, int64_t **out, size_t *count)
     return MEMDIFF_OK;
 }
 
+#define RUNNING_RETRIES 4
+
+/* The stack pointer of thread tid from its syscall file: 0 when it is running or the file
+ * cannot be read (it needs ptrace attach rights: the thread is then listed, stack unknown);
+ * *exited when the thread is gone. */
+static int read_sp(memdiff__proc *proc, int64_t tid, uint64_t *sp, int *exited)
+{
+    char path[PATH_MAX], text[512];
+    if (snprintf(path, sizeof path, "%s/task/%lld/syscall", proc->dir, (long long)tid) >=
+        (int)sizeof path)
+        return memdiff__set_error(MEMDIFF_EINVAL, "path too long: %s/task", proc->dir);
+    ssize_t len = memdiff__linux_read_small(path, text, sizeof text);
+    *exited = len == -ENOENT || len == -ESRCH;
+    *sp = len > 0 ? syscall_sp(text, (size_t)len) : 0;
+    return MEMDIFF_OK;
+}
+
 int memdiff__plat_threads(memdiff__proc *proc, memdiff__arena *arena,
                           memdiff__plat_thread **out, size_t *count)
 {
@@ -172,19 +190,37 @@ int memdiff__plat_threads(memdiff__proc *proc, memdiff__arena *arena,
         return MEMDIFF_ENOMEM;
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
-        char path[PATH_MAX], text[512];
-        if (snprintf(path, sizeof path, "%s/task/%lld/syscall", proc->dir, (long long)tids[i]) >=
-            (int)sizeof path)
-            return memdiff__set_error(MEMDIFF_EINVAL, "path too long: %s/task", proc->dir);
-        ssize_t len = memdiff__linux_read_small(path, text, sizeof text);
-        if (len == -ENOENT || len == -ESRCH)
+        int exited = 0;
+        uint64_t sp = 0;
+        rc = read_sp(proc, tids[i], &sp, &exited);
+        if (rc)
+            return rc;
+        if (exited)
             continue; /* the thread exited meanwhile */
         memdiff__plat_thread *t = &threads[k++];
         memset(t, 0, sizeof *t);
         t->tid = tids[i];
-        /* Unreadable (syscall needs ptrace attach rights): listed, stack unknown. */
-        if (len > 0)
-            t->sp = syscall_sp(text, (size_t)len);
+        t->sp = sp;
+    }
+    /* A thread reported "running" is often on its way into a wait (it released a lock and has
+     * not reached futex() yet): give such threads the CPU a few times and ask again. The calling
+     * thread of a self snapshot is always running; the core finds its stack itself. */
+    int64_t me = proc->self ? (int64_t)syscall(SYS_gettid) : 0;
+    for (int pass = 0; pass < RUNNING_RETRIES; pass++) {
+        int pending = 0;
+        for (size_t i = 0; i < k; i++)
+            pending += threads[i].sp == 0 && threads[i].tid != me;
+        if (!pending)
+            break;
+        sched_yield();
+        for (size_t i = 0; i < k; i++) {
+            if (threads[i].sp != 0 || threads[i].tid == me)
+                continue;
+            int exited = 0;
+            rc = read_sp(proc, threads[i].tid, &threads[i].sp, &exited);
+            if (rc)
+                return rc;
+        }
     }
     *out = threads;
     *count = k;
