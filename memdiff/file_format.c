@@ -59,7 +59,7 @@ static const char *const section_names[TAG_KNOWN_MAX + 1] = {
 
 #define KNOWN_PROT (MEMDIFF_PROT_READ | MEMDIFF_PROT_WRITE | MEMDIFF_PROT_EXEC)
 #define KNOWN_REGION_FLAGS (MEMDIFF_REGION_SHARED | MEMDIFF_REGION_FILE | MEMDIFF__RF_DELETED)
-#define KNOWN_PAGE_ATTRS 0x7FFu /* MEMDIFF_PAGE_PRESENT .. MEMDIFF_PAGE_REFERENCED */
+#define KNOWN_PAGE_ATTRS 0xFFFu /* MEMDIFF_PAGE_PRESENT .. MEMDIFF_PAGE_ACCESSED */
 
 /* Minimum encoded sizes, for checking counts before allocating. */
 #define MIN_STRING_BYTES 1u /* length varint */

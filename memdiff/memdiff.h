@@ -125,6 +125,8 @@ const char *memdiff_depth_name(memdiff_depth depth);
 #define MEMDIFF_SRC_THREADS 0x0080u     /* thread list with stack pointers */
 #define MEMDIFF_SRC_HEAPS 0x0100u       /* allocator structures read from process memory */
 #define MEMDIFF_SRC_MODULES 0x0200u     /* module segment tables read from process memory */
+#define MEMDIFF_SRC_PAGE_IDLE 0x0400u   /* per-page accessed bits in a reference-set bracket
+                                           (/sys/kernel/mm/page_idle/bitmap) */
 
 /* Options for memdiff_snapshot_take(). Initialise with MEMDIFF_OPTIONS_INIT or
  * memdiff_options_init() so that fields added later get their defaults. */
@@ -236,6 +238,8 @@ int memdiff_snapshot_find(const memdiff_snapshot *snapshot, uint64_t addr, memdi
 #define MEMDIFF_PAGE_DIRTY 0x100u     /* kernel page flag (deep) */
 #define MEMDIFF_PAGE_ACTIVE 0x200u    /* on the active LRU (deep) */
 #define MEMDIFF_PAGE_REFERENCED 0x400u /* kernel page flag (deep) */
+#define MEMDIFF_PAGE_ACCESSED 0x800u   /* accessed since a reference-set bracket began (the after
+                                          snapshot of a bracket with per-page tracking) */
 
 /* What happened to the pages of a block. */
 typedef enum memdiff_change {

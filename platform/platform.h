@@ -261,4 +261,77 @@ typedef struct memdiff__page_sink {
 int memdiff__plat_pages(memdiff__proc *proc, uint64_t start, uint64_t end, memdiff_depth depth,
                         const memdiff__page_sink *sink);
 
+/* =============================================================================================
+ * The backend implements: reference tracking (brackets and working-set sizes: memdiff/refset.c,
+ * memdiff/wss.c; the Linux side is platform/linux/refs.c, the Windows side
+ * platform/windows/refset.c)
+ *
+ * A bracket asks the OS to forget which pages the process accessed and how high its resident
+ * size went, lets the code under test run, then asks again. The OS keeps all of this per address
+ * space: every reset acts on the whole process, every figure covers all of its threads.
+ * =========================================================================================== */
+
+/* Monotonic time in nanoseconds (an arbitrary origin), for measuring spans. */
+uint64_t memdiff__os_monotonic_ns(void);
+
+/* Sleeps the calling thread for at least ns nanoseconds (resumed after signals). */
+void memdiff__os_sleep_ns(uint64_t ns);
+
+/* memdiff__plat_refs_reset() requests. */
+#define MEMDIFF__REFS_CLEAR 0x1u /* forget which pages were accessed (referenced / accessed bits) */
+#define MEMDIFF__REFS_PEAK 0x2u  /* restart the peak resident size from the current one */
+#define MEMDIFF__REFS_PAGES 0x4u /* also track accesses page by page, where the OS can */
+
+/* What memdiff__plat_refs_reset() did. Strings are static or in the proc's scratch arena. */
+typedef struct memdiff__refs_reset {
+    unsigned done;            /* the MEMDIFF__REFS_* of the request that were done */
+    const char *clear_why;    /* NULL, or why CLEAR was not done */
+    const char *peak_why;     /* NULL, or why PEAK was not done (or the peak cannot be read) */
+    const char *pages_why;    /* NULL, or why PAGES was not done */
+    const char *note;         /* NULL, or a limit of what was done that a report should show */
+    int resident_is_touched;  /* after CLEAR, every page resident later was accessed since
+                                 (Windows: CLEAR empties the working set); per-page touched
+                                 information then needs no PAGES */
+    uint64_t untracked_bytes; /* PAGES: resident bytes whose frames the OS would not track (they
+                                 read as accessed at the end) */
+    uint64_t peak_slack;      /* bytes by which the OS's peak figure may be off (0: exact) */
+} memdiff__refs_reset;
+
+/* Does what `what` (MEMDIFF__REFS_*) asks for the process; a part the OS or the caller's
+ * rights do not allow is left undone, with its reason in *out, and is not an error. Linux:
+ * clear_refs "1" (then "4" to flush the TLB where that resets no soft-dirty bits), "5", and
+ * page_idle marks for the frames pagemap names. Errors: MEMDIFF_ESRCH (the process exited),
+ * MEMDIFF_ENOMEM, MEMDIFF_EIO (a kernel interface failed midway). */
+int memdiff__plat_refs_reset(memdiff__proc *proc, unsigned what, memdiff__refs_reset *out);
+
+/* From this call on, memdiff__plat_pages on proc (standard depth and deeper) adds
+ * MEMDIFF_PAGE_ACCESSED to each resident page accessed since the process's last PAGES reset
+ * (Linux: its frame's page_idle bit is clear). Returns the sources this adds to the caps
+ * (MEMDIFF_SRC_PAGE_IDLE), or 0 where the backend cannot mark pages so (Windows, whose per-page
+ * answer is memdiff__refs_reset.resident_is_touched; Linux without a readable bitmap). */
+unsigned memdiff__plat_refs_track_pages(memdiff__proc *proc);
+
+/* The peak resident size (since the last PEAK reset, or since the process started when that
+ * reset was not done) and the current resident size, in bytes, as the OS counts them (memdiff's
+ * own storage included). Reads without allocating, so that reading does not raise the figure.
+ * Errors: MEMDIFF_ESRCH, MEMDIFF_ENOTSUP (the OS gives no such figure; detail set). */
+int memdiff__plat_refs_peak(memdiff__proc *proc, uint64_t *peak, uint64_t *rss);
+
+/* What one mapping (or the whole process) occupies, in bytes. */
+typedef struct memdiff__plat_usage {
+    uint64_t start, end; /* the mapping; 0, 0 for a process total */
+    uint64_t rss;        /* resident */
+    uint64_t pss;        /* proportional: each resident page divided by its number of mappers */
+    uint64_t referenced; /* resident and accessed since the last CLEAR */
+} memdiff__plat_usage;
+
+/* The usage of every mapping, in ascending order (Linux: smaps; Windows: the working set per
+ * region). Errors: as memdiff__plat_regions. */
+int memdiff__plat_refs_usage(memdiff__proc *proc, memdiff__arena *arena,
+                             memdiff__plat_usage **out, size_t *count);
+
+/* The usage summed over the process, read as quickly as the OS allows (Linux: smaps_rollup,
+ * else smaps). start and end are 0. Errors: as memdiff__plat_regions. */
+int memdiff__plat_refs_total(memdiff__proc *proc, memdiff__plat_usage *out);
+
 #endif /* MEMDIFF_PLATFORM_H */

@@ -790,7 +790,7 @@ static const struct corruption {
     {FIELD(u_gap), 15, "run 0 [0xf000, 0x11000) lies outside its region 0 [0x10000, 0x18000)"},
     {FIELD(u_pages), 8, "lies outside its region"},
     {FIELD(u_region), 1, "refers to region 0+1 of 1"},
-    {FIELD(u_attrs), 0x800, "run 0 has unknown page attributes 0x800"},
+    {FIELD(u_attrs), 0x1000, "run 0 has unknown page attributes 0x1000"},
     {FIELD(u_aux), 1, "run 0 has per-page data [0, +2) beyond the 0 pages"},
     {FIELD(u_aux), 2 + 5, "beyond the 0 pages of the aux arrays"},
     {FIELD(u_gap), UINT64_MAX / 4096 - 1, "run 0 ends past the top"},

@@ -110,6 +110,12 @@ struct memdiff__proc {
     uint64_t *frame_flags, *frame_counts; /* one pread of kpageflags / kpagecount */
     struct page_region *vec;  /* PAGEMAP_SCAN output */
     int scan_off;             /* the kernel refused a scan (EINVAL): pagemap only from then on */
+
+    /* reference tracking (refs.c) */
+    int idle_fd;              /* page_idle bitmap, read by the page walk (-1: not tracking) */
+    uint64_t *idle_frames;    /* sorted unique frames of one batch */
+    uint8_t *idle_state;      /* 1: that frame reads idle */
+    uint64_t *idle_words;     /* one read or write of the bitmap */
 };
 
 /* ---- errors (procfs.c) ------------------------------------------------------------------ */
@@ -137,6 +143,10 @@ int memdiff__linux_open(const char *path, int extra_flags);
  * Errors: translated errno with detail; MEMDIFF_ENOMEM. */
 int memdiff__linux_read_file(memdiff__arena *arena, const char *path, char **buf, size_t *cap,
                              size_t *len);
+
+/* Reads <dir>/name of the process whole into proc->text (memdiff__linux_read_file). An empty
+ * file of a process that is gone is MEMDIFF_ESRCH. */
+int memdiff__linux_read_proc(memdiff__proc *proc, const char *name, size_t *len);
 
 /* Reads at most size - 1 bytes of a small file into buf, NUL-terminated. Returns the length, or
  * -errno (no detail set: callers decide whether a missing file is an error). */
@@ -166,6 +176,14 @@ int memdiff__linux_alive(memdiff__proc *proc);
  * pagemap file, a page not resident, a fixture tree); no other status, and no detail is set:
  * callers treat unreadable memory as a fact to work around, not as a failure. */
 int memdiff__linux_read_mem(memdiff__proc *proc, uint64_t addr, void *buf, size_t len);
+
+/* ---- reference tracking (refs.c) -------------------------------------------------------- */
+
+/* The page walk's hook: for the n pages of one batch (attrs[i], frame pfn[i]), adds
+ * MEMDIFF_PAGE_ACCESSED to each resident page whose frame's page_idle bit is clear. One read of
+ * the bitmap per span of nearby frames, never one per page. */
+int memdiff__linux_idle_attrs(memdiff__proc *proc, const uint64_t *pfn, unsigned *attrs,
+                              size_t n);
 
 /* ---- maps (maps.c) ---------------------------------------------------------------------- */
 

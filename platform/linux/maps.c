@@ -276,18 +276,12 @@ int memdiff__linux_parse_maps(const char *text, size_t len, memdiff__arena *aren
 int memdiff__plat_regions(memdiff__proc *proc, memdiff__arena *arena,
                           memdiff__plat_region **out, size_t *count)
 {
-    char path[PATH_MAX];
     size_t len = 0;
     *out = NULL;
     *count = 0;
-    int rc = memdiff__linux_path(path, sizeof path, proc->dir, "maps");
-    if (!rc)
-        rc = memdiff__linux_read_file(proc->scratch, path, &proc->text, &proc->text_cap, &len);
+    int rc = memdiff__linux_read_proc(proc, "maps", &len);
     if (rc)
         return rc;
-    /* An exited process (a zombie too) has an empty maps file; so has a kernel thread. */
-    if (len == 0 && !memdiff__linux_alive(proc))
-        return memdiff__set_error(MEMDIFF_ESRCH, "read %s: the process has exited", path);
     rc = memdiff__linux_parse_maps(proc->text, len, arena, out, count);
     if (!rc) {
         proc->regions = *out; /* the page walk asks a region's kind (pages.c) */

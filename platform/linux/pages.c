@@ -625,6 +625,8 @@ static int walk_pagemap(walker *w, uint64_t addr, uint64_t npages,
             rc = scan_extras(w, addr, n, p->attrs);
         if (!rc && got && w->deep)
             rc = frame_facts(w, base, n);
+        if (!rc && got && w->pfn && p->idle_fd >= 0)
+            rc = memdiff__linux_idle_attrs(p, p->pfn + base, p->attrs, n);
         if (rc)
             return rc;
         const unsigned *attrs = p->attrs;

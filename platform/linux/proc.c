@@ -35,6 +35,7 @@ void memdiff__plat_close(memdiff__proc *proc)
     close_fd(&proc->mem_fd);
     close_fd(&proc->kpageflags_fd);
     close_fd(&proc->kpagecount_fd);
+    close_fd(&proc->idle_fd);
 }
 
 static int open_in(const char *dir, const char *name, int flags)
@@ -145,6 +146,7 @@ int memdiff__plat_open(const memdiff__open_args *args, memdiff__arena *scratch,
     if (!proc)
         return MEMDIFF_ENOMEM;
     proc->pagemap_fd = proc->mem_fd = proc->kpageflags_fd = proc->kpagecount_fd = -1;
+    proc->idle_fd = -1;
     proc->scratch = scratch;
     const char *proc_root = args->proc_root ? args->proc_root : "/proc";
     const char *sys_root = args->sys_root ? args->sys_root : "/sys";

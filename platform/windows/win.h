@@ -96,6 +96,9 @@ struct memdiff__proc {
     PSAPI_WORKING_SET_EX_INFORMATION *ex; /* MEMDIFF__WIN_EX_BATCH entries */
 
     WCHAR *name_buf;                      /* MEMDIFF__WIN_NAME_MAX units, for file names */
+
+    PSAPI_WORKING_SET_INFORMATION *refs_ws; /* refset.c: QueryWorkingSet buffer, reused by */
+    size_t refs_ws_entries;                 /* every working-set-size sample (its capacity) */
 };
 
 /* ---- error.c ------------------------------------------------------------------------------ */

@@ -1,0 +1,200 @@
+/*
+ * refset.c - reference tracking on Windows, for reference-set brackets and working-set sizes.
+ *
+ * Windows lets no user-mode caller read or clear a page's accessed bit, but it lets one empty a
+ * process's working set (EmptyWorkingSet, psapi): every page leaves it, stays in memory on the
+ * standby or modified list, and comes back with a soft fault at its next access. After that,
+ * the working set holds exactly the pages accessed since, which is how Windows tools measure a
+ * reference set; memdiff__refs_reset.resident_is_touched tells the core so. The cost: a page
+ * the bracketed code did not touch is no longer in the working set at the end, so the diff
+ * counts it as freed (discarded), and every first touch costs a soft fault.
+ *
+ * The peak working set (PeakWorkingSetSize) is a lifetime figure that nothing resets: the core
+ * knows a bracket's peak only when it rose during the bracket. The counters are exact (no
+ * per-CPU batching), so the slack is 0. docs/reference-set.md, docs/windows.md.
+ */
+#include <string.h>
+
+#include "win.h"
+
+/* PSAPI_WORKING_SET_BLOCK (psapi.h) bits. */
+#define WS_SHARE_COUNT(f) (((f) >> 5) & 0x7u)
+#define WS_SHARED ((ULONG_PTR)1 << 8)
+#define WS_PAGE_MASK (~(ULONG_PTR)0xfff)
+
+uint64_t memdiff__os_monotonic_ns(void)
+{
+    LARGE_INTEGER f, c;
+    if (!QueryPerformanceFrequency(&f) || !QueryPerformanceCounter(&c) || f.QuadPart <= 0)
+        return (uint64_t)GetTickCount64() * 1000000u;
+    uint64_t q = (uint64_t)c.QuadPart, hz = (uint64_t)f.QuadPart;
+    return q / hz * 1000000000u + q % hz * 1000000000u / hz;
+}
+
+void memdiff__os_sleep_ns(uint64_t ns)
+{
+    uint64_t ms = (ns + 999999u) / 1000000u;
+    while (ms > 0) {
+        DWORD step = ms > 0x7fffffffu ? 0x7fffffffu : (DWORD)ms;
+        Sleep(step);
+        ms -= step;
+    }
+}
+
+/* A reason with the system's text, in the proc's scratch arena. */
+static const char *why(memdiff__proc *proc, const char *what, DWORD err)
+{
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s (pid %d): Windows error %lu", what, proc->pid,
+             (unsigned long)err);
+    const char *s = memdiff__arena_strndup(proc->scratch, buf, strlen(buf));
+    return s ? s : what;
+}
+
+int memdiff__plat_refs_reset(memdiff__proc *proc, unsigned what, memdiff__refs_reset *out)
+{
+    memset(out, 0, sizeof *out);
+    if (what & MEMDIFF__REFS_CLEAR) {
+        /* EmptyWorkingSet needs PROCESS_SET_QUOTA, which the snapshot handle does not hold. */
+        HANDLE h = proc->self ? GetCurrentProcess()
+                              : OpenProcess(PROCESS_SET_QUOTA | PROCESS_QUERY_INFORMATION, FALSE,
+                                            (DWORD)proc->pid);
+        if (!h) {
+            DWORD err = GetLastError();
+            DWORD code;
+            if (GetExitCodeProcess(proc->process, &code) && code != STILL_ACTIVE)
+                return memdiff__set_error(MEMDIFF_ESRCH, "process %d has exited", proc->pid);
+            out->clear_why = why(proc, "OpenProcess(PROCESS_SET_QUOTA) for EmptyWorkingSet", err);
+        } else {
+            if (EmptyWorkingSet(h)) {
+                out->done |= MEMDIFF__REFS_CLEAR;
+                out->resident_is_touched = 1;
+                out->note = "the working set was emptied: pages not touched inside the bracket "
+                            "show as freed (discarded)";
+            } else {
+                out->clear_why = why(proc, "EmptyWorkingSet", GetLastError());
+            }
+            if (!proc->self)
+                CloseHandle(h);
+        }
+    }
+    if (what & MEMDIFF__REFS_PEAK)
+        out->peak_why = "Windows keeps no resettable peak: PeakWorkingSetSize is the process's "
+                        "lifetime peak";
+    return MEMDIFF_OK;
+}
+
+unsigned memdiff__plat_refs_track_pages(memdiff__proc *proc)
+{
+    (void)proc; /* per page, an emptied working set answers by itself (resident_is_touched) */
+    return 0;
+}
+
+int memdiff__plat_refs_peak(memdiff__proc *proc, uint64_t *peak, uint64_t *rss)
+{
+    PROCESS_MEMORY_COUNTERS pmc;
+    memset(&pmc, 0, sizeof pmc);
+    pmc.cb = sizeof pmc;
+    *peak = *rss = 0;
+    if (!GetProcessMemoryInfo(proc->process, &pmc, sizeof pmc))
+        return memdiff__win_error(proc->process, GetLastError(), "GetProcessMemoryInfo(pid %d)",
+                                  proc->pid);
+    *peak = pmc.PeakWorkingSetSize;
+    *rss = pmc.WorkingSetSize;
+    return MEMDIFF_OK;
+}
+
+/* The raw working-set entries (PSAPI_WORKING_SET_BLOCK.Flags), in a buffer of the proc's
+ * scratch arena that later calls reuse (a working-set-size run reads once per sample). */
+static int ws_entries(memdiff__proc *proc, const ULONG_PTR **out, size_t *count)
+{
+    size_t want = proc->refs_ws_entries ? proc->refs_ws_entries : 16384;
+    for (int tries = 0; tries < 8; tries++) {
+        size_t bytes = sizeof(ULONG_PTR) + want * sizeof(ULONG_PTR);
+        if (want > proc->refs_ws_entries) {
+            size_t had = proc->refs_ws ? sizeof(ULONG_PTR) * (proc->refs_ws_entries + 1) : 0;
+            void *p = memdiff__arena_grow(proc->scratch, proc->refs_ws, had, bytes);
+            if (!p)
+                return MEMDIFF_ENOMEM;
+            proc->refs_ws = p;
+            proc->refs_ws_entries = want;
+        }
+        PSAPI_WORKING_SET_INFORMATION *buf = proc->refs_ws;
+        if (QueryWorkingSet(proc->process, buf, (DWORD)bytes)) {
+            *out = &buf->WorkingSetInfo[0].Flags;
+            *count = buf->NumberOfEntries < want ? buf->NumberOfEntries : want;
+            return MEMDIFF_OK;
+        }
+        DWORD err = GetLastError();
+        if (err != ERROR_BAD_LENGTH)
+            return memdiff__win_error(proc->process, err, "QueryWorkingSet(pid %d)", proc->pid);
+        want = buf->NumberOfEntries + buf->NumberOfEntries / 8 + 1024;
+    }
+    return memdiff__set_error(MEMDIFF_ECHANGED, "QueryWorkingSet(pid %d): the working set kept "
+                                                "growing", proc->pid);
+}
+
+/* Adds one entry to u: resident, its proportional share, and referenced (the working set after
+ * EmptyWorkingSet is the set of pages accessed since). */
+static void count_entry(memdiff__plat_usage *u, ULONG_PTR f, uint64_t page)
+{
+    unsigned share = (f & WS_SHARED) ? WS_SHARE_COUNT(f) : 1u;
+    u->rss += page;
+    u->pss += page / (share ? share : 7u); /* ShareCount saturates at 7 */
+    u->referenced += page;
+}
+
+int memdiff__plat_refs_usage(memdiff__proc *proc, memdiff__arena *arena,
+                             memdiff__plat_usage **out, size_t *count)
+{
+    memdiff__plat_region *regions = NULL;
+    size_t nr = 0, n = 0;
+    const ULONG_PTR *e = NULL;
+    *out = NULL;
+    *count = 0;
+    int rc = memdiff__plat_regions(proc, arena, &regions, &nr);
+    if (!rc)
+        rc = ws_entries(proc, &e, &n);
+    if (rc)
+        return rc;
+    memdiff__plat_usage *u = memdiff__arena_alloc(arena, (nr ? nr : 1) * sizeof *u);
+    if (!u)
+        return MEMDIFF_ENOMEM;
+    for (size_t i = 0; i < nr; i++) {
+        u[i].start = regions[i].start;
+        u[i].end = regions[i].end;
+    }
+    for (size_t k = 0; k < n; k++) {
+        uint64_t addr = (uint64_t)(e[k] & WS_PAGE_MASK);
+        size_t lo = 0, hi = nr;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (u[mid].end <= addr)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo < nr && u[lo].start <= addr)
+            count_entry(&u[lo], e[k], proc->page_size);
+    }
+    *out = u;
+    *count = nr;
+    return MEMDIFF_OK;
+}
+
+int memdiff__plat_refs_total(memdiff__proc *proc, memdiff__plat_usage *out)
+{
+    const ULONG_PTR *e = NULL;
+    size_t n = 0;
+    memset(out, 0, sizeof *out);
+    int rc = ws_entries(proc, &e, &n);
+    if (rc)
+        return rc;
+    SYSTEM_INFO si;
+    GetSystemInfo(&si);
+    uint64_t top = (uint64_t)(uintptr_t)si.lpMaximumApplicationAddress;
+    for (size_t k = 0; k < n; k++) /* entries above the user range are page tables */
+        if ((uint64_t)(e[k] & WS_PAGE_MASK) <= top)
+            count_entry(out, e[k], proc->page_size);
+    return MEMDIFF_OK;
+}
