@@ -9,6 +9,12 @@
  * Pieces arrive in ascending order of start, so blocks are made in ascending order of start
  * too; two blocks can only start at the same address when one interval both freed an old
  * mapping's pages and brought a new mapping's, which the final sort puts in category order.
+ *
+ * Bracket diffs also send pieces whose pages did not change (outcome NONE) for their touched
+ * and persistent bytes. A touched one makes or grows a block like a change does. One that is
+ * only persistent never makes a block (unchanged, untouched pages are in no block): in default
+ * diffs its bytes wait in its unit's hash entry and join the unit's block if a later piece makes
+ * one; in verbose diffs, where a block is one run of identical pages, it is dropped.
  */
 #include <string.h>
 
@@ -16,6 +22,7 @@
 
 typedef struct work {
     memdiff_block b;
+    memdiff_impact impact;    /* bracket diffs: touched and persistent bytes */
     uint64_t unit;
     memdiff__outcome outcome; /* verbose: the one outcome of all the block's pages */
 } work;
@@ -29,7 +36,8 @@ typedef struct unit_key {
 
 typedef struct unit_entry {
     unit_key key;
-    size_t index;
+    size_t index;        /* the unit's block, or SIZE_MAX while it has none */
+    uint64_t persistent; /* bytes of persistent-only pieces that came before the block */
     UT_hash_handle hh;
 } unit_entry;
 
@@ -65,8 +73,18 @@ static void touch(memdiff__blocks *b, size_t index)
     }
 }
 
+/* A piece that makes or grows a block's span: pages that changed, or were touched. */
+static int visible(const memdiff__piece *p)
+{
+    return p->outcome != MEMDIFF__OUT_NONE || p->touched;
+}
+
 static void grow_block(work *w, const memdiff__piece *p)
 {
+    w->impact.touched_bytes += p->touched;
+    w->impact.persistent_bytes += p->persistent;
+    if (!visible(p))
+        return;
     w->b.start = MEMDIFF__MIN(w->b.start, p->start);
     w->b.end = MEMDIFF__MAX(w->b.end, p->end);
     w->b.presence |= p->presence;
@@ -108,6 +126,8 @@ static int extends(const work *w, const memdiff__piece *p)
 
 static int add_verbose(memdiff__blocks *b, const memdiff__piece *p)
 {
+    if (!visible(p))
+        return MEMDIFF_OK;
     for (int i = 0; i < 2; i++) {
         if (b->recent[i] != SIZE_MAX && extends(&b->v[b->recent[i]], p)) {
             grow_block(&b->v[b->recent[i]], p);
@@ -136,16 +156,31 @@ static int add_default(memdiff__blocks *b, const memdiff__piece *p)
     key.label = (uint64_t)(uintptr_t)p->label;
     unit_entry *e = NULL;
     HASH_FIND(hh, b->units, &key, sizeof key, e);
-    if (e) {
+    if (e && e->index != SIZE_MAX) {
         grow_block(&b->v[e->index], p);
         touch(b, e->index);
         return MEMDIFF_OK;
+    }
+    if (e) { /* the unit had persistent pages only, so far */
+        if (!visible(p)) {
+            e->persistent += p->persistent;
+            return MEMDIFF_OK;
+        }
+        int rc = new_block(b, p, &e->index);
+        if (!rc)
+            b->v[e->index].impact.persistent_bytes += e->persistent;
+        return rc;
     }
     e = memdiff__arena_alloc(b->arena, sizeof *e);
     if (!e)
         return MEMDIFF_ENOMEM;
     e->key = key;
-    int rc = new_block(b, p, &e->index);
+    e->index = SIZE_MAX;
+    int rc = MEMDIFF_OK;
+    if (visible(p))
+        rc = new_block(b, p, &e->index);
+    else
+        e->persistent = p->persistent;
     if (rc)
         return rc;
     memdiff__uthash_arena = b->arena;
@@ -156,12 +191,14 @@ static int add_default(memdiff__blocks *b, const memdiff__piece *p)
 
 int memdiff__blocks_add(memdiff__blocks *b, const memdiff__piece *piece)
 {
-    if (piece->outcome == MEMDIFF__OUT_NONE || piece->end <= piece->start)
+    if (piece->end <= piece->start ||
+        (piece->outcome == MEMDIFF__OUT_NONE && !piece->touched && !piece->persistent))
         return MEMDIFF_OK;
     return b->verbose ? add_verbose(b, piece) : add_default(b, piece);
 }
 
-/* The one kind of change a block's pages had, or MIXED. */
+/* The one kind of change a block's pages had, MIXED, or TOUCHED for a block of a bracket diff
+ * whose pages did not change (it exists because they were touched). */
 static memdiff_change change_of(const memdiff_totals *t)
 {
     const struct {
@@ -182,6 +219,8 @@ static memdiff_change change_of(const memdiff_totals *t)
             count++;
         }
     }
+    if (count == 0)
+        return MEMDIFF_CHANGE_TOUCHED;
     return count == 1 ? found : MEMDIFF_CHANGE_MIXED;
 }
 
@@ -192,28 +231,41 @@ static int block_before(const memdiff_block *x, const memdiff_block *y)
     return x->category < y->category;
 }
 
-int memdiff__blocks_finish(memdiff__blocks *b, memdiff_block **out, size_t *count)
+int memdiff__blocks_finish(memdiff__blocks *b, memdiff_block **out, memdiff_impact **impacts,
+                           size_t *count)
 {
     *out = NULL;
+    if (impacts)
+        *impacts = NULL;
     *count = 0;
     if (b->n == 0)
         return MEMDIFF_OK;
     memdiff_block *v = memdiff__arena_alloc(b->arena, b->n * sizeof *v);
-    if (!v)
+    memdiff_impact *m = impacts ? memdiff__arena_alloc(b->arena, b->n * sizeof *m) : NULL;
+    if (!v || (impacts && !m))
         return MEMDIFF_ENOMEM;
     /* Insertion sort, stable: the blocks are made in order of start (see the top), so this is
-     * linear; it only orders the pairs that start at one address. */
+     * linear; it only orders the pairs that start at one address. A bracket diff's blocks of
+     * per-mapping touched bytes span their mapping and may come a little out of order. */
     for (size_t i = 0; i < b->n; i++) {
         memdiff_block x = b->v[i].b;
+        memdiff_impact y = b->v[i].impact;
         x.change = change_of(&x.totals);
+        y.impacting_bytes = x.totals.new_bytes + x.totals.freed_bytes;
         size_t j = i;
         while (j > 0 && block_before(&x, &v[j - 1])) {
             v[j] = v[j - 1];
+            if (m)
+                m[j] = m[j - 1];
             j--;
         }
         v[j] = x;
+        if (m)
+            m[j] = y;
     }
     *out = v;
+    if (impacts)
+        *impacts = m;
     *count = b->n;
     return MEMDIFF_OK;
 }

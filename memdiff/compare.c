@@ -38,6 +38,13 @@
  *  - A block's presence says in which snapshot the block's mapping exists: both for changes
  *    within one mapping, before only for pages freed because their mapping went (even when
  *    another mapping took its place), after only for pages of a mapping that is new.
+ *  - Reference-set brackets (memdiff__compare_refs, refs not NULL) also count per page:
+ *    persistent, resident in both snapshots of one mapping (unchanged pages too, which then go
+ *    to the walk as pieces with outcome NONE); touched, a page resident after that the after
+ *    snapshot marks MEMDIFF_PAGE_ACCESSED (per-page tracking), or any page resident after when
+ *    the OS's reset emptied residency (Windows). With per-mapping figures instead
+ *    (region_touched), each after region's touched bytes go to its block as one piece spanning
+ *    the region, when the walk enters the region (the mapping says how many, not which).
  *
  * Storage: everything the diff holds (blocks, labels, the infos' strings) is copied into the
  * diff's own arena, so that it outlives both snapshots; nothing is taken from malloc.
@@ -66,6 +73,8 @@ typedef struct walk {
     int frames;   /* both snapshots carry frame numbers */
     int privacy;  /* both snapshots read the pagemap exclusive bit */
     int new_by_private_bit;
+    const memdiff__refs_in *refs; /* bracket diffs: where touched pages come from; else NULL */
+    size_t touched_region;        /* the after region whose per-mapping touched bytes went last */
 } walk;
 
 void memdiff__totals_count(memdiff_totals *t, memdiff__outcome outcome, uint64_t bytes)
@@ -200,37 +209,86 @@ static const char *label_of(walk *w, side *sd, const memdiff__region *r)
     return sd->label;
 }
 
-/* Counts [lo, hi) with one outcome into the attributed region's category (or Own) and hands it
- * to the block builder. from_after: the pages belong to the after region, else to the before. */
-static int emit(walk *w, uint64_t lo, uint64_t hi, memdiff__outcome outcome, int from_after,
-                unsigned presence, unsigned attrs_before, unsigned attrs_after)
+/* Counts piece p (its range and outcome set) into the category of region r (or Own) and hands
+ * it to the block builder. */
+static int emit_piece(walk *w, side *sd, const memdiff__region *r, memdiff__piece *p)
 {
-    side *sd = from_after ? &w->a : &w->b;
-    const memdiff__region *r = sd->region;
-    int own = r->category == MEMDIFF_CAT_OWN;
     if ((unsigned)r->category >= MEMDIFF_CAT_COUNT)
         return memdiff__set_error(MEMDIFF_EFORMAT, "region 0x%llx: category %d out of range",
                                   (unsigned long long)r->start, (int)r->category);
     memdiff_category cat = r->category;
-    memdiff__totals_count(&w->diff->category[cat], outcome, hi - lo);
-    if (own)
+    memdiff__totals_count(&w->diff->category[cat], p->outcome, p->end - p->start);
+    w->diff->impact_category[cat].touched_bytes += p->touched;
+    w->diff->impact_category[cat].persistent_bytes += p->persistent;
+    if (cat == MEMDIFF_CAT_OWN)
         return MEMDIFF_OK;
+    p->category = cat;
+    p->label = label_of(w, sd, r);
+    if (!p->label)
+        return MEMDIFF_ENOMEM;
+    p->unit = r->unit;
+    return memdiff__blocks_add(w->blocks, p);
+}
+
+/* Bracket diffs: whether pages resident after with attrs_after were accessed, per page. */
+static int touched_page(const walk *w, unsigned attrs_after)
+{
+    const memdiff__refs_in *r = w->refs;
+    if (!r || !memdiff__attrs_resident(attrs_after))
+        return 0;
+    return r->resident_is_touched || (r->accessed_bit && (attrs_after & MEMDIFF_PAGE_ACCESSED));
+}
+
+/* Counts [lo, hi) with one outcome into the attributed region's category (or Own) and hands it
+ * to the block builder. from_after: the pages belong to the after region, else to the before.
+ * In bracket diffs the pages are persistent when they were resident on both sides (outcomes
+ * that keep a page, and NONE), and touched as touched_page() says for pages of the after side. */
+static int emit(walk *w, uint64_t lo, uint64_t hi, memdiff__outcome outcome, int from_after,
+                unsigned presence, unsigned attrs_before, unsigned attrs_after)
+{
+    side *sd = from_after ? &w->a : &w->b;
     memdiff__piece p;
     memset(&p, 0, sizeof p);
     p.start = lo;
     p.end = hi;
     p.outcome = outcome;
-    p.category = cat;
-    p.label = label_of(w, sd, r);
-    if (!p.label)
-        return MEMDIFF_ENOMEM;
-    p.unit = r->unit;
     p.presence = presence;
     if (w->diff->flags & MEMDIFF_COMPARE_VERBOSE) {
         p.attrs_before = attrs_before;
         p.attrs_after = attrs_after;
     }
-    return memdiff__blocks_add(w->blocks, &p);
+    if (w->refs) {
+        if (outcome == MEMDIFF__OUT_REPLACED || outcome == MEMDIFF__OUT_BECAME_PRIVATE ||
+            outcome == MEMDIFF__OUT_BECAME_SHARED || outcome == MEMDIFF__OUT_NONE)
+            p.persistent = hi - lo;
+        if (from_after && touched_page(w, attrs_after))
+            p.touched = hi - lo;
+    }
+    return emit_piece(w, sd, sd->region, &p);
+}
+
+/* Bracket diffs with per-mapping touched bytes: those of the after region the walk just
+ * entered, as one piece over the whole region (the mapping says how many pages were touched,
+ * not which). */
+static int emit_region_touched(walk *w, uint64_t lo)
+{
+    const memdiff_snapshot *s = w->a.snap;
+    const memdiff__region *r = w->a.region;
+    size_t index = (size_t)(r - s->regions);
+    if (index == w->touched_region)
+        return MEMDIFF_OK;
+    w->touched_region = index;
+    uint64_t bytes = w->refs->region_touched[index];
+    if (!bytes)
+        return MEMDIFF_OK;
+    memdiff__piece p;
+    memset(&p, 0, sizeof p);
+    p.start = r->start;
+    p.end = r->end;
+    p.outcome = MEMDIFF__OUT_NONE;
+    p.touched = bytes;
+    p.presence = MEMDIFF_IN_AFTER | (same_mapping(w->b.region, r, lo) ? MEMDIFF_IN_BEFORE : 0);
+    return emit_piece(w, &w->a, r, &p);
 }
 
 static memdiff__outcome new_outcome(const walk *w, unsigned attrs_after)
@@ -254,9 +312,9 @@ static int compare_frames(walk *w, uint64_t lo, uint64_t hi, const uint64_t *fb,
     for (uint64_t addr = lo; addr < hi; addr += ps, ib++, ia++) {
         memdiff__outcome o =
             (fb[ib] && fa[ia] && fb[ib] != fa[ia]) ? MEMDIFF__OUT_REPLACED : privacy;
-        if (o == cur)
+        if (o == cur && addr != lo)
             continue;
-        if (cur != MEMDIFF__OUT_NONE) {
+        if (addr != lo && (cur != MEMDIFF__OUT_NONE || w->refs)) {
             int rc = emit(w, piece, addr, cur, 1, both, w->b.attrs, w->a.attrs);
             if (rc)
                 return rc;
@@ -264,7 +322,7 @@ static int compare_frames(walk *w, uint64_t lo, uint64_t hi, const uint64_t *fb,
         cur = o;
         piece = addr;
     }
-    if (cur != MEMDIFF__OUT_NONE)
+    if (cur != MEMDIFF__OUT_NONE || w->refs)
         return emit(w, piece, hi, cur, 1, both, w->b.attrs, w->a.attrs);
     return MEMDIFF_OK;
 }
@@ -306,7 +364,7 @@ static int compare_interval(walk *w, uint64_t lo, uint64_t hi)
         if (fb && fa)
             return compare_frames(w, lo, hi, fb, fa, privacy);
     }
-    if (privacy != MEMDIFF__OUT_NONE)
+    if (privacy != MEMDIFF__OUT_NONE || w->refs)
         return emit(w, lo, hi, privacy, 1, both, ab, aa);
     return MEMDIFF_OK;
 }
@@ -333,25 +391,40 @@ static int compare(walk *w)
         rc = memdiff__blocks_new(&d->arena, (d->flags & MEMDIFF_COMPARE_VERBOSE) != 0, &w->blocks);
     for (uint64_t addr = 0; !rc;) {
         uint64_t next = MEMDIFF__MIN(side_seek(&w->b, addr), side_seek(&w->a, addr));
-        if (w->b.region || w->a.region)
+        if (w->a.region && w->refs && w->refs->region_touched)
+            rc = emit_region_touched(w, addr);
+        if (!rc && (w->b.region || w->a.region))
             rc = compare_interval(w, addr, next);
         if (next == UINT64_MAX)
             break;
         addr = next;
     }
     if (!rc)
-        rc = memdiff__blocks_finish(w->blocks, &d->blocks, &d->block_count);
+        rc = memdiff__blocks_finish(w->blocks, &d->blocks, w->refs ? &d->block_impact : NULL,
+                                    &d->block_count);
     if (rc)
         return rc;
     for (int c = 0; c < MEMDIFF_CAT_COUNT; c++) {
-        if (c != MEMDIFF_CAT_OWN)
-            memdiff__totals_add(&d->total, &d->category[c]);
+        memdiff_impact *m = &d->impact_category[c];
+        m->impacting_bytes = d->category[c].new_bytes + d->category[c].freed_bytes;
+        if (c == MEMDIFF_CAT_OWN)
+            continue;
+        memdiff__totals_add(&d->total, &d->category[c]);
+        d->impact.touched_bytes += m->touched_bytes;
+        d->impact.persistent_bytes += m->persistent_bytes;
+        d->impact.impacting_bytes += m->impacting_bytes;
     }
     return MEMDIFF_OK;
 }
 
 int memdiff_compare(const memdiff_snapshot *before, const memdiff_snapshot *after,
                     unsigned flags, memdiff_diff **out)
+{
+    return memdiff__compare_refs(before, after, flags, NULL, out);
+}
+
+int memdiff__compare_refs(const memdiff_snapshot *before, const memdiff_snapshot *after,
+                          unsigned flags, const memdiff__refs_in *refs, memdiff_diff **out)
 {
     if (!out)
         return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_compare: out is NULL");
@@ -398,6 +471,9 @@ int memdiff_compare(const memdiff_snapshot *before, const memdiff_snapshot *afte
     w.frames = before->pfn && after->pfn;
     w.privacy = (before->info.sources & after->info.sources & MEMDIFF_SRC_PAGEMAP) != 0;
     w.new_by_private_bit = (after->info.sources & MEMDIFF_SRC_PAGEMAP) != 0;
+    w.refs = refs;
+    w.touched_region = SIZE_MAX;
+    d->bracket = refs != NULL;
     int rc = compare(&w);
     if (rc) {
         memdiff_diff_free(d);

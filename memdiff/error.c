@@ -86,6 +86,8 @@ const char *memdiff_change_name(memdiff_change change)
         return "became-shared";
     case MEMDIFF_CHANGE_MIXED:
         return "mixed";
+    case MEMDIFF_CHANGE_TOUCHED:
+        return "touched";
     }
     return "invalid";
 }

@@ -150,6 +150,12 @@ struct memdiff_diff {
     memdiff_totals category[MEMDIFF_CAT_COUNT];
     memdiff_block *blocks;
     size_t block_count;
+    /* Reference-set brackets only (refset.c): bracket is nonzero and the rest is set. */
+    int bracket;
+    memdiff_refset_info refs;       /* strings in arena */
+    memdiff_impact impact;          /* Own excluded */
+    memdiff_impact impact_category[MEMDIFF_CAT_COUNT];
+    memdiff_impact *block_impact;   /* block_count entries, in the order of blocks */
 };
 
 /* Adds b into a (all fields, net recomputed). */
@@ -183,16 +189,51 @@ typedef struct memdiff__piece {
     uint64_t unit;
     unsigned presence;   /* MEMDIFF_IN_* */
     unsigned attrs_before, attrs_after;
+    uint64_t touched;    /* bracket diffs: bytes of it accessed during the bracket */
+    uint64_t persistent; /* bracket diffs: bytes of it resident before and after */
 } memdiff__piece;
 
 typedef struct memdiff__blocks memdiff__blocks; /* block builder, arena-allocated */
 
 /* A builder of a diff's blocks in arena: per allocation unit, or (verbose) per run of contiguous
- * pages with identical attributes. Pieces must come in ascending order of start. */
+ * pages with identical attributes. Pieces must come in ascending order of start. A piece with
+ * outcome NONE (bracket diffs only) makes a block when it was touched; one that is only
+ * persistent adds to its unit's block, if the unit has one, in default diffs. */
 int memdiff__blocks_new(memdiff__arena *arena, int verbose, memdiff__blocks **out);
 int memdiff__blocks_add(memdiff__blocks *b, const memdiff__piece *piece);
-/* The blocks sorted by start, then category, with their change set; storage in the arena. */
-int memdiff__blocks_finish(memdiff__blocks *b, memdiff_block **out, size_t *count);
+/* The blocks sorted by start, then category, with their change set; storage in the arena. When
+ * impacts is not NULL, it receives each block's touched and persistent bytes, in block order. */
+int memdiff__blocks_finish(memdiff__blocks *b, memdiff_block **out, memdiff_impact **impacts,
+                           size_t *count);
+
+/* ---- reference sets (refset.c, compare.c) ------------------------------------------------ */
+
+/* Where a bracket diff's touched pages come from (memdiff__compare_refs). */
+typedef struct memdiff__refs_in {
+    int accessed_bit;               /* per page: after pages with MEMDIFF_PAGE_ACCESSED */
+    int resident_is_touched;        /* per page: every page resident after */
+    const uint64_t *region_touched; /* per mapping: touched bytes of each after region, or NULL */
+} memdiff__refs_in;
+
+/* memdiff_compare() that also counts, with refs, the impact figures of a bracket diff: touched
+ * and persistent bytes per category and block, and blocks for pages that were touched while
+ * resident all along. refs NULL: a plain diff. */
+int memdiff__compare_refs(const memdiff_snapshot *before, const memdiff_snapshot *after,
+                          unsigned flags, const memdiff__refs_in *refs, memdiff_diff **out);
+
+/* The diff memdiff_refset_end() hands out: memdiff__compare_refs() with refs, then the
+ * bracket's figures (info; extra: one more reason to add to its degraded text, or NULL), strings
+ * copied into the diff. Tests build bracket diffs of synthetic snapshots with it. */
+int memdiff__refset_diff(const memdiff_snapshot *before, const memdiff_snapshot *after,
+                         unsigned flags, const memdiff__refs_in *refs,
+                         const memdiff_refset_info *info, const char *extra, memdiff_diff **out);
+
+/* memdiff__snapshot_take_flags() flags. */
+#define MEMDIFF__TAKE_ACCESSED 0x1u /* mark pages accessed since a PAGES reset (refset.c) */
+
+/* memdiff_snapshot_take() with MEMDIFF__TAKE_* flags. */
+int memdiff__snapshot_take_flags(const memdiff_options *options, unsigned flags,
+                                 memdiff_snapshot **out);
 
 /* Length of the valid UTF-8 sequence at s[0..n) (1 for ASCII), or 0 when s starts with a byte
  * that does not begin one (stray continuation, overlong form, surrogate, beyond U+10FFFF). */

@@ -248,10 +248,12 @@ typedef enum memdiff_change {
     MEMDIFF_CHANGE_REPLACED,       /* resident in both, in another frame (frames known) */
     MEMDIFF_CHANGE_BECAME_PRIVATE, /* shared before, private after */
     MEMDIFF_CHANGE_BECAME_SHARED,  /* private before, shared after */
-    MEMDIFF_CHANGE_MIXED           /* a block whose pages changed in several ways */
+    MEMDIFF_CHANGE_MIXED,          /* a block whose pages changed in several ways */
+    MEMDIFF_CHANGE_TOUCHED         /* reference-set diffs only: no page came, went or changed,
+                                      but pages resident before and after were accessed */
 } memdiff_change;
 
-/* "new", "freed", "replaced", "became-private", "became-shared", "mixed". */
+/* "new", "freed", "replaced", "became-private", "became-shared", "mixed", "touched". */
 const char *memdiff_change_name(memdiff_change change);
 
 /* memdiff_compare() flags. */
@@ -577,6 +579,104 @@ int memdiff_leak_slope(void (*fn)(void *arg), void *arg, const memdiff_slope_opt
  * memdiff_leak_slope(), is not NULL) the blocks behind the last figure. Errors: MEMDIFF_EINVAL. */
 int memdiff_check_slope(const memdiff_slope *slope, const memdiff_diff *diff, memdiff_cmp cmp,
                         int64_t bound, char *msg, size_t msg_size);
+
+/* ---------------------------------------------------------------------------------------------
+ * Reference sets: what code touched, its peak, and its impact (docs/reference-set.md).
+ *
+ * A plain diff sees what became resident or left. A reference-set bracket also sees the pages
+ * the bracketed code accessed that were resident all along, and memory it allocated and freed
+ * before the end (through the peak resident size):
+ *
+ *     memdiff_refset *rs = NULL;
+ *     memdiff_diff *d = NULL;
+ *     if (memdiff_refset_begin(NULL, &rs) != MEMDIFF_OK) ...
+ *     suspect_code();
+ *     if (memdiff_refset_end(rs, 0, &d) == MEMDIFF_OK)
+ *         memdiff_report_text(d, stdout, 0);     (touched, peak and impact beside new / freed)
+ *     memdiff_diff_free(d);
+ *     memdiff_refset_free(rs);
+ *
+ * Side effects (docs/reference-set.md): begin clears the referenced state of every page of the
+ * process, which the kernel's page reclaim reads to age its LRU lists, and resets the process's
+ * peak resident size (VmHWM), losing the lifetime peak. Both act on the whole process, every
+ * thread, not only the calling one. What the OS or the caller's rights do not allow is left out
+ * and recorded (memdiff_refset_info.degraded), never guessed.
+ * ------------------------------------------------------------------------------------------- */
+
+/* Where a reference set's figures came from (memdiff_refset_info.sources). */
+#define MEMDIFF_REFS_CLEARED 0x1u  /* the referenced state was cleared at begin (Linux:
+                                      clear_refs "1"; Windows: EmptyWorkingSet) */
+#define MEMDIFF_REFS_MAPPINGS 0x2u /* touched bytes per mapping (Linux: smaps "Referenced") */
+#define MEMDIFF_REFS_PAGES 0x4u    /* touched per page (Linux: page_idle; Windows: the pages
+                                      faulted back into the emptied working set) */
+#define MEMDIFF_REFS_PEAK 0x8u     /* the peak resident size since begin (Linux: clear_refs "5"
+                                      and VmHWM) */
+
+/* What a reference-set bracket could measure, and the process-wide figures of its end. Sizes
+ * are the process's own resident-size figures (memdiff's storage included, unlike the diff's
+ * page counts), in bytes; 0 when unknown. */
+typedef struct memdiff_refset_info {
+    unsigned sources;          /* MEMDIFF_REFS_* */
+    const char *degraded;      /* NULL, or what could not be measured and why */
+    uint64_t begin_rss_bytes;  /* resident size when the peak was reset */
+    uint64_t end_rss_bytes;    /* resident size when the peak was read (diffs only) */
+    uint64_t peak_bytes;       /* peak resident size during the bracket (diffs only) */
+    uint64_t peak_slack_bytes; /* by how much the OS's peak figure may be off (Linux: the
+                                  per-CPU batching of its RSS counters) */
+    uint64_t transient_bytes;  /* peak above both ends: peak - max(begin, end) (diffs only) */
+    uint64_t untracked_bytes;  /* per-page tracking: resident bytes at begin whose frames the
+                                  kernel does not track; if resident at the end, they count as
+                                  touched */
+} memdiff_refset_info;
+
+/* A diff's impact types (WPA's reference-set terms), in bytes. Counted per page like the
+ * totals, Own in its category only, never in the diff's. */
+typedef struct memdiff_impact {
+    uint64_t touched_bytes;    /* the reference set: pages resident at the end that were
+                                  accessed during the bracket, already resident or new */
+    uint64_t persistent_bytes; /* resident before and after, in the same mapping */
+    uint64_t impacting_bytes;  /* residency the bracket changed: new and kept, or freed
+                                  (new_bytes + freed_bytes of the totals) */
+    uint64_t transient_bytes;  /* the whole diff only (0 per category and block): the peak
+                                  above both ends, memory allocated and freed inside */
+} memdiff_impact;
+
+typedef struct memdiff_refset memdiff_refset;
+
+/* Begins a reference-set bracket on the process options describe (NULL: the calling process at
+ * standard depth): takes the before snapshot, then clears the process's referenced state,
+ * resets its peak resident size and, where the kernel has page_idle and frame numbers are
+ * visible, marks its resident frames idle for per-page information. A reset that is refused
+ * (clear_refs needs the process's owner or root) degrades the bracket and is recorded in
+ * memdiff_refset_get_info(); it is no error. Errors: as memdiff_snapshot_take().
+ * The caller frees *out with memdiff_refset_free(). */
+int memdiff_refset_begin(const memdiff_options *options, memdiff_refset **out);
+
+/* Ends the bracket: reads the peak, the referenced state per mapping or per page and the after
+ * snapshot, and compares (flags: MEMDIFF_COMPARE_VERBOSE) into *out, a diff that also carries
+ * the impact accessors below. A bracket ends once; it stays to be freed. Errors: MEMDIFF_EINVAL
+ * (NULL, unknown flags, ended already), and those of memdiff_snapshot_take() and
+ * memdiff_compare(). */
+int memdiff_refset_end(memdiff_refset *refset, unsigned flags, memdiff_diff **out);
+
+/* Releases a bracket, ended or not (an unended bracket leaves the process's bits as they are).
+ * NULL is allowed. */
+void memdiff_refset_free(memdiff_refset *refset);
+
+/* What the bracket measures (the fields marked "diffs only" are 0). Errors: MEMDIFF_EINVAL. */
+int memdiff_refset_get_info(const memdiff_refset *refset, memdiff_refset_info *out);
+
+/* The reference-set figures of a diff from memdiff_refset_end(). Strings point into the diff.
+ * Errors: MEMDIFF_EINVAL (NULL, or a diff that did not come from a bracket). */
+int memdiff_diff_refset_info(const memdiff_diff *diff, memdiff_refset_info *out);
+
+/* Impact over all categories but Own, of one category (Own included), or of block index.
+ * Errors: MEMDIFF_EINVAL (NULL, category out of range, not a bracket's diff), MEMDIFF_ERANGE
+ * (index). */
+int memdiff_diff_impact(const memdiff_diff *diff, memdiff_impact *out);
+int memdiff_diff_category_impact(const memdiff_diff *diff, memdiff_category category,
+                                 memdiff_impact *out);
+int memdiff_diff_block_impact(const memdiff_diff *diff, size_t index, memdiff_impact *out);
 
 #ifdef __cplusplus
 }

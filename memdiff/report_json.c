@@ -115,8 +115,81 @@ static const char *source_name(unsigned bit)
         return "heaps";
     case MEMDIFF_SRC_MODULES:
         return "modules";
+    case MEMDIFF_SRC_PAGE_IDLE:
+        return "page-idle";
     }
     return NULL;
+}
+
+static const char *refs_source_name(unsigned bit)
+{
+    switch (bit) {
+    case MEMDIFF_REFS_CLEARED:
+        return "cleared";
+    case MEMDIFF_REFS_MAPPINGS:
+        return "mappings";
+    case MEMDIFF_REFS_PAGES:
+        return "pages";
+    case MEMDIFF_REFS_PEAK:
+        return "peak";
+    }
+    return NULL;
+}
+
+/* One figure object per category but Own, keyed by name, in category order, one per line
+ * after indent. */
+static void put_categories(FILE *out, const char *indent, const memdiff_diff *diff,
+                           void (*put)(FILE *out, const memdiff_diff *diff, int category))
+{
+    for (int c = 0, first = 1; c < MEMDIFF_CAT_COUNT; c++) {
+        if (c == MEMDIFF_CAT_OWN)
+            continue;
+        fprintf(out, "%s%s\"%s\": ", first ? "" : ",\n", indent,
+                memdiff_category_name((memdiff_category)c));
+        put(out, diff, c);
+        first = 0;
+    }
+}
+
+static void put_category_totals(FILE *out, const memdiff_diff *diff, int category)
+{
+    put_totals(out, &diff->category[category]);
+}
+
+static void put_impact(FILE *out, const memdiff_impact *m)
+{
+    fprintf(out,
+            "{\"touched_bytes\": %" PRIu64 ", \"persistent_bytes\": %" PRIu64
+            ", \"impacting_bytes\": %" PRIu64 ", \"transient_bytes\": %" PRIu64 "}",
+            m->touched_bytes, m->persistent_bytes, m->impacting_bytes, m->transient_bytes);
+}
+
+static void put_category_impact(FILE *out, const memdiff_diff *diff, int category)
+{
+    put_impact(out, &diff->impact_category[category]);
+}
+
+/* A reference-set bracket's figures (docs/json-report.md, "bracket"). */
+static void put_bracket(FILE *out, const memdiff_diff *diff)
+{
+    const memdiff_refset_info *in = &diff->refs;
+    fputs("  \"bracket\": {\n    \"sources\": ", out);
+    put_names(out, in->sources, refs_source_name);
+    fputs(",\n    \"degraded\": ", out);
+    put_string(out, in->degraded);
+    fprintf(out,
+            ",\n    \"begin_rss_bytes\": %" PRIu64 ",\n    \"end_rss_bytes\": %" PRIu64
+            ",\n    \"peak_bytes\": %" PRIu64 ",\n    \"peak_slack_bytes\": %" PRIu64
+            ",\n    \"transient_bytes\": %" PRIu64 ",\n    \"untracked_bytes\": %" PRIu64
+            ",\n    \"impact\": ",
+            in->begin_rss_bytes, in->end_rss_bytes, in->peak_bytes, in->peak_slack_bytes,
+            in->transient_bytes, in->untracked_bytes);
+    put_impact(out, &diff->impact);
+    fputs(",\n    \"own\": ", out);
+    put_impact(out, &diff->impact_category[MEMDIFF_CAT_OWN]);
+    fputs(",\n    \"categories\": {\n", out);
+    put_categories(out, "      ", diff, put_category_impact);
+    fputs("\n    }\n  },\n", out);
 }
 
 static void put_info(FILE *out, const char *key, const memdiff_snapshot_info *i)
@@ -154,7 +227,7 @@ static const char *presence_name(unsigned bit)
     return bit == MEMDIFF_IN_BEFORE ? "before" : bit == MEMDIFF_IN_AFTER ? "after" : NULL;
 }
 
-static void put_block(FILE *out, const memdiff_block *k, int verbose)
+static void put_block(FILE *out, const memdiff_block *k, int verbose, const memdiff_impact *m)
 {
     fprintf(out, "    {\"start\": \"0x%" PRIx64 "\", \"end\": \"0x%" PRIx64
                  "\", \"category\": \"%s\", ",
@@ -170,6 +243,10 @@ static void put_block(FILE *out, const memdiff_block *k, int verbose)
         put_names(out, k->attrs_before, memdiff__page_attr_name);
         fputs(", \"attrs_after\": ", out);
         put_names(out, k->attrs_after, memdiff__page_attr_name);
+    }
+    if (m) {
+        fputs(", \"impact\": ", out);
+        put_impact(out, m);
     }
     fputc('}', out);
 }
@@ -192,18 +269,14 @@ int memdiff_report_json(const memdiff_diff *diff, FILE *out, unsigned flags)
     fputs(",\n  \"own\": ", out);
     put_totals(out, &diff->category[MEMDIFF_CAT_OWN]);
     fputs(",\n  \"categories\": {\n", out);
-    for (int c = 0, first = 1; c < MEMDIFF_CAT_COUNT; c++) {
-        if (c == MEMDIFF_CAT_OWN)
-            continue;
-        fprintf(out, "%s    \"%s\": ", first ? "" : ",\n",
-                memdiff_category_name((memdiff_category)c));
-        put_totals(out, &diff->category[c]);
-        first = 0;
-    }
-    fputs("\n  },\n  \"blocks\": [", out);
+    put_categories(out, "    ", diff, put_category_totals);
+    fputs("\n  },\n", out);
+    if (diff->bracket)
+        put_bracket(out, diff);
+    fputs("  \"blocks\": [", out);
     for (size_t i = 0; i < diff->block_count; i++) {
         fputs(i ? ",\n" : "\n", out);
-        put_block(out, &diff->blocks[i], verbose);
+        put_block(out, &diff->blocks[i], verbose, diff->bracket ? &diff->block_impact[i] : NULL);
     }
     fputs(diff->block_count ? "\n  ]\n}\n" : "]\n}\n", out);
     /* A stream reports write errors late (buffered): flush before asking. */

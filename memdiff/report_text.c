@@ -22,6 +22,19 @@
  *     0x000010004000-0x00001000c000   +4,096  heap         mixed (new, freed)       [heap]
  *     0x7f1000100000-0x7f1000105000  +20,480  mapped-file  new (mapped after only)  /data/b.bin
  *
+ * A reference-set bracket's diff (memdiff_refset_end) adds, after the summary:
+ *
+ *   Touched:                 69,632 bytes  (17 pages accessed, resident before or new)
+ *   Peak resident:       68,968,448 bytes  (+67,018,752 above the start, within 262,144)
+ *   Persistent:           1,835,008 bytes  (resident before and after)
+ *   Impacting:               90,112 bytes  (new and kept, or freed)
+ *   Transient:           67,014,656 bytes  (the peak above both ends: allocated and freed inside)
+ *     (reference set: no page_idle bitmap ...: touched per mapping only)
+ *
+ * and Touched and Persistent columns to the table, and a "touched N" column to the blocks;
+ * blocks whose pages did not change but were touched read "touched". tests/fixtures/reports/
+ * bracket*.txt are complete examples.
+ *
  * MEMDIFF_REPORT_NO_HEADER leaves out the header (first line and degraded notes). The Replaced line
  * appears only when a page was replaced or changed exclusivity, the table's Replaced /
  * Became-private / Became-shared columns likewise. Verbose diffs add the page attributes before
@@ -99,6 +112,8 @@ const char *memdiff__page_attr_name(unsigned bit)
         return "active";
     case MEMDIFF_PAGE_REFERENCED:
         return "referenced";
+    case MEMDIFF_PAGE_ACCESSED:
+        return "accessed";
     }
     return NULL;
 }
@@ -284,16 +299,76 @@ static void put_summary(const memdiff_diff *diff, FILE *out)
             mine);
 }
 
+/* The reference-set lines of a bracket's diff (see the top of the file). */
+static void put_refset(const memdiff_diff *diff, FILE *out)
+{
+    const memdiff_refset_info *in = &diff->refs;
+    const memdiff_impact *m = &diff->impact;
+    uint64_t ps = diff->info[1].page_size ? diff->info[1].page_size : 1;
+    char v[5][NUM_MAX], x[NUM_MAX], y[NUM_MAX];
+    int known = (in->sources & MEMDIFF_REFS_CLEARED) &&
+                (in->sources & (MEMDIFF_REFS_PAGES | MEMDIFF_REFS_MAPPINGS));
+    int peak = (in->sources & MEMDIFF_REFS_PEAK) != 0;
+    fmt_num(v[0], m->touched_bytes, 0);
+    fmt_num(v[1], in->peak_bytes, 0);
+    fmt_num(v[2], m->persistent_bytes, 0);
+    fmt_num(v[3], m->impacting_bytes, 0);
+    fmt_num(v[4], in->transient_bytes, 0);
+    int w = 10;
+    for (int i = 0; i < 5; i++)
+        w = MEMDIFF__MAX(w, (int)strlen(v[i]));
+    if (known)
+        fprintf(out, "%-23s%*s bytes  (%s pages accessed, resident before or new%s)\n",
+                "Touched:", w, v[0], fmt_num(x, m->touched_bytes / ps, 0),
+                (in->sources & MEMDIFF_REFS_PAGES) ? "" : "; per mapping");
+    else
+        fprintf(out, "%-23s%*s\n", "Touched:", w, "unknown");
+    if (peak) {
+        uint64_t above = in->peak_bytes > in->begin_rss_bytes
+                             ? in->peak_bytes - in->begin_rss_bytes : 0;
+        fprintf(out, "%-23s%*s bytes  (%s above the start", "Peak resident:", w, v[1],
+                fmt_num(x, above, '+'));
+        if (in->peak_slack_bytes)
+            fprintf(out, ", within %s", fmt_num(y, in->peak_slack_bytes, 0));
+        fputs(")\n", out);
+    } else {
+        fprintf(out, "%-23s%*s\n", "Peak resident:", w, "unknown");
+    }
+    fprintf(out, "%-23s%*s bytes  (resident before and after)\n", "Persistent:", w, v[2]);
+    fprintf(out, "%-23s%*s bytes  (new and kept, or freed)\n", "Impacting:", w, v[3]);
+    if (peak)
+        fprintf(out, "%-23s%*s bytes  (the peak above both ends: allocated and freed inside)\n",
+                "Transient:", w, v[4]);
+    else
+        fprintf(out, "%-23s%*s\n", "Transient:", w, "unknown");
+    if (in->degraded) {
+        fputs("  (reference set: ", out);
+        put_label(out, in->degraded);
+        fputs(")\n", out);
+    }
+}
+
 static int totals_empty(const memdiff_totals *t)
 {
     return !t->new_bytes && !t->freed_bytes && !t->replaced_bytes && !t->became_private_bytes &&
            !t->became_shared_bytes;
 }
 
-enum { COLS_MAX = 8 };
+/* A category row is left out when nothing of it changed (and, in a bracket's diff, nothing of
+ * it was touched or stayed resident). */
+static int row_empty(const memdiff_diff *diff, int c)
+{
+    if (!totals_empty(&diff->category[c]))
+        return 0;
+    return !diff->bracket || (!diff->impact_category[c].touched_bytes &&
+                              !diff->impact_category[c].persistent_bytes);
+}
 
-/* One table row's cells, formatted. */
-static int table_cells(const memdiff_totals *t, int wide, char cells[COLS_MAX][NUM_MAX])
+enum { COLS_MAX = 10 };
+
+/* One table row's cells, formatted. m: the row's impact in a bracket's diff, else NULL. */
+static int table_cells(const memdiff_totals *t, const memdiff_impact *m, int wide,
+                       char cells[COLS_MAX][NUM_MAX])
 {
     int n = 0;
     fmt_num(cells[n++], t->new_bytes, 0);
@@ -306,21 +381,32 @@ static int table_cells(const memdiff_totals *t, int wide, char cells[COLS_MAX][N
         fmt_num(cells[n++], t->became_private_bytes, 0);
         fmt_num(cells[n++], t->became_shared_bytes, 0);
     }
+    if (m) {
+        fmt_num(cells[n++], m->touched_bytes, 0);
+        fmt_num(cells[n++], m->persistent_bytes, 0);
+    }
     return n;
 }
 
 static void put_table(const memdiff_diff *diff, FILE *out)
 {
-    static const char *const heads[COLS_MAX] = {
+    static const char *const all_heads[COLS_MAX] = {
         "New", "Freed", "Net", "Private", "Shared", "Replaced", "Became private", "Became shared",
+        "Touched", "Persistent",
     };
     const memdiff_totals *t = &diff->total;
     int wide = t->replaced_bytes || t->became_private_bytes || t->became_shared_bytes;
     char cells[COLS_MAX][NUM_MAX];
+    const char *heads[COLS_MAX];
     int width[COLS_MAX];
-    int ncols = wide ? COLS_MAX : 5;
-    for (int i = 0; i < ncols; i++)
-        width[i] = (int)strlen(heads[i]);
+    int ncols = 0;
+    for (int i = 0; i < COLS_MAX; i++) {
+        if ((i >= 5 && i < 8 && !wide) || (i >= 8 && !diff->bracket))
+            continue;
+        heads[ncols] = all_heads[i];
+        width[ncols] = (int)strlen(all_heads[i]);
+        ncols++;
+    }
     /* Two passes: widths from every printed row (the total row is the widest), then rows. */
     for (int pass = 0; pass < 2; pass++) {
         if (pass == 1) {
@@ -331,9 +417,12 @@ static void put_table(const memdiff_diff *diff, FILE *out)
         }
         for (int c = 0; c <= MEMDIFF_CAT_COUNT; c++) {
             const memdiff_totals *row = c < MEMDIFF_CAT_COUNT ? &diff->category[c] : t;
-            if (c == MEMDIFF_CAT_OWN || (c < MEMDIFF_CAT_COUNT && totals_empty(row)))
+            const memdiff_impact *m = !diff->bracket            ? NULL
+                                      : c < MEMDIFF_CAT_COUNT ? &diff->impact_category[c]
+                                                              : &diff->impact;
+            if (c == MEMDIFF_CAT_OWN || (c < MEMDIFF_CAT_COUNT && row_empty(diff, c)))
                 continue;
-            table_cells(row, wide, cells);
+            table_cells(row, m, wide, cells);
             for (int i = 0; i < ncols; i++) {
                 if (pass == 0)
                     width[i] = MEMDIFF__MAX(width[i], (int)strlen(cells[i]));
@@ -370,7 +459,7 @@ static void add_part(char *buf, size_t size, size_t *used, int *parts, const cha
 static const char *block_change(char *buf, size_t size, const memdiff_block *k)
 {
     static const char *const names[] = {
-        "new", "freed", "replaced", "became private", "became shared", "mixed",
+        "new", "freed", "replaced", "became private", "became shared", "mixed", "touched",
     };
     const memdiff_totals *t = &k->totals;
     size_t used = (size_t)snprintf(buf, size, "%s", names[k->change]);
@@ -432,12 +521,15 @@ static void put_blocks(const memdiff_diff *diff, FILE *out)
     }
     fprintf(out, "Blocks (%zu, %s):\n", n,
             verbose ? "contiguous pages with identical attributes" : "by allocation unit");
-    char size[NUM_MAX], change[CHANGE_MAX], attrs[ATTRS_MAX];
-    int wa = 8, ws = 0, wc = 0, wh = 0, wt = 0;
+    char size[NUM_MAX], change[CHANGE_MAX], attrs[ATTRS_MAX], touched[NUM_MAX];
+    int wa = 8, ws = 0, wc = 0, wh = 0, wt = 0, wr = 0;
     for (size_t i = 0; i < n; i++) {
         const memdiff_block *k = &diff->blocks[i];
         wa = MEMDIFF__MAX(wa, hex_digits(k->end));
         ws = MEMDIFF__MAX(ws, (int)strlen(block_size(size, k)));
+        if (diff->bracket)
+            wr = MEMDIFF__MAX(wr, (int)strlen(fmt_num(touched, diff->block_impact[i].touched_bytes,
+                                                      0)));
         wc = MEMDIFF__MAX(wc, (int)strlen(memdiff_category_name(k->category)));
         wh = MEMDIFF__MAX(wh, (int)strlen(block_change(change, sizeof change, k)));
         if (verbose)
@@ -446,8 +538,12 @@ static void put_blocks(const memdiff_diff *diff, FILE *out)
     for (size_t i = 0; i < n; i++) {
         const memdiff_block *k = &diff->blocks[i];
         int labelled = k->label && k->label[0];
-        fprintf(out, "  0x%0*" PRIx64 "-0x%0*" PRIx64 "  %*s  %-*s  ", wa, k->start, wa, k->end,
-                ws, block_size(size, k), wc, memdiff_category_name(k->category));
+        fprintf(out, "  0x%0*" PRIx64 "-0x%0*" PRIx64 "  %*s  ", wa, k->start, wa, k->end, ws,
+                block_size(size, k));
+        if (diff->bracket)
+            fprintf(out, "touched %*s  ", wr,
+                    fmt_num(touched, diff->block_impact[i].touched_bytes, 0));
+        fprintf(out, "%-*s  ", wc, memdiff_category_name(k->category));
         block_change(change, sizeof change, k);
         if (verbose) {
             fprintf(out, "%-*s  %-*s", wh, change, labelled ? wt : 0, block_attrs(attrs, k));
@@ -472,6 +568,8 @@ int memdiff_report_text(const memdiff_diff *diff, FILE *out, unsigned flags)
     if (!(flags & MEMDIFF_REPORT_NO_HEADER))
         put_header(diff, out);
     put_summary(diff, out);
+    if (diff->bracket)
+        put_refset(diff, out);
     if (totals_empty(&diff->total) && diff->block_count == 0) {
         fputs("\nNo changed pages.\n", out);
     } else {

@@ -138,7 +138,7 @@ static unsigned used_sources(memdiff_depth depth, unsigned avail)
     unsigned keep = MEMDIFF_SRC_MAPS | MEMDIFF_SRC_STATUS | MEMDIFF_SRC_THREADS |
                     MEMDIFF_SRC_HEAPS | MEMDIFF_SRC_MODULES | MEMDIFF_SRC_PAGEMAP_SCAN;
     if (depth >= MEMDIFF_DEPTH_STANDARD)
-        keep |= MEMDIFF_SRC_PAGEMAP | MEMDIFF_SRC_PFN;
+        keep |= MEMDIFF_SRC_PAGEMAP | MEMDIFF_SRC_PFN | MEMDIFF_SRC_PAGE_IDLE;
     else if (!(avail & MEMDIFF_SRC_PAGEMAP_SCAN))
         keep |= MEMDIFF_SRC_PAGEMAP; /* fast depth falls back to reading pagemap */
     if (depth >= MEMDIFF_DEPTH_DEEP)
@@ -166,7 +166,8 @@ void memdiff__snapshot_tally(memdiff_snapshot *s)
     in->run_count = s->run_count;
 }
 
-static int take(const memdiff_options *o, memdiff_snapshot *s, memdiff__arena *scratch)
+static int take(const memdiff_options *o, unsigned flags, memdiff_snapshot *s,
+                memdiff__arena *scratch)
 {
     memdiff__proc *proc = NULL;
     memdiff__caps caps;
@@ -183,6 +184,8 @@ static int take(const memdiff_options *o, memdiff_snapshot *s, memdiff__arena *s
     int rc = memdiff__plat_open(&args, scratch, &proc, &caps);
     if (rc)
         return rc;
+    if (flags & MEMDIFF__TAKE_ACCESSED)
+        caps.sources |= memdiff__plat_refs_track_pages(proc);
 
     memdiff__facts f;
     memset(&f, 0, sizeof f);
@@ -258,6 +261,12 @@ static int take(const memdiff_options *o, memdiff_snapshot *s, memdiff__arena *s
 
 int memdiff_snapshot_take(const memdiff_options *options, memdiff_snapshot **out)
 {
+    return memdiff__snapshot_take_flags(options, 0, out);
+}
+
+int memdiff__snapshot_take_flags(const memdiff_options *options, unsigned flags,
+                                 memdiff_snapshot **out)
+{
     if (!out)
         return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_snapshot_take: out is NULL");
     *out = NULL;
@@ -277,7 +286,7 @@ int memdiff_snapshot_take(const memdiff_options *options, memdiff_snapshot **out
         return MEMDIFF_ENOMEM;
     s->arena = a;
     memdiff__arena scratch = MEMDIFF__ARENA_INIT;
-    int rc = take(&o, s, &scratch);
+    int rc = take(&o, flags, s, &scratch);
     memdiff__arena_release(&scratch);
     if (rc) {
         memdiff_snapshot_free(s);

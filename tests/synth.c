@@ -105,6 +105,24 @@ static int fill(memdiff_snapshot *s, const synth_spec *spec)
     return MEMDIFF_OK;
 }
 
+memdiff_diff *synth_bracket_diff(const synth_spec *before, const synth_spec *after, unsigned flags,
+                                 const memdiff_refset_info *info)
+{
+    memdiff_snapshot *b = synth_snapshot(before), *a = synth_snapshot(after);
+    memdiff__refs_in refs = {1, 0, NULL};
+    memdiff_refset_info none;
+    memset(&none, 0, sizeof none);
+    memdiff_diff *d = NULL;
+    if (!b || !a ||
+        memdiff__refset_diff(b, a, flags, &refs, info ? info : &none, NULL, &d) != MEMDIFF_OK) {
+        fprintf(stderr, "synth: bracket diff: %s\n", memdiff_last_error());
+        abort();
+    }
+    memdiff_snapshot_free(a);
+    memdiff_snapshot_free(b);
+    return d;
+}
+
 memdiff_snapshot *synth_snapshot(const synth_spec *spec)
 {
     memdiff__arena a = MEMDIFF__ARENA_INIT;

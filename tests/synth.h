@@ -47,4 +47,10 @@ typedef struct synth_spec {
  * returns NULL only when out of memory. */
 memdiff_snapshot *synth_snapshot(const synth_spec *spec);
 
+/* The reference-set diff memdiff_refset_end() would make of before and after, with per-page
+ * tracking (touched: the after pages whose attrs have MEMDIFF_PAGE_ACCESSED) and the bracket's
+ * figures from info (NULL: none known). Aborts on failure. */
+memdiff_diff *synth_bracket_diff(const synth_spec *before, const synth_spec *after, unsigned flags,
+                                 const memdiff_refset_info *info);
+
 #endif

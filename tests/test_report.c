@@ -172,6 +172,61 @@ START_TEST(golden)
 }
 END_TEST
 
+/* The sample diff as a reference-set bracket's: runs_after with the pages accessed during the
+ * bracket marked (every new page, and some that were resident before), and the bracket's own
+ * figures. The goldens show touched, peak and impact beside new and freed. */
+#define ACC MEMDIFF_PAGE_ACCESSED
+static const synth_run runs_after_bracket[] = {
+    {HEAP, 2, PRES | PRIV | ACC},     /* resident before, touched */
+    {HEAP + 2 * PG, 2, PRES | PRIV},  /* resident before, not touched */
+    {HEAP + 4 * PG, 2, SWAP},
+    {HEAP + 7 * PG, 5, PRES | PRIV | ACC},
+    {LIB, 1, PRES | FILEPG},
+    {LIB + PG, 2, PRES | FILEPG | ACC},
+    {LIB + 4 * PG, 2, PRES | PRIV | ACC},
+    {LIB + 6 * PG, 1, PRES | PRIV | ACC},
+    {FILEMAP2, 5, PRES | FILEPG | ACC},
+    {OWNMAP, 4, PRES | PRIV | ACC},
+    {OWNMAP + 16 * PG, 16, PRES | PRIV | ACC},
+    {STACK + 4 * PG, 4, PRES | PRIV | ACC},
+};
+
+static memdiff_diff *bracket_diff(unsigned flags)
+{
+    synth_spec b = {.regions = regions_before, .region_count = SYNTH_COUNT(regions_before),
+                    .runs = runs_before, .run_count = SYNTH_COUNT(runs_before)};
+    synth_spec a = {.regions = regions_after, .region_count = SYNTH_COUNT(regions_after),
+                    .runs = runs_after_bracket, .run_count = SYNTH_COUNT(runs_after_bracket)};
+    memdiff_refset_info in;
+    memset(&in, 0, sizeof in);
+    in.sources = MEMDIFF_REFS_CLEARED | MEMDIFF_REFS_PAGES | MEMDIFF_REFS_PEAK;
+    in.begin_rss_bytes = 100u << 20;
+    in.end_rss_bytes = (100u << 20) + 32768;
+    in.peak_bytes = 164u << 20;
+    in.peak_slack_bytes = 262144;
+    in.transient_bytes = in.peak_bytes - in.end_rss_bytes;
+    return synth_bracket_diff(&b, &a, flags, &in);
+}
+
+static const struct {
+    const char *file;
+    writer write;
+    unsigned compare_flags;
+} bracket_goldens[] = {
+    {"bracket.txt", memdiff_report_text, 0},
+    {"bracket-verbose.txt", memdiff_report_text, MEMDIFF_COMPARE_VERBOSE},
+    {"bracket.json", memdiff_report_json, 0},
+};
+
+START_TEST(bracket_golden)
+{
+    memdiff_diff *d = bracket_diff(bracket_goldens[_i].compare_flags);
+    check_golden(bracket_goldens[_i].file, bracket_goldens[_i].write, d,
+                 MEMDIFF_REPORT_NO_HEADER);
+    memdiff_diff_free(d);
+}
+END_TEST
+
 START_TEST(text_header)
 {
     /* 2026-11-22 10:00:00.123 UTC, and 250 ms later. */
@@ -334,6 +389,8 @@ Suite *report_suite(void)
     Suite *s = suite_create("report");
     TCase *tc = tcase_create("Golden");
     tcase_add_loop_test(tc, golden, 0, (int)(sizeof goldens / sizeof goldens[0]));
+    tcase_add_loop_test(tc, bracket_golden, 0,
+                        (int)(sizeof bracket_goldens / sizeof bracket_goldens[0]));
     tcase_add_test(tc, text_header);
     tcase_add_test(tc, no_change);
     suite_add_tcase(s, tc);
