@@ -678,6 +678,61 @@ int memdiff_diff_category_impact(const memdiff_diff *diff, memdiff_category cate
                                  memdiff_impact *out);
 int memdiff_diff_block_impact(const memdiff_diff *diff, size_t index, memdiff_impact *out);
 
+/* ---------------------------------------------------------------------------------------------
+ * Working-set size over time, the way Brendan Gregg's wss.pl measures it: clear the referenced
+ * state, sleep, read the referenced size summed over the process (docs/reference-set.md). The
+ * side effects are those of a reference-set bracket's clearing.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef enum memdiff_wss_mode {
+    MEMDIFF_WSS_INTERVAL = 0, /* every sample: clear, sleep interval, read */
+    MEMDIFF_WSS_CUMULATIVE,   /* clear once; every sample: sleep interval, read (the growth) */
+    MEMDIFF_WSS_PROFILE       /* clear once; read after interval, 2, 4, 8... times interval */
+} memdiff_wss_mode;
+
+/* Initialise with MEMDIFF_WSS_OPTIONS_INIT. */
+typedef struct memdiff_wss_options {
+    int pid;               /* 0: the calling process */
+    const char *proc_root; /* NULL: "/proc" (tests point this at a fixture tree) */
+    memdiff_wss_mode mode;
+    uint64_t interval_ns;  /* the sleep per sample; in profile mode, the first step */
+    unsigned count;        /* samples (profile: steps); 0: until the callback stops the run */
+} memdiff_wss_options;
+
+#define MEMDIFF_WSS_OPTIONS_INIT {0, NULL, MEMDIFF_WSS_INTERVAL, 1000000u, 1u}
+
+/* One measurement. Sizes in bytes, times in nanoseconds. */
+typedef struct memdiff_wss_sample {
+    unsigned index;            /* 0, 1, ... */
+    uint64_t span_ns;          /* estimated measurement span (wss.pl's Est): from the middle of
+                                  clearing to the middle of reading, since pages are touched
+                                  while the kernel clears and reads too */
+    uint64_t duration_ns;      /* from the start of the clear to the end of the read (Dur) */
+    uint64_t slept_ns;         /* time slept since the clear (Slp) */
+    uint64_t clear_ns;         /* time the clear took */
+    uint64_t read_ns;          /* time reading the referenced state took */
+    uint64_t rss_bytes;        /* resident (smaps Rss summed) */
+    uint64_t pss_bytes;        /* proportional (Pss) */
+    uint64_t referenced_bytes; /* accessed during the span: the working-set size (Referenced) */
+} memdiff_wss_sample;
+
+/* Receives each sample as it is measured; returns 0 to go on, anything else to stop the run
+ * (memdiff_wss_run() then returns that value). */
+typedef int (*memdiff_wss_callback)(void *ctx, const memdiff_wss_sample *sample);
+
+/* Measures as options say, handing every sample to callback. Errors: MEMDIFF_EINVAL (NULL
+ * callback, interval 0, unknown mode, count 0 with no way to stop: never, the callback can),
+ * MEMDIFF_ESRCH, MEMDIFF_EACCES (clear_refs refused: a WSS without clearing would be the RSS),
+ * MEMDIFF_ENOTSUP (no referenced state on this OS), MEMDIFF_EIO. */
+int memdiff_wss_run(const memdiff_wss_options *options, memdiff_wss_callback callback,
+                    void *ctx);
+
+/* The same into the caller's array: measures min(options->count, capacity) samples (count 0:
+ * capacity) and stores how many into *count. Errors: as memdiff_wss_run(); MEMDIFF_EINVAL for
+ * NULL samples or capacity 0. Samples measured before an error are kept in *count. */
+int memdiff_wss_measure(const memdiff_wss_options *options, memdiff_wss_sample *samples,
+                        size_t capacity, size_t *count);
+
 #ifdef __cplusplus
 }
 #endif

@@ -116,5 +116,6 @@ int cli_cmd_snap(int argc, char **argv);
 int cli_cmd_diff(int argc, char **argv);
 int cli_cmd_watch(int argc, char **argv);
 int cli_cmd_show(int argc, char **argv);
+int cli_cmd_wss(int argc, char **argv); /* wss.c */
 
 #endif

@@ -17,6 +17,8 @@ static const char tool_help[] =
     "  diff A B [--verbose] [--json]     where memory went between snapshot files A and B\n"
     "  show FILE [--json] [--regions]    one snapshot: totals, categories, blocks\n"
     "  watch PID --interval T [--count N]  periodic diffs of a live process (leak hunting)\n"
+    "  wss PID [--interval T] [--count N] [--cumulative|--profile]\n"
+    "                                    working-set size of a live process (wss.pl)\n"
     "  help [COMMAND]                    this text, or a command's\n"
     "\n"
     "options:\n"
@@ -84,6 +86,23 @@ static const char watch_help[] =
     "      --no-header    leave out the snapshot header lines of each report\n"
     "      --fail-on EXPR stop with exit 1 when EXPR holds for a diff (see memdiff diff --help)\n";
 
+static const char wss_help[] =
+    "usage: memdiff wss PID [--interval T] [--count N] [--cumulative | --profile] [--times]\n"
+    "\n"
+    "Measures the working-set size of process PID as Brendan Gregg's wss.pl does: clears its\n"
+    "pages' referenced bits (/proc/PID/clear_refs), sleeps T, and sums what smaps calls\n"
+    "Referenced. Each line: Est(s), the estimated span measured (from the middle of clearing\n"
+    "to the middle of reading), then RSS, PSS and Ref (the working set) in MiB.\n"
+    "\n"
+    "  -i, --interval T   sleep per sample: 1ms, 500ms, 2s (default 1s; with --profile 1ms)\n"
+    "  -n, --count N      samples (default 1; --cumulative: until Ctrl-C; --profile: 10)\n"
+    "  -C, --cumulative   clear once, then show the growing working set every T\n"
+    "  -P, --profile      clear once, then read after T, 2T, 4T, 8T... (power-of-two steps)\n"
+    "  -t, --times        also show Slp(s), the time slept, and Dur(s), clear to end of read\n"
+    "\n"
+    "Clearing referenced bits disturbs the kernel's page aging for the process and needs the\n"
+    "process's owner or root (docs/reference-set.md).\n";
+
 static const struct {
     const char *name;
     int (*run)(int argc, char **argv);
@@ -93,6 +112,7 @@ static const struct {
     {"diff", cli_cmd_diff, diff_help},
     {"show", cli_cmd_show, show_help},
     {"watch", cli_cmd_watch, watch_help},
+    {"wss", cli_cmd_wss, wss_help},
 };
 
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
