@@ -20,7 +20,9 @@
     X(agreement)               \
     X(faults)                  \
     X(assert)                  \
-    X(noise)
+    X(noise)                   \
+    X(refset)                  \
+    X(wss)
 
 #define MEMDIFF_TEST_DECLARE(name) Suite *name##_suite(void);
 MEMDIFF_TEST_SUITES(MEMDIFF_TEST_DECLARE)

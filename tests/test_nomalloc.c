@@ -263,6 +263,41 @@ static void depth_round(memdiff_depth depth, char *mem, size_t len)
     free(heap);
 }
 
+/* A reference-set bracket (its resets, the peak, smaps per mapping) and a working-set-size run
+ * (smaps_rollup), which go through the backend's own reads. */
+static void refset_round(char *mem, size_t len)
+{
+    memdiff_refset *rs = NULL;
+    memdiff_diff *d = NULL;
+    start_counting();
+    int rc = memdiff_refset_begin(NULL, &rs);
+    expect_no_calls("reference-set bracket: begin", rc, MEMDIFF_OK);
+    memset(mem, 7, len);
+    start_counting();
+    rc = rs ? memdiff_refset_end(rs, 0, &d) : MEMDIFF_EINVAL;
+    expect_no_calls("reference-set bracket: end", rc, MEMDIFF_OK);
+    memdiff_impact m;
+    memdiff_refset_info in;
+    start_counting();
+    rc = d ? memdiff_diff_impact(d, &m) : MEMDIFF_EINVAL;
+    if (!rc)
+        rc = memdiff_diff_refset_info(d, &in);
+    for (size_t i = 0; !rc && i < memdiff_diff_block_count(d); i++)
+        rc = memdiff_diff_block_impact(d, i, &m);
+    memdiff_diff_free(d);
+    memdiff_refset_free(rs);
+    expect_no_calls("reference-set accessors and freeing", rc, MEMDIFF_OK);
+
+    memdiff_wss_options o = MEMDIFF_WSS_OPTIONS_INIT;
+    o.mode = MEMDIFF_WSS_PROFILE;
+    o.count = 3;
+    memdiff_wss_sample s[3];
+    size_t n = 0;
+    start_counting();
+    rc = memdiff_wss_measure(&o, s, 3, &n);
+    expect_no_calls("working-set size, 3 profile steps", rc, MEMDIFF_OK);
+}
+
 /* Another process, and one that has exited: other code paths of the backend (and the error
  * path's detail message). */
 static void other_processes(void)
@@ -317,6 +352,7 @@ int main(void)
                                         MEMDIFF_DEPTH_DEEP};
         for (size_t i = 0; i < sizeof depths / sizeof depths[0]; i++)
             depth_round(depths[i], mem, len);
+        refset_round(mem, len);
         munmap(mem, len);
     }
     other_processes();

@@ -1,0 +1,720 @@
+/*
+ * test_refset.c - reference-set brackets (memdiff_refset_*, docs/reference-set.md): touched,
+ * persistent and impacting bytes to the page, the peak and transient memory, degraded brackets
+ * and the diff's impact accessors.
+ *
+ *  - Synthetic: the compare engine's three sources of touched pages (per-page accessed bits,
+ *    per-mapping figures, residency after an emptied working set) on tables, every figure exact.
+ *  - Real: brackets of this process (Check's fork mode gives every test a process of its own)
+ *    around memory the test lays out as a mapping of its own (scenario_util.h: guard pages), so
+ *    that the kernel's per-mapping "Referenced" figure is this memory's alone. Touched counts
+ *    are exact: clear_refs "1" clears the accessed bits and the backend's "4" flushes the TLB,
+ *    so each access the test makes walks the page table and sets the bit again.
+ *  - The recorded /proc tree (tests/fixtures/recorded: a real 6.18 process, and a constructed
+ *    page_idle bitmap): the per-page path end to end on a kernel CI lacks, with accesses,
+ *    new pages, freed pages and a peak the test writes into the expanded copy between begin and
+ *    end (begin writes clear_refs and the bitmap, so it works on a copy).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <check.h>
+
+#include "fixture_tree.h"
+#include "internal.h"
+#include "scenario_util.h"
+#include "suites.h"
+#include "synth.h"
+
+#define PG ((uint64_t)SYNTH_PAGE)
+#define PRES MEMDIFF_PAGE_PRESENT
+#define PRIV MEMDIFF_PAGE_PRIVATE
+#define FILEPG MEMDIFF_PAGE_FILE
+#define ACC MEMDIFF_PAGE_ACCESSED
+#define BOTH (MEMDIFF_IN_BEFORE | MEMDIFF_IN_AFTER)
+
+static uint64_t pages(uint64_t bytes)
+{
+    return bytes / scn_page();
+}
+
+/* The impact of the block k of d. */
+static memdiff_impact block_impact(const memdiff_diff *d, const memdiff_block *k)
+{
+    memdiff_impact m;
+    size_t index = (size_t)(k - memdiff_diff_block(d, 0));
+    ck_assert_int_eq(memdiff_diff_block_impact(d, index, &m), MEMDIFF_OK);
+    return m;
+}
+
+/* ---- synthetic: the compare engine's bookkeeping ----------------------------------------- */
+
+#define HEAP 0x10000000u
+#define MAP 0x7f3000000000u
+#define LIB 0x7f0000000000u
+#define OWNMAP 0x7f2000000000u
+
+static const synth_region regions[] = {
+    {HEAP, HEAP + 16 * PG, MEMDIFF_CAT_HEAP, "[heap]", 1, 0, 0, 0, 0},
+    {LIB, LIB + 4 * PG, MEMDIFF_CAT_IMAGE, "/lib/libx.so", LIB, MEMDIFF_REGION_FILE, 8, 9, 0},
+    {OWNMAP, OWNMAP + 8 * PG, MEMDIFF_CAT_OWN, "memdiff", 0, 0, 0, 0, 0},
+    {MAP, MAP + 64 * PG, MEMDIFF_CAT_PRIVATE, "anonymous", MAP, 0, 0, 0, 0},
+};
+
+static const synth_run before_runs[] = {
+    {HEAP, 8, PRES | PRIV},
+    {LIB, 4, PRES | FILEPG},
+    {OWNMAP, 2, PRES | PRIV},
+    {MAP, 64, PRES | PRIV},
+};
+
+/* Heap: pages 0-1 touched, 2-5 not, 6-7 freed, 8-9 new (so touched); the library resident and
+ * untouched; Own grew by two pages, all touched; the mapping: 10 untouched pages (a piece that
+ * is only persistent, before the block exists), 16 touched, 38 untouched. */
+static const synth_run after_runs[] = {
+    {HEAP, 2, PRES | PRIV | ACC},
+    {HEAP + 2 * PG, 4, PRES | PRIV},
+    {HEAP + 8 * PG, 2, PRES | PRIV | ACC},
+    {LIB, 4, PRES | FILEPG},
+    {OWNMAP, 4, PRES | PRIV | ACC},
+    {MAP, 10, PRES | PRIV},
+    {MAP + 10 * PG, 16, PRES | PRIV | ACC},
+    {MAP + 26 * PG, 38, PRES | PRIV},
+};
+
+static memdiff_diff *synth_refs(unsigned flags, const memdiff__refs_in *refs)
+{
+    synth_spec b = {.regions = regions, .region_count = SYNTH_COUNT(regions),
+                    .runs = before_runs, .run_count = SYNTH_COUNT(before_runs)};
+    synth_spec a = {.regions = regions, .region_count = SYNTH_COUNT(regions),
+                    .runs = after_runs, .run_count = SYNTH_COUNT(after_runs)};
+    memdiff_snapshot *sb = synth_snapshot(&b), *sa = synth_snapshot(&a);
+    memdiff_refset_info in;
+    memset(&in, 0, sizeof in);
+    memdiff_diff *d = NULL;
+    ck_assert_int_eq(memdiff__refset_diff(sb, sa, flags, refs, &in, NULL, &d), MEMDIFF_OK);
+    memdiff_snapshot_free(sa);
+    memdiff_snapshot_free(sb);
+    return d;
+}
+
+static void check_impact(const memdiff_impact *m, uint64_t touched, uint64_t persistent,
+                         uint64_t impacting, const char *what)
+{
+    ck_assert_msg(m->touched_bytes == touched * PG && m->persistent_bytes == persistent * PG &&
+                      m->impacting_bytes == impacting * PG && m->transient_bytes == 0,
+                  "%s: touched %llu persistent %llu impacting %llu pages; want %llu %llu %llu",
+                  what, (unsigned long long)(m->touched_bytes / PG),
+                  (unsigned long long)(m->persistent_bytes / PG),
+                  (unsigned long long)(m->impacting_bytes / PG), (unsigned long long)touched,
+                  (unsigned long long)persistent, (unsigned long long)impacting);
+}
+
+START_TEST(synthetic_per_page)
+{
+    memdiff__refs_in refs = {1, 0, NULL};
+    memdiff_diff *d = synth_refs(0, &refs);
+    memdiff_impact m;
+    ck_assert_int_eq(memdiff_diff_impact(d, &m), MEMDIFF_OK);
+    check_impact(&m, 20, 74, 4, "total");
+    ck_assert_int_eq(memdiff_diff_category_impact(d, MEMDIFF_CAT_OWN, &m), MEMDIFF_OK);
+    check_impact(&m, 4, 2, 2, "own");
+    ck_assert_int_eq(memdiff_diff_category_impact(d, MEMDIFF_CAT_IMAGE, &m), MEMDIFF_OK);
+    check_impact(&m, 0, 4, 0, "image");
+
+    /* Blocks: the heap (changed) and the mapping (touched only); the library, resident and
+     * untouched, is in none. */
+    ck_assert_uint_eq(memdiff_diff_block_count(d), 2);
+    const memdiff_block *k = memdiff_diff_block(d, 0);
+    ck_assert_uint_eq(k->start, HEAP);
+    ck_assert_uint_eq(k->end, HEAP + 10 * PG);
+    ck_assert_int_eq(k->change, MEMDIFF_CHANGE_MIXED);
+    m = block_impact(d, k);
+    check_impact(&m, 4, 6, 4, "heap block");
+    k = memdiff_diff_block(d, 1);
+    ck_assert_uint_eq(k->start, MAP + 10 * PG);
+    ck_assert_uint_eq(k->end, MAP + 26 * PG);
+    ck_assert_int_eq(k->change, MEMDIFF_CHANGE_TOUCHED);
+    ck_assert_uint_eq(k->presence, BOTH);
+    ck_assert_uint_eq(k->totals.new_bytes + k->totals.freed_bytes, 0);
+    m = block_impact(d, k);
+    check_impact(&m, 16, 64, 0, "mapping block (persistent pages before it included)");
+    ck_assert_str_eq(memdiff_change_name(k->change), "touched");
+    memdiff_diff_free(d);
+
+    /* Verbose: one block per run; persistent pages that were not touched are in none. */
+    d = synth_refs(MEMDIFF_COMPARE_VERBOSE, &refs);
+    ck_assert_uint_eq(memdiff_diff_block_count(d), 4);
+    k = memdiff_diff_block(d, 3);
+    ck_assert_uint_eq(k->start, MAP + 10 * PG);
+    ck_assert_uint_eq(k->end, MAP + 26 * PG);
+    ck_assert_uint_eq(k->attrs_after, PRES | PRIV | ACC);
+    m = block_impact(d, k);
+    check_impact(&m, 16, 16, 0, "verbose mapping block");
+    memdiff_diff_free(d);
+}
+END_TEST
+
+START_TEST(synthetic_per_mapping)
+{
+    /* Touched bytes per after region (as smaps gives them per VMA), accessed bits ignored. */
+    uint64_t touched[SYNTH_COUNT(regions)] = {3 * PG, 0, 1 * PG, 5 * PG};
+    memdiff__refs_in refs = {0, 0, touched};
+    memdiff_diff *d = synth_refs(0, &refs);
+    memdiff_impact m;
+    ck_assert_int_eq(memdiff_diff_impact(d, &m), MEMDIFF_OK);
+    check_impact(&m, 8, 74, 4, "total");
+    ck_assert_uint_eq(memdiff_diff_block_count(d), 2);
+    const memdiff_block *k = memdiff_diff_block(d, 1);
+    /* The region's touched bytes span its resident pages: all 64. */
+    ck_assert_uint_eq(k->start, MAP);
+    ck_assert_uint_eq(k->end, MAP + 64 * PG);
+    ck_assert_int_eq(k->change, MEMDIFF_CHANGE_TOUCHED);
+    m = block_impact(d, k);
+    check_impact(&m, 5, 64, 0, "mapping block");
+    memdiff_diff_free(d);
+}
+END_TEST
+
+START_TEST(synthetic_resident_is_touched)
+{
+    /* Windows: after EmptyWorkingSet, every page resident at the end was touched. */
+    memdiff__refs_in refs = {0, 1, NULL};
+    memdiff_diff *d = synth_refs(0, &refs);
+    memdiff_impact m;
+    ck_assert_int_eq(memdiff_diff_impact(d, &m), MEMDIFF_OK);
+    check_impact(&m, 8 + 4 + 64, 74, 4, "total");
+    ck_assert_uint_eq(memdiff_diff_block_count(d), 3); /* the library's block appears */
+    memdiff_diff_free(d);
+}
+END_TEST
+
+START_TEST(plain_diff_has_no_impact)
+{
+    synth_spec s = {.regions = regions, .region_count = SYNTH_COUNT(regions),
+                    .runs = after_runs, .run_count = SYNTH_COUNT(after_runs)};
+    memdiff_snapshot *a = synth_snapshot(&s);
+    memdiff_diff *d = NULL;
+    ck_assert_int_eq(memdiff_compare(a, a, 0, &d), MEMDIFF_OK);
+    ck_assert_uint_eq(memdiff_diff_block_count(d), 0); /* touched attrs alone make no block */
+    memdiff_impact m;
+    memdiff_refset_info in;
+    ck_assert_int_eq(memdiff_diff_impact(d, &m), MEMDIFF_EINVAL);
+    ck_assert_ptr_nonnull(strstr(memdiff_last_error(), "reference-set bracket"));
+    ck_assert_int_eq(memdiff_diff_category_impact(d, MEMDIFF_CAT_HEAP, &m), MEMDIFF_EINVAL);
+    ck_assert_int_eq(memdiff_diff_block_impact(d, 0, &m), MEMDIFF_EINVAL);
+    ck_assert_int_eq(memdiff_diff_refset_info(d, &in), MEMDIFF_EINVAL);
+    memdiff_diff_free(d);
+    memdiff_snapshot_free(a);
+
+    memdiff__refs_in refs = {1, 0, NULL};
+    d = synth_refs(0, &refs);
+    ck_assert_int_eq(memdiff_diff_block_impact(d, 2, &m), MEMDIFF_ERANGE);
+    ck_assert_int_eq(memdiff_diff_category_impact(d, MEMDIFF_CAT_COUNT, &m), MEMDIFF_EINVAL);
+    ck_assert_int_eq(memdiff_diff_impact(d, NULL), MEMDIFF_EINVAL);
+    memdiff_diff_free(d);
+}
+END_TEST
+
+/* ---- real brackets of this process ------------------------------------------------------- */
+
+static memdiff_refset *begin_self(void)
+{
+    memdiff_refset *rs = NULL;
+    int rc = memdiff_refset_begin(NULL, &rs);
+    ck_assert_msg(rc == MEMDIFF_OK, "memdiff_refset_begin: %s: %s", memdiff_status_name(rc),
+                  memdiff_last_error());
+    return rs;
+}
+
+static memdiff_diff *end_ok(memdiff_refset *rs, unsigned flags)
+{
+    memdiff_diff *d = NULL;
+    int rc = memdiff_refset_end(rs, flags, &d);
+    ck_assert_msg(rc == MEMDIFF_OK, "memdiff_refset_end: %s: %s", memdiff_status_name(rc),
+                  memdiff_last_error());
+    if (getenv("MEMDIFF_SCN_DEBUG")) {
+        char *r = scn_report(d, 0);
+        fprintf(stderr, "%s\n", r);
+        free(r);
+    }
+    return d;
+}
+
+/* The bracket measured touched pages (per mapping here: this kernel has no page_idle; per page
+ * where a kernel has it and the test runs as root). */
+static void expect_touched_known(const memdiff_diff *d)
+{
+    memdiff_refset_info in;
+    ck_assert_int_eq(memdiff_diff_refset_info(d, &in), MEMDIFF_OK);
+    ck_assert_msg((in.sources & MEMDIFF_REFS_CLEARED) &&
+                      (in.sources & (MEMDIFF_REFS_MAPPINGS | MEMDIFF_REFS_PAGES)),
+                  "sources 0x%x: %s", in.sources, in.degraded ? in.degraded : "");
+}
+
+enum { MAP_PAGES = 64, K = 8 };
+
+START_TEST(touched_resident_pages)
+{
+    size_t ps = scn_page();
+    char *m = scn_map(MAP_PAGES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    memset(m, 1, MAP_PAGES * ps); /* all resident before the bracket */
+    memdiff_refset *rs = begin_self();
+    volatile char *v = m;
+    unsigned sum = 0;
+    for (size_t i = 0; i < K; i++)
+        sum += (unsigned char)v[(3 + 2 * i) * ps]; /* K pages read */
+    for (size_t i = 0; i < K; i++)
+        v[(40 + i) * ps + 7] = (char)(sum + i); /* K other pages written */
+    memdiff_diff *d = end_ok(rs, 0);
+    expect_touched_known(d);
+
+    const memdiff_block *k = scn_block_at(d, (uintptr_t)m + 3 * ps, MEMDIFF_CAT_PRIVATE);
+    memdiff_impact im = block_impact(d, k);
+    ck_assert_msg(pages(im.touched_bytes) == 2 * K, "touched %llu pages, want %d: %s",
+                  (unsigned long long)pages(im.touched_bytes), 2 * K, scn_block_str(k));
+    ck_assert_uint_eq(k->totals.new_bytes, 0);
+    ck_assert_uint_eq(k->totals.freed_bytes, 0);
+    ck_assert_int_eq(k->change, MEMDIFF_CHANGE_TOUCHED);
+    ck_assert_uint_eq(k->presence, BOTH);
+    ck_assert_uint_eq(pages(im.persistent_bytes), MAP_PAGES);
+    ck_assert_uint_eq(im.impacting_bytes, 0);
+    ck_assert_uint_ge(k->start, (uintptr_t)m);
+    ck_assert_uint_le(k->end, (uintptr_t)m + MAP_PAGES * ps);
+
+    /* Touched is a reference set: the test's own stack and code were accessed as well. */
+    memdiff_impact total;
+    ck_assert_int_eq(memdiff_diff_impact(d, &total), MEMDIFF_OK);
+    ck_assert_uint_gt(total.touched_bytes, im.touched_bytes);
+    memdiff_diff_free(d);
+    memdiff_refset_free(rs);
+    scn_unmap(m, MAP_PAGES);
+}
+END_TEST
+
+START_TEST(touched_new_pages)
+{
+    size_t ps = scn_page();
+    char *m = scn_map(MAP_PAGES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    memdiff_refset *rs = begin_self();
+    volatile char *v = m;
+    for (size_t i = 0; i < 10; i++)
+        v[(2 * i) * ps] = 1; /* 10 new pages */
+    for (size_t i = 0; i < 5; i++)
+        (void)v[(40 + i) * ps]; /* read faults map the zero page: neither new nor touched */
+    memdiff_diff *d = end_ok(rs, 0);
+    expect_touched_known(d);
+    const memdiff_block *k = scn_block_at(d, (uintptr_t)m, MEMDIFF_CAT_PRIVATE);
+    memdiff_impact im = block_impact(d, k);
+    ck_assert_uint_eq(pages(k->totals.new_bytes), 10);
+    ck_assert_uint_eq(pages(im.touched_bytes), 10);
+    ck_assert_uint_eq(im.persistent_bytes, 0);
+    ck_assert_uint_eq(pages(im.impacting_bytes), 10);
+    ck_assert_int_eq(k->change, MEMDIFF_CHANGE_NEW);
+    memdiff_diff_free(d);
+    memdiff_refset_free(rs);
+    scn_unmap(m, MAP_PAGES);
+}
+END_TEST
+
+/* Through a pointer the compiler cannot see through, so that malloc, memset and free stay. */
+static void *(*volatile alloc_fn)(size_t) = malloc;
+static void (*volatile free_fn)(void *) = free;
+
+enum { BIG = 64 << 20 };
+
+/* A 64 MiB block allocated, written and freed inside the bracket. glibc serves it with a
+ * mapping of its own (above M_MMAP_THRESHOLD) and unmaps it on free: it is resident at neither
+ * end, so the diff holds no page of it (its net is exactly 0: no block covers its addresses) and
+ * only the peak sees it. The peak is VmHWM: the kernel raises it from its RSS counter just
+ * before unmapping (update_hiwater_rss()), and that counter is a per-CPU batched one
+ * (percpu_counter, Linux 6.2): it lags the true count by less than the slack memdiff reports
+ * (batch times CPUs), so transient is the block's 16,385 pages (64 MiB and glibc's header page)
+ * within that slack. Measured on 6.18, 2 CPUs: 0 to 53 pages short of 16,385. */
+START_TEST(transient_block)
+{
+    size_t ps = scn_page();
+    memdiff_refset *rs = begin_self();
+    char *big = alloc_fn(BIG);
+    ck_assert_ptr_nonnull(big);
+    memset(big, 1, BIG);
+    __asm__ volatile("" : : "r"(big) : "memory");
+    uintptr_t at = (uintptr_t)big;
+    free_fn(big);
+    memdiff_diff *d = end_ok(rs, 0);
+
+    memdiff_refset_info in;
+    ck_assert_int_eq(memdiff_diff_refset_info(d, &in), MEMDIFF_OK);
+    ck_assert_msg(in.sources & MEMDIFF_REFS_PEAK, "no peak: %s", in.degraded ? in.degraded : "");
+    uint64_t want = BIG + ps; /* the block and glibc's chunk header page */
+    int64_t off = (int64_t)in.transient_bytes - (int64_t)want;
+    fprintf(stderr, "transient_block: transient %llu bytes (%lld pages from %llu), slack %llu "
+                    "pages; peak %llu, begin %llu, end %llu\n",
+            (unsigned long long)in.transient_bytes, (long long)(off / (int64_t)ps),
+            (unsigned long long)(want / ps), (unsigned long long)(in.peak_slack_bytes / ps),
+            (unsigned long long)in.peak_bytes, (unsigned long long)in.begin_rss_bytes,
+            (unsigned long long)in.end_rss_bytes);
+    ck_assert_msg(in.transient_bytes + in.peak_slack_bytes >= want,
+                  "transient %llu + slack %llu < %llu", (unsigned long long)in.transient_bytes,
+                  (unsigned long long)in.peak_slack_bytes, (unsigned long long)want);
+    /* Above: what else the code between begin and end had resident at the peak (a sanitizer's
+     * shadow of the block: an eighth of it). */
+    ck_assert_uint_le(in.transient_bytes, want + want / 8 + in.peak_slack_bytes);
+    memdiff_impact im;
+    ck_assert_int_eq(memdiff_diff_impact(d, &im), MEMDIFF_OK);
+    ck_assert_uint_eq(im.transient_bytes, in.transient_bytes);
+
+    for (size_t i = 0; i < memdiff_diff_block_count(d); i++) {
+        const memdiff_block *k = memdiff_diff_block(d, i);
+        ck_assert_msg(k->end <= at || k->start >= at + BIG, "a block over the freed block: %s",
+                      scn_block_str(k));
+    }
+    memdiff_totals t;
+    memdiff_diff_totals(d, &t);
+    ck_assert_msg(t.net_bytes < (1 << 20) && t.net_bytes > -(1 << 20), "net %lld",
+                  (long long)t.net_bytes);
+    memdiff_diff_free(d);
+    memdiff_refset_free(rs);
+}
+END_TEST
+
+/* Memory kept: nothing was given back during the bracket, so the kernel never lowered the RSS
+ * counter and VmHWM is the exact current RSS: the peak is the end, to the page, and above the
+ * start by the 16 MiB kept (plus what else the code between begin and end paged in: its stack
+ * and first-call code; measured: nothing, 4,096 pages exactly). memdiff's own storage is the same
+ * at both reads: the end reads the peak before it allocates. The diff's net agrees within one
+ * fault-around window (16 file pages): the end pages in its own code after reading the peak and
+ * before its snapshot (measured: 0 or 14 libc pages). */
+START_TEST(peak_of_kept_memory)
+{
+    enum { KEPT = 4096 };
+    size_t ps = scn_page();
+    char *m = scn_map(KEPT, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    memdiff_refset *rs = begin_self();
+    memset(m, 1, (size_t)KEPT * ps);
+    memdiff_diff *d = end_ok(rs, 0);
+    memdiff_refset_info in;
+    ck_assert_int_eq(memdiff_diff_refset_info(d, &in), MEMDIFF_OK);
+    ck_assert(in.sources & MEMDIFF_REFS_PEAK);
+    const memdiff_block *k = scn_block_at(d, (uintptr_t)m, MEMDIFF_CAT_PRIVATE);
+    ck_assert_uint_eq(pages(k->totals.new_bytes), KEPT);
+    ck_assert_uint_eq(in.peak_bytes, in.end_rss_bytes);
+    ck_assert_uint_eq(in.transient_bytes, 0);
+    memdiff_totals t;
+    memdiff_diff_totals(d, &t);
+    int64_t grew = (int64_t)(in.peak_bytes - in.begin_rss_bytes);
+    fprintf(stderr, "peak_of_kept_memory: peak - begin %lld pages, diff net %lld pages\n",
+            (long long)(grew / (int64_t)ps), (long long)(t.net_bytes / (int64_t)ps));
+    ck_assert_msg(grew >= (int64_t)KEPT * (int64_t)ps && grew <= (int64_t)(KEPT + 16) * (int64_t)ps,
+                  "peak above the start: %lld pages, want %d (+16 at most)",
+                  (long long)(grew / (int64_t)ps), KEPT);
+    ck_assert_msg(t.net_bytes - grew <= 16 * (int64_t)ps && grew - t.net_bytes <= 16 * (int64_t)ps,
+                  "peak above the start %lld pages, diff net %lld pages",
+                  (long long)(grew / (int64_t)ps), (long long)(t.net_bytes / (int64_t)ps));
+    memdiff_diff_free(d);
+    memdiff_refset_free(rs);
+    scn_unmap(m, KEPT);
+}
+END_TEST
+
+START_TEST(api_errors)
+{
+    memdiff_refset *rs = NULL;
+    memdiff_diff *d = (memdiff_diff *)&rs;
+    memdiff_refset_info in;
+    ck_assert_int_eq(memdiff_refset_begin(NULL, NULL), MEMDIFF_EINVAL);
+    memdiff_options o = MEMDIFF_OPTIONS_INIT;
+    o.pid = 999999999; /* above PID_MAX_LIMIT */
+    ck_assert_int_eq(memdiff_refset_begin(&o, &rs), MEMDIFF_ESRCH);
+    ck_assert_ptr_null(rs);
+    ck_assert_int_eq(memdiff_refset_end(NULL, 0, &d), MEMDIFF_EINVAL);
+    ck_assert_ptr_null(d);
+    rs = begin_self();
+    ck_assert_int_eq(memdiff_refset_get_info(rs, &in), MEMDIFF_OK);
+    ck_assert_uint_gt(in.begin_rss_bytes, 0);
+    ck_assert_uint_eq(in.peak_bytes, 0); /* known at the end only */
+    ck_assert_int_eq(memdiff_refset_get_info(NULL, &in), MEMDIFF_EINVAL);
+    ck_assert_int_eq(memdiff_refset_end(rs, MEMDIFF_COMPARE_FORCE, &d), MEMDIFF_EINVAL);
+    d = end_ok(rs, MEMDIFF_COMPARE_VERBOSE);
+    memdiff_diff *again = NULL;
+    ck_assert_int_eq(memdiff_refset_end(rs, 0, &again), MEMDIFF_EINVAL);
+    ck_assert_ptr_null(again);
+    memdiff_diff_free(d);
+    memdiff_refset_free(rs);
+    memdiff_refset_free(NULL);
+}
+END_TEST
+
+/* ---- the recorded tree ------------------------------------------------------------------- */
+
+#define RECORDED_PID 4194305
+
+typedef struct tree {
+    char *root;
+    char sys[4096];
+    uint64_t private_start; /* the target's "private" feature: 32 pages, the first 10 written */
+} tree;
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
+    fputs(text, f);
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+static char *read_file(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
+    static char buf[8192];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+/* The expanded tree; with_clear_refs: the process's clear_refs file exists (the recorder could
+ * not copy a write-only file), so that begin can write it. */
+static void tree_open(tree *t, int with_clear_refs, int with_page_idle)
+{
+    char err[512], path[4096];
+    t->root = fixture_tree_expand(MEMDIFF_TEST_FIXTURES "/recorded", err, sizeof err);
+    ck_assert_msg(t->root != NULL, "%s", err);
+    snprintf(t->sys, sizeof t->sys, "%s/%s", t->root, with_page_idle ? "sys" : "no-sys");
+    if (with_clear_refs) {
+        snprintf(path, sizeof path, "%s/%d/clear_refs", t->root, RECORDED_PID);
+        write_file(path, "");
+    }
+    snprintf(path, sizeof path, "%s/features.txt", t->root);
+    char *text = read_file(path);
+    char *at = strstr(text, "\nprivate 0x");
+    ck_assert_ptr_nonnull(at);
+    t->private_start = strtoull(at + strlen("\nprivate "), NULL, 16);
+}
+
+/* tree_open(), then a bracket on the recorded process through it. */
+static memdiff_refset *tree_begin(tree *t, int with_clear_refs, int with_page_idle)
+{
+    tree_open(t, with_clear_refs, with_page_idle);
+    memdiff_options o = MEMDIFF_OPTIONS_INIT;
+    o.pid = RECORDED_PID;
+    o.proc_root = t->root;
+    o.sys_root = t->sys;
+    memdiff_refset *rs = NULL;
+    int rc = memdiff_refset_begin(&o, &rs);
+    ck_assert_msg(rc == MEMDIFF_OK, "%s: %s", memdiff_status_name(rc), memdiff_last_error());
+    return rs;
+}
+
+static int open_in(const tree *t, const char *name, int flags)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", t->root, name);
+    int fd = open(path, flags);
+    ck_assert_msg(fd >= 0, "%s: %s", path, strerror(errno));
+    return fd;
+}
+
+static uint64_t pagemap_entry(int fd, uint64_t addr)
+{
+    uint64_t e = 0;
+    ck_assert_int_eq(pread(fd, &e, 8, (off_t)(addr / 4096 * 8)), 8);
+    return e;
+}
+
+#define PM_PRESENT (UINT64_C(1) << 63)
+#define PM_EXCLUSIVE (UINT64_C(1) << 56)
+#define PM_PFN(e) ((e) & ((UINT64_C(1) << 55) - 1))
+
+/* Bit pfn of the page_idle bitmap: reads it, and when set >= 0 writes it first. */
+static int idle_bit(int fd, uint64_t pfn, int set)
+{
+    uint64_t w = 0;
+    ssize_t r = pread(fd, &w, 8, (off_t)(pfn / 64 * 8));
+    ck_assert_int_ge(r, 0);
+    if (set >= 0) {
+        w = set ? w | UINT64_C(1) << (pfn % 64) : w & ~(UINT64_C(1) << (pfn % 64));
+        ck_assert_int_eq(pwrite(fd, &w, 8, (off_t)(pfn / 64 * 8)), 8);
+    }
+    return (w >> (pfn % 64)) & 1;
+}
+
+/* Per page, through page_idle: begin marks every resident frame of the process idle (checked
+ * in the bitmap), then the test plays the process: it clears the idle bit of four resident
+ * pages of the "private" feature (accessed), maps a new page there with a frame begin never
+ * saw, drops the tenth page (discarded), and raises VmHWM 64 MiB above VmRSS. Nothing else was
+ * accessed, so every figure is exact: touched 5 pages, all in that block. */
+START_TEST(page_idle_fixture)
+{
+    tree t;
+    memdiff_refset *rs = tree_begin(&t, 1, 1);
+    memdiff_refset_info in;
+    ck_assert_int_eq(memdiff_refset_get_info(rs, &in), MEMDIFF_OK);
+    ck_assert_uint_eq(in.sources, MEMDIFF_REFS_CLEARED | MEMDIFF_REFS_PAGES | MEMDIFF_REFS_PEAK);
+    ck_assert_uint_eq(in.untracked_bytes, 0); /* a plain file keeps every bit written */
+    ck_assert_msg(in.degraded == NULL, "%s", in.degraded);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%d/clear_refs", t.root, RECORDED_PID);
+    ck_assert_str_eq(read_file(path), "5"); /* "1", "4" and "5", each written alone */
+
+    char pm_name[64];
+    snprintf(pm_name, sizeof pm_name, "%d/pagemap", RECORDED_PID);
+    int pm = open_in(&t, pm_name, O_RDWR);
+    int idle = open_in(&t, "sys/kernel/mm/page_idle/bitmap", O_RDWR);
+    uint64_t p = t.private_start, ps = 4096;
+    for (int i = 0; i < 10; i++) {
+        uint64_t e = pagemap_entry(pm, p + i * ps);
+        ck_assert(e & PM_PRESENT);
+        ck_assert_msg(idle_bit(idle, PM_PFN(e), -1), "page %d's frame was not marked idle", i);
+    }
+    for (int i = 1; i <= 7; i += 2) /* accessed: the kernel clears the idle bit */
+        idle_bit(idle, PM_PFN(pagemap_entry(pm, p + i * ps)), 0);
+    uint64_t fresh = PM_PRESENT | PM_EXCLUSIVE | 0x3ffff0; /* a frame no bitmap word holds */
+    ck_assert_int_eq(pwrite(pm, &fresh, 8, (off_t)((p + 12 * ps) / 4096 * 8)), 8);
+    uint64_t gone = 0;
+    ck_assert_int_eq(pwrite(pm, &gone, 8, (off_t)((p + 9 * ps) / 4096 * 8)), 8);
+    close(idle);
+    close(pm);
+    snprintf(path, sizeof path, "%s/%d/status", t.root, RECORDED_PID);
+    char *status = strdup(read_file(path));
+    char *hwm = strstr(status, "VmHWM:"), *rss = strstr(status, "VmRSS:");
+    ck_assert(hwm && rss);
+    unsigned long long rss_kb = strtoull(rss + 6, NULL, 10);
+    char line[64];
+    int n = snprintf(line, sizeof line, "VmHWM:\t%8llu kB", rss_kb + 65536);
+    char *nl = strchr(hwm, '\n');
+    memmove(hwm + n, nl, strlen(nl) + 1);
+    memcpy(hwm, line, (size_t)n);
+    write_file(path, status);
+    free(status);
+
+    memdiff_diff *d = end_ok(rs, 0);
+    ck_assert_int_eq(memdiff_diff_refset_info(d, &in), MEMDIFF_OK);
+    ck_assert_uint_eq(in.sources, MEMDIFF_REFS_CLEARED | MEMDIFF_REFS_PAGES | MEMDIFF_REFS_PEAK);
+    ck_assert_uint_eq(in.begin_rss_bytes, rss_kb * 1024);
+    ck_assert_uint_eq(in.end_rss_bytes, rss_kb * 1024);
+    ck_assert_uint_eq(in.peak_bytes, (rss_kb + 65536) * 1024);
+    ck_assert_uint_eq(in.transient_bytes, 64u << 20);
+
+    memdiff_impact total;
+    ck_assert_int_eq(memdiff_diff_impact(d, &total), MEMDIFF_OK);
+    ck_assert_uint_eq(total.touched_bytes, 5 * ps);
+    ck_assert_uint_eq(total.impacting_bytes, 2 * ps);
+    ck_assert_uint_eq(total.transient_bytes, 64u << 20);
+    ck_assert_uint_eq(memdiff_diff_block_count(d), 1);
+    const memdiff_block *k = memdiff_diff_block(d, 0);
+    ck_assert_uint_eq(k->start, p + 1 * ps);
+    ck_assert_uint_eq(k->end, p + 13 * ps);
+    ck_assert_int_eq(k->change, MEMDIFF_CHANGE_MIXED);
+    ck_assert_uint_eq(k->totals.new_bytes, ps);
+    ck_assert_uint_eq(k->totals.freed_discarded_bytes, ps);
+    memdiff_impact im = block_impact(d, k);
+    ck_assert_uint_eq(im.touched_bytes, 5 * ps);
+    ck_assert_uint_eq(im.persistent_bytes, 9 * ps);
+    ck_assert_uint_eq(im.impacting_bytes, 2 * ps);
+    memdiff_diff_free(d);
+    memdiff_refset_free(rs);
+    fixture_tree_remove(t.root);
+}
+END_TEST
+
+/* Per mapping: without page_idle, touched is what smaps says was referenced, per VMA. The
+ * recorded smaps says 40 KiB for the "private" feature (its 10 written pages) and 6,276 KiB in
+ * all; the recorded tree does not change between the two reads, so those are the figures. */
+START_TEST(mappings_fixture)
+{
+    tree t;
+    memdiff_refset *rs = tree_begin(&t, 1, 0);
+    memdiff_diff *d = end_ok(rs, 0);
+    memdiff_refset_info in;
+    ck_assert_int_eq(memdiff_diff_refset_info(d, &in), MEMDIFF_OK);
+    ck_assert_uint_eq(in.sources, MEMDIFF_REFS_CLEARED | MEMDIFF_REFS_MAPPINGS | MEMDIFF_REFS_PEAK);
+    ck_assert_ptr_nonnull(strstr(in.degraded, "page_idle"));
+
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%d/smaps", t.root, RECORDED_PID);
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    char line[512];
+    uint64_t referenced = 0;
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, "Referenced:", 11) == 0)
+            referenced += strtoull(line + 11, NULL, 10) * 1024;
+    fclose(f);
+    memdiff_impact total;
+    ck_assert_int_eq(memdiff_diff_impact(d, &total), MEMDIFF_OK);
+    ck_assert_uint_eq(total.touched_bytes, referenced);
+    ck_assert_uint_eq(total.impacting_bytes, 0);
+    const memdiff_block *k = scn_block_at(d, (uintptr_t)t.private_start, MEMDIFF_CAT_PRIVATE);
+    memdiff_impact im = block_impact(d, k);
+    ck_assert_uint_eq(im.touched_bytes, 40 * 1024);
+    ck_assert_int_eq(k->change, MEMDIFF_CHANGE_TOUCHED);
+    memdiff_diff_free(d);
+    memdiff_refset_free(rs);
+    fixture_tree_remove(t.root);
+}
+END_TEST
+
+/* clear_refs refused (here: missing): the bracket goes on, touched is unknown and says why,
+ * and so does the peak (the lifetime peak may still rise during the bracket). */
+START_TEST(degraded_without_clear_refs)
+{
+    tree t;
+    memdiff_refset *rs = tree_begin(&t, 0, 1);
+    memdiff_refset_info in;
+    ck_assert_int_eq(memdiff_refset_get_info(rs, &in), MEMDIFF_OK);
+    ck_assert_uint_eq(in.sources, 0);
+    ck_assert_ptr_nonnull(in.degraded);
+    ck_assert_msg(strstr(in.degraded, "clear_refs") && strstr(in.degraded, "lifetime peak"), "%s",
+                  in.degraded);
+    memdiff_diff *d = end_ok(rs, 0);
+    memdiff_impact total;
+    ck_assert_int_eq(memdiff_diff_impact(d, &total), MEMDIFF_OK);
+    ck_assert_uint_eq(total.touched_bytes, 0);
+    ck_assert_uint_gt(total.persistent_bytes, 0);
+    char *text = scn_report(d, MEMDIFF_REPORT_NO_HEADER);
+    ck_assert_msg(strstr(text, "Touched:                  unknown\n") &&
+                      strstr(text, "Peak resident:            unknown\n") &&
+                      strstr(text, "(reference set: write "),
+                  "%s", text);
+    free(text);
+    memdiff_diff_free(d);
+    memdiff_refset_free(rs);
+    fixture_tree_remove(t.root);
+}
+END_TEST
+
+Suite *refset_suite(void)
+{
+    Suite *s = suite_create("refset");
+    TCase *tc = tcase_create("Synthetic");
+    tcase_add_test(tc, synthetic_per_page);
+    tcase_add_test(tc, synthetic_per_mapping);
+    tcase_add_test(tc, synthetic_resident_is_touched);
+    tcase_add_test(tc, plain_diff_has_no_impact);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("Process");
+    tcase_add_test(tc, touched_resident_pages);
+    tcase_add_test(tc, touched_new_pages);
+    tcase_add_test(tc, transient_block);
+    tcase_add_test(tc, peak_of_kept_memory);
+    tcase_add_test(tc, api_errors);
+    tcase_set_timeout(tc, 60);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("Recorded");
+    tcase_add_test(tc, page_idle_fixture);
+    tcase_add_test(tc, mappings_fixture);
+    tcase_add_test(tc, degraded_without_clear_refs);
+    tcase_set_timeout(tc, 60);
+    suite_add_tcase(s, tc);
+    return s;
+}
