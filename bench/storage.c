@@ -10,7 +10,7 @@
 void bench_storage_of(const struct memdiff_snapshot *s, bench_storage *out)
 {
     unsigned arrays = (s->pfn != NULL) + (s->kflags != NULL) + (s->mapcount != NULL);
-    out->run_bytes = (uint64_t)s->run_count * sizeof(memdiff__run);
+    out->run_bytes = memdiff__runs_bytes(s);
     out->aux_bytes = (uint64_t)s->aux_count * arrays * sizeof(uint64_t);
     out->runs = s->run_count;
 }

@@ -56,9 +56,12 @@
 /* One snapshot's position in the walk. */
 typedef struct side {
     const memdiff_snapshot *snap;
-    size_t ri, rn;                /* first region / run that ends above the walk's address */
+    size_t ri;                    /* first region that ends above the walk's address */
+    memdiff__runs_iter runs;      /* the runs after next_run */
+    memdiff__run next_run;        /* first run that ends above the walk's address, if have_run */
+    int have_run;
     const memdiff__region *region; /* the region at the address, or NULL */
-    const memdiff__run *run;      /* the run at the address, or NULL */
+    const memdiff__run *run;      /* the run at the address (&next_run), or NULL */
     unsigned attrs;               /* the run's attrs, 0 when not resident (or unmapped) */
     const memdiff__region *label_of; /* one-entry cache: region whose label was last interned */
     const char *label;
@@ -70,6 +73,8 @@ typedef struct walk {
     memdiff__blocks *blocks;
     side b, a;
     uint64_t page_size;
+    const memdiff__region *same_b, *same_a; /* one-entry cache of same_mapping() */
+    int same;
     int frames;   /* both snapshots carry frame numbers */
     int privacy;  /* both snapshots read the pagemap exclusive bit */
     int new_by_private_bit;
@@ -157,11 +162,11 @@ static uint64_t side_seek(side *sd, uint64_t addr)
             next = r->start;
         }
     }
-    while (sd->rn < s->run_count && run_end(sd, &s->runs[sd->rn]) <= addr)
-        sd->rn++;
+    while (sd->have_run && run_end(sd, &sd->next_run) <= addr)
+        sd->have_run = memdiff__runs_next(&sd->runs, &sd->next_run);
     sd->run = NULL;
-    if (sd->rn < s->run_count) {
-        const memdiff__run *u = &s->runs[sd->rn];
+    if (sd->have_run) {
+        const memdiff__run *u = &sd->next_run;
         if (u->start <= addr) {
             sd->run = u;
             next = MEMDIFF__MIN(next, run_end(sd, u));
@@ -186,16 +191,22 @@ static const uint64_t *run_frames(const side *sd)
     return s->pfn + r->aux;
 }
 
-static int same_mapping(const memdiff__region *b, const memdiff__region *a, uint64_t addr)
+/* Whether regions b and a are one mapping. The file offset test holds at every address or at
+ * none (offset - start on both sides), so the answer depends on the pair alone and is kept for
+ * the next interval, which usually has the same pair. */
+static int same_mapping(walk *w, const memdiff__region *b, const memdiff__region *a)
 {
+    if (b == w->same_b && a == w->same_a && b)
+        return w->same;
     const unsigned kind = MEMDIFF_REGION_SHARED | MEMDIFF_REGION_FILE;
-    if (!b || !a || b->dev != a->dev || b->inode != a->inode ||
-        (b->flags & kind) != (a->flags & kind) || b->category != a->category ||
-        strcmp(b->label, a->label) != 0)
-        return 0;
-    if (!(b->flags & MEMDIFF_REGION_FILE))
-        return 1;
-    return b->offset + (addr - b->start) == a->offset + (addr - a->start);
+    int same = b && a && b->dev == a->dev && b->inode == a->inode &&
+               (b->flags & kind) == (a->flags & kind) && b->category == a->category &&
+               strcmp(b->label, a->label) == 0 &&
+               (!(b->flags & MEMDIFF_REGION_FILE) || b->offset - b->start == a->offset - a->start);
+    w->same_b = b;
+    w->same_a = a;
+    w->same = same;
+    return same;
 }
 
 static const char *label_of(walk *w, side *sd, const memdiff__region *r)
@@ -270,7 +281,7 @@ static int emit(walk *w, uint64_t lo, uint64_t hi, memdiff__outcome outcome, int
 /* Bracket diffs with per-mapping touched bytes: those of the after region the walk just
  * entered, as one piece over the whole region (the mapping says how many pages were touched,
  * not which). */
-static int emit_region_touched(walk *w, uint64_t lo)
+static int emit_region_touched(walk *w)
 {
     const memdiff_snapshot *s = w->a.snap;
     const memdiff__region *r = w->a.region;
@@ -287,7 +298,7 @@ static int emit_region_touched(walk *w, uint64_t lo)
     p.end = r->end;
     p.outcome = MEMDIFF__OUT_NONE;
     p.touched = bytes;
-    p.presence = MEMDIFF_IN_AFTER | (same_mapping(w->b.region, r, lo) ? MEMDIFF_IN_BEFORE : 0);
+    p.presence = MEMDIFF_IN_AFTER | (same_mapping(w, w->b.region, r) ? MEMDIFF_IN_BEFORE : 0);
     return emit_piece(w, &w->a, r, &p);
 }
 
@@ -300,27 +311,43 @@ static memdiff__outcome new_outcome(const walk *w, unsigned attrs_after)
 }
 
 /* Pages resident in both snapshots of one mapping, with frame numbers on both sides: the only
- * per-page loop. Consecutive pages with the same outcome are handed on as one piece. */
+ * per-page work. Most frames stay put between two snapshots, so blocks of frames are compared
+ * with memcmp first and only a block that differs is looked at page by page. Consecutive pages
+ * with the same outcome are handed on as one piece. */
+#define FRAME_BLOCK 256u
+
 static int compare_frames(walk *w, uint64_t lo, uint64_t hi, const uint64_t *fb,
                           const uint64_t *fa, memdiff__outcome privacy)
 {
     const unsigned both = MEMDIFF_IN_BEFORE | MEMDIFF_IN_AFTER;
     uint64_t ps = w->page_size;
     uint64_t ib = (lo - w->b.run->start) / ps, ia = (lo - w->a.run->start) / ps;
-    uint64_t piece = lo;
+    uint64_t n = (hi - lo) / ps, piece = lo;
     memdiff__outcome cur = MEMDIFF__OUT_NONE;
-    for (uint64_t addr = lo; addr < hi; addr += ps, ib++, ia++) {
-        memdiff__outcome o =
-            (fb[ib] && fa[ia] && fb[ib] != fa[ia]) ? MEMDIFF__OUT_REPLACED : privacy;
-        if (o == cur && addr != lo)
-            continue;
-        if (addr != lo && (cur != MEMDIFF__OUT_NONE || w->refs)) {
-            int rc = emit(w, piece, addr, cur, 1, both, w->b.attrs, w->a.attrs);
-            if (rc)
-                return rc;
+    for (uint64_t k = 0; k < n;) {
+        uint64_t len = MEMDIFF__MIN(FRAME_BLOCK, n - k);
+        int same = len >= 16 && memcmp(fb + ib + k, fa + ia + k, len * sizeof *fb) == 0;
+        for (uint64_t j = k; j < k + len; j++) {
+            memdiff__outcome o = privacy;
+            if (!same && fb[ib + j] && fa[ia + j] && fb[ib + j] != fa[ia + j])
+                o = MEMDIFF__OUT_REPLACED;
+            if (o == cur) {
+                if (same)
+                    break; /* the rest of the block has the same outcome */
+                continue;
+            }
+            uint64_t addr = lo + j * ps;
+            if (cur != MEMDIFF__OUT_NONE || w->refs) { /* bracket diffs: NONE too */
+                int rc = emit(w, piece, addr, cur, 1, both, w->b.attrs, w->a.attrs);
+                if (rc)
+                    return rc;
+            }
+            cur = o;
+            piece = addr;
+            if (same)
+                break;
         }
-        cur = o;
-        piece = addr;
+        k += len;
     }
     if (cur != MEMDIFF__OUT_NONE || w->refs)
         return emit(w, piece, hi, cur, 1, both, w->b.attrs, w->a.attrs);
@@ -336,7 +363,7 @@ static int compare_interval(walk *w, uint64_t lo, uint64_t hi)
     if (!res_b && !res_a)
         return MEMDIFF_OK;
 
-    if (!same_mapping(rb, ra, lo)) {
+    if (!same_mapping(w, rb, ra)) {
         /* The other side's attributes belong to another mapping: a block shows its own only. */
         int rc = MEMDIFF_OK;
         if (res_b)
@@ -381,6 +408,65 @@ static int copy_info(walk *w, const memdiff_snapshot_info *in, memdiff_snapshot_
     return MEMDIFF_OK;
 }
 
+static uint64_t popcount64(uint64_t x)
+{
+    x = x - ((x >> 1) & UINT64_C(0x5555555555555555));
+    x = (x & UINT64_C(0x3333333333333333)) + ((x >> 2) & UINT64_C(0x3333333333333333));
+    x = (x + (x >> 4)) & UINT64_C(0x0F0F0F0F0F0F0F0F);
+    return (x * UINT64_C(0x0101010101010101)) >> 56;
+}
+
+/* Whether the frames of the set pages of a bitmap record are the same on both sides (or not
+ * both known, when frames cannot tell pages apart). */
+static int same_frames(const walk *w, const memdiff__run_rec *rb, const memdiff__run_rec *ra,
+                       const uint64_t *bits, size_t words)
+{
+    if (!w->frames || rb->aux == MEMDIFF__NO_AUX || ra->aux == MEMDIFF__NO_AUX)
+        return 1;
+    uint64_t n = 0;
+    for (size_t i = 0; i < words; i++)
+        n += popcount64(bits[i]);
+    const memdiff_snapshot *b = w->b.snap, *a = w->a.snap;
+    if (rb->aux > b->aux_count || n > b->aux_count - rb->aux || ra->aux > a->aux_count ||
+        n > a->aux_count - ra->aux)
+        return 0; /* let the page walk find what is wrong */
+    return memcmp(b->pfn + rb->aux, a->pfn + ra->aux, n * sizeof *b->pfn) == 0;
+}
+
+/* When both snapshots hold the same bitmap record at addr (same span, attrs, bits and frames)
+ * in one mapping, nothing changed in its span: the walk passes it whole, with a memcmp or two
+ * instead of an interval per run. Sets *to to the span's end. */
+static int skip_same_bitmap(walk *w, uint64_t addr, uint64_t *to)
+{
+    side *b = &w->b, *a = &w->a;
+    /* Reference-set brackets count unchanged pages too (persistent, touched per mapping when the
+     * walk enters a region): they visit every interval. */
+    if (w->refs || !b->have_run || !a->have_run || b->next_run.start != addr ||
+        a->next_run.start != addr)
+        return 0;
+    const uint64_t *xb, *xa;
+    const memdiff__run_rec *rb = memdiff__runs_bitmap(&b->runs, &xb);
+    const memdiff__run_rec *ra = memdiff__runs_bitmap(&a->runs, &xa);
+    if (!rb || !ra || rb->start != addr || ra->start != addr || rb->npages != ra->npages ||
+        rb->attrs != ra->attrs || rb->region >= b->snap->region_count ||
+        ra->region >= a->snap->region_count)
+        return 0;
+    uint64_t end = addr + rb->npages * w->page_size;
+    size_t words = (size_t)((rb->npages + 63) / 64);
+    const memdiff__region *gb = &b->snap->regions[rb->region];
+    const memdiff__region *ga = &a->snap->regions[ra->region];
+    if (gb->start > addr || gb->end < end || ga->start > addr || ga->end < end ||
+        !same_mapping(w, gb, ga) || memcmp(xb, xa, words * sizeof *xb) != 0 ||
+        !same_frames(w, rb, ra, xb, words))
+        return 0;
+    memdiff__runs_skip_bitmap(&b->runs);
+    memdiff__runs_skip_bitmap(&a->runs);
+    b->have_run = memdiff__runs_next(&b->runs, &b->next_run);
+    a->have_run = memdiff__runs_next(&a->runs, &a->next_run);
+    *to = end;
+    return 1;
+}
+
 static int compare(walk *w)
 {
     memdiff_diff *d = w->diff;
@@ -390,9 +476,14 @@ static int compare(walk *w)
     if (!rc)
         rc = memdiff__blocks_new(&d->arena, (d->flags & MEMDIFF_COMPARE_VERBOSE) != 0, &w->blocks);
     for (uint64_t addr = 0; !rc;) {
+        uint64_t to;
+        if (skip_same_bitmap(w, addr, &to)) {
+            addr = to;
+            continue;
+        }
         uint64_t next = MEMDIFF__MIN(side_seek(&w->b, addr), side_seek(&w->a, addr));
         if (w->a.region && w->refs && w->refs->region_touched)
-            rc = emit_region_touched(w, addr);
+            rc = emit_region_touched(w);
         if (!rc && (w->b.region || w->a.region))
             rc = compare_interval(w, addr, next);
         if (next == UINT64_MAX)
@@ -467,6 +558,10 @@ int memdiff__compare_refs(const memdiff_snapshot *before, const memdiff_snapshot
     w.diff = d;
     w.b.snap = before;
     w.a.snap = after;
+    memdiff__runs_begin(before, &w.b.runs);
+    memdiff__runs_begin(after, &w.a.runs);
+    w.b.have_run = memdiff__runs_next(&w.b.runs, &w.b.next_run);
+    w.a.have_run = memdiff__runs_next(&w.a.runs, &w.a.next_run);
     w.page_size = before->info.page_size;
     w.frames = before->pfn && after->pfn;
     w.privacy = (before->info.sources & after->info.sources & MEMDIFF_SRC_PAGEMAP) != 0;

@@ -293,8 +293,11 @@ static int encode_runs(writer *w, wbuf *b)
     uint64_t ps = s->info.page_size, prev_end = 0, next_aux = 0;
     uint32_t prev_region = 0;
     put_varint(b, s->run_count);
-    for (size_t i = 0; i < s->run_count; i++) {
-        const memdiff__run *u = &s->runs[i];
+    memdiff__runs_iter it;
+    memdiff__run run;
+    const memdiff__run *u = &run;
+    size_t i = 0;
+    for (memdiff__runs_begin(s, &it); memdiff__runs_next(&it, &run); i++) {
         if (u->start % ps || u->npages == 0 || u->start < prev_end || u->region < prev_region)
             return memdiff__set_error(MEMDIFF_EINVAL,
                                       "memdiff_snapshot_save: run %zu at 0x%llx is empty, not "
@@ -313,6 +316,10 @@ static int encode_runs(writer *w, wbuf *b)
         prev_end = u->start + u->npages * ps;
         prev_region = u->region;
     }
+    if (i != s->run_count)
+        return memdiff__set_error(MEMDIFF_EINVAL,
+                                  "memdiff_snapshot_save: %zu runs stored, %zu counted", i,
+                                  s->run_count);
     return b->failed;
 }
 
@@ -846,14 +853,11 @@ static int parse_runs(loader *l)
     memdiff_snapshot *s = l->s;
     uint64_t ps = s->info.page_size, prev_end = 0, next_aux = 0, region = 0;
     size_t n = 0;
-    int rc = get_count(&r, MIN_RUN_BYTES, sizeof(memdiff__run), "runs", &n);
+    int rc = get_count(&r, MIN_RUN_BYTES, sizeof(memdiff__run_rec), "runs", &n);
     if (rc)
         return rc;
-    s->runs = memdiff__arena_alloc(&s->arena, n * sizeof *s->runs);
-    if (!s->runs)
-        return MEMDIFF_ENOMEM;
     for (size_t i = 0; i < n; i++) {
-        memdiff__run *u = &s->runs[i];
+        memdiff__run run, *u = &run;
         uint64_t gap, end = 0, attrs = 0, dregion = 0, aux = 0;
         size_t at = r.pos;
         rc = get_varint(&r, &gap);
@@ -906,12 +910,11 @@ static int parse_runs(loader *l)
                                           (unsigned long long)u->npages, s->aux_count);
             next_aux = u->aux + u->npages;
         }
-        if (!g->run_count)
-            g->run_first = i;
-        g->run_count++;
-        memdiff__region_count(g, u->attrs, u->npages);
+        /* Stored as a snapshot stores them (runs.c), counted into the region the same way. */
+        rc = memdiff__runs_append(s, u->region, u->start, u->npages, u->attrs, u->aux);
+        if (rc)
+            return rc;
         prev_end = end;
-        s->run_count = i + 1;
     }
     return MEMDIFF_OK;
 }

@@ -39,15 +39,20 @@ typedef struct memdiff__region {
     const char *path;          /* never NULL */
     uint64_t unit;             /* allocation unit: regions with equal (category, unit, label)
                                   are one block in a default diff */
-    size_t run_first;          /* runs[run_first .. run_first + run_count) */
+    /* Its page runs: records runs[run_first .. run_first + run_records), their bitmaps from
+     * word run_bits[bits_first]; run_count runs (memdiff__runs_begin_region reads them). */
+    size_t run_first, run_records, bits_first;
     size_t run_count;
     uint64_t resident_pages;   /* present, zero page excluded */
     uint64_t private_pages;
     uint64_t swapped_pages;
 } memdiff__region;
 
-/* Pages [start, start + npages * page_size) share attrs (MEMDIFF_PAGE_*). Only pages that are
- * present or swapped are stored; a page inside a region and in no run is mapped, not resident. */
+/* A run: pages [start, start + npages * page_size) share attrs (MEMDIFF_PAGE_*). Only pages that
+ * are present or swapped are in runs; a page inside a region and in no run is mapped, not
+ * resident. Runs are read in address order with memdiff__runs_next (runs.c), never from the
+ * storage directly: adjacent runs always differ in attrs, region or aux (a run with frame facts
+ * is never merged with another). */
 typedef struct memdiff__run {
     uint64_t start;
     uint64_t npages;
@@ -56,13 +61,32 @@ typedef struct memdiff__run {
     uint64_t aux;              /* index of the first page in pfn/kflags/mapcount, or NO_AUX */
 } memdiff__run;
 
+/* How runs are stored (runs.c): records of 32 bytes. A plain record is one run. A bitmap record
+ * (MEMDIFF__RUN_BITMAP in attrs) spans npages pages from start with one bit per page in
+ * run_bits: the set pages share the record's attrs, and each stretch of set bits is one run; its
+ * aux counts the set pages only. Records of a region are consecutive, bitmaps follow in record
+ * order. Alternate resident pages cost 1 bit per page instead of 256 per run. */
+#define MEMDIFF__RUN_BITMAP 0x80000000u
+
+typedef struct memdiff__run_rec {
+    uint64_t start;
+    uint64_t npages;
+    uint32_t attrs;
+    uint32_t region;
+    uint64_t aux;
+} memdiff__run_rec;
+
 struct memdiff_snapshot {
     memdiff__arena arena;
     memdiff_snapshot_info info; /* strings point into arena */
     memdiff__region *regions;
     size_t region_count;
-    memdiff__run *runs;
-    size_t run_count;
+    memdiff__run_rec *runs;     /* the records (runs.c), run_records of run_cap */
+    size_t run_records, run_cap;
+    uint64_t *run_bits;         /* bitmap words, run_words of bits_cap */
+    size_t run_words, bits_cap;
+    size_t run_count;           /* runs, as memdiff__runs_next gives them */
+    uint64_t last_set;          /* pages in runs of the last record (the builder's) */
     uint64_t *pfn;              /* per-page arrays, NULL when not collected */
     uint64_t *kflags;
     uint64_t *mapcount;
@@ -91,6 +115,43 @@ static inline void memdiff__region_count(memdiff__region *r, unsigned attrs, uin
 /* Sets the info's region and run counts and its byte totals (resident, private, shared,
  * swapped, own) from the regions' page counts. */
 void memdiff__snapshot_tally(memdiff_snapshot *s);
+
+/* ---- page runs (runs.c) ----------------------------------------------------------------- */
+
+/* Appends npages pages from start with attrs to the runs of region (an index into s->regions),
+ * and counts them into the region (memdiff__region_count). aux: the index of the first page's
+ * frame facts in s->pfn / kflags / mapcount, or MEMDIFF__NO_AUX. Calls come in address order,
+ * region by region, pages not overlapping; a run that continues the previous one (adjacent, same
+ * attrs and region, neither with frame facts) extends it. MEMDIFF_ENOMEM from the arena. */
+int memdiff__runs_append(memdiff_snapshot *s, uint32_t region, uint64_t start, uint64_t npages,
+                         unsigned attrs, uint64_t aux);
+
+/* Reads runs in address order: all of a snapshot's, or one region's. */
+typedef struct memdiff__runs_iter {
+    const memdiff_snapshot *s;
+    size_t rec, rec_end; /* records left: [rec, rec_end) */
+    size_t word;         /* first bitmap word of record rec */
+    uint64_t bit;        /* in a bitmap record: the next page to look at */
+    uint64_t set;        /* in a bitmap record: set pages before bit (for aux) */
+    int opened;          /* the last run returned was the first of bitmap record rec */
+} memdiff__runs_iter;
+
+void memdiff__runs_begin(const memdiff_snapshot *s, memdiff__runs_iter *it);
+void memdiff__runs_begin_region(const memdiff_snapshot *s, size_t region, memdiff__runs_iter *it);
+
+/* The next run into *out: 1, or 0 at the end. */
+int memdiff__runs_next(memdiff__runs_iter *it, memdiff__run *out);
+
+/* When the last run it returned was the first of a bitmap record: that record, with its bitmap
+ * in *bits (one bit per page of its span); else NULL. For comparing whole bitmaps at once. */
+const memdiff__run_rec *memdiff__runs_bitmap(const memdiff__runs_iter *it, const uint64_t **bits);
+
+/* Passes the rest of the bitmap record memdiff__runs_bitmap returned: the next run comes from
+ * the record after it. */
+void memdiff__runs_skip_bitmap(memdiff__runs_iter *it);
+
+/* Bytes the runs take as stored (records and bitmaps in use; frame facts not included). */
+size_t memdiff__runs_bytes(const memdiff_snapshot *s);
 
 /* ---- snapshot files (file_format.c) ----------------------------------------------------- */
 

@@ -15,7 +15,6 @@
 
 typedef struct builder {
     memdiff_snapshot *s;
-    size_t run_cap;
     size_t aux_cap;
     size_t region;   /* index of the region being read */
     int want_pfn, want_kflags, want_mapcount;
@@ -44,8 +43,7 @@ static int grow_aux(builder *b, size_t need)
     return MEMDIFF_OK;
 }
 
-/* The page sink: appends one run, merging with the previous one when nothing distinguishes
- * them (backends may split runs at batch boundaries). */
+/* The page sink: appends one run (and its frame facts). */
 static int on_run(void *ctx, uint64_t start, uint64_t npages, unsigned attrs, const uint64_t *pfn,
                   const uint64_t *kflags, const uint64_t *mapcount)
 {
@@ -70,45 +68,23 @@ static int on_run(void *ctx, uint64_t start, uint64_t npages, unsigned attrs, co
         return MEMDIFF_OK;
 
     int aux = (b->want_pfn && pfn) || (b->want_kflags && kflags) || (b->want_mapcount && mapcount);
-    memdiff__run *last = s->run_count ? &s->runs[s->run_count - 1] : NULL;
-    if (last && !aux && last->aux == MEMDIFF__NO_AUX && last->attrs == attrs &&
-        last->region == b->region && last->start + last->npages * ps == start) {
-        last->npages += npages;
-    } else {
-        if (s->run_count == b->run_cap) {
-            size_t cap = b->run_cap ? b->run_cap * 2 : 1024;
-            memdiff__run *v = memdiff__arena_grow(&s->arena, s->runs, b->run_cap * sizeof *v,
-                                                  cap * sizeof *v);
-            if (!v)
-                return MEMDIFF_ENOMEM;
-            s->runs = v;
-            b->run_cap = cap;
+    uint64_t at = MEMDIFF__NO_AUX;
+    if (aux) {
+        if (grow_aux(b, s->aux_count + npages))
+            return MEMDIFF_ENOMEM;
+        at = s->aux_count;
+        uint64_t *dst[3] = {s->pfn, s->kflags, s->mapcount};
+        const uint64_t *src[3] = {pfn, kflags, mapcount};
+        for (int k = 0; k < 3; k++) {
+            if (dst[k] && src[k])
+                memcpy(dst[k] + s->aux_count, src[k] + skip, npages * sizeof(uint64_t));
+            /* else: the arena's pages are zeroed, never reused */
         }
-        memdiff__run *run = &s->runs[s->run_count++];
-        run->start = start;
-        run->npages = npages;
-        run->attrs = attrs;
-        run->region = (uint32_t)b->region;
-        run->aux = MEMDIFF__NO_AUX;
-        if (aux) {
-            if (grow_aux(b, s->aux_count + npages))
-                return MEMDIFF_ENOMEM;
-            run->aux = s->aux_count;
-            uint64_t *dst[3] = {s->pfn, s->kflags, s->mapcount};
-            const uint64_t *src[3] = {pfn, kflags, mapcount};
-            for (int k = 0; k < 3; k++) {
-                if (dst[k] && src[k])
-                    memcpy(dst[k] + s->aux_count, src[k] + skip, npages * sizeof(uint64_t));
-                /* else: the arena's pages are zeroed, never reused */
-            }
-            s->aux_count += npages;
-        }
-        if (!r->run_count)
-            r->run_first = s->run_count - 1;
-        r->run_count++;
+        s->aux_count += npages;
     }
-    memdiff__region_count(r, attrs, npages);
-    return MEMDIFF_OK;
+    /* Runs continuing the last one (a backend may split them at batch boundaries) merge there;
+     * short ones close together share a bitmap (runs.c). */
+    return memdiff__runs_append(s, (uint32_t)b->region, start, npages, attrs, at);
 }
 
 static memdiff_depth effective_depth(memdiff_depth want, const memdiff__caps *caps,

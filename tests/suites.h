@@ -15,6 +15,7 @@
     X(compare)                 \
     X(report)                  \
     X(file_format)             \
+    X(runs)                    \
     X(cli)                     \
     X(scenarios)               \
     X(agreement)               \

@@ -42,8 +42,7 @@ static int fill(memdiff_snapshot *s, const synth_spec *spec)
 
     size_t nr = spec->region_count, nu = spec->run_count;
     s->regions = memdiff__arena_grow(&s->arena, NULL, 0, (nr ? nr : 1) * sizeof *s->regions);
-    s->runs = memdiff__arena_grow(&s->arena, NULL, 0, (nu ? nu : 1) * sizeof *s->runs);
-    if (!s->regions || !s->runs)
+    if (!s->regions)
         return MEMDIFF_ENOMEM;
     for (size_t i = 0; i < nr; i++) {
         const synth_region *in = &spec->regions[i];
@@ -66,30 +65,25 @@ static int fill(memdiff_snapshot *s, const synth_spec *spec)
         r->unit = in->unit;
     }
 
-    uint64_t aux = 0;
+    s->region_count = nr;
+    uint64_t aux = 0, prev_end = 0;
     size_t ri = 0;
     for (size_t i = 0; i < nu; i++) {
         const synth_run *in = &spec->runs[i];
         uint64_t end = in->start + in->npages * ps;
-        if (!in->npages || in->start % ps || (i > 0 && in->start < s->runs[i - 1].start +
-                                                                      s->runs[i - 1].npages * ps))
+        if (!in->npages || in->start % ps || (i > 0 && in->start < prev_end))
             malformed("run", i);
         while (ri < nr && s->regions[ri].end <= in->start)
             ri++;
         if (ri == nr || s->regions[ri].start > in->start || s->regions[ri].end < end)
             malformed("run outside every region", i);
-        memdiff__region *r = &s->regions[ri];
-        if (r->run_count == 0)
-            r->run_first = i;
-        r->run_count++;
-        memdiff__run *u = &s->runs[i];
-        u->start = in->start;
-        u->npages = in->npages;
-        u->attrs = in->attrs;
-        u->region = (uint32_t)ri;
-        u->aux = spec->pfn ? aux : MEMDIFF__NO_AUX;
+        /* Stored and counted into the region as snapshot.c does (memdiff__runs_append). */
+        int rc = memdiff__runs_append(s, (uint32_t)ri, in->start, in->npages, in->attrs,
+                                      spec->pfn ? aux : MEMDIFF__NO_AUX);
+        if (rc)
+            return rc;
         aux += in->npages;
-        memdiff__region_count(r, in->attrs, in->npages);
+        prev_end = end;
     }
     if (spec->pfn) {
         s->pfn = memdiff__arena_grow(&s->arena, NULL, 0, (aux ? aux : 1) * sizeof *s->pfn);
@@ -98,8 +92,6 @@ static int fill(memdiff_snapshot *s, const synth_spec *spec)
         memcpy(s->pfn, spec->pfn, aux * sizeof *s->pfn);
         s->aux_count = aux;
     }
-    s->region_count = nr;
-    s->run_count = nu;
 
     memdiff__snapshot_tally(s); /* info's counts and byte totals, as snapshot.c sets them */
     return MEMDIFF_OK;

@@ -272,8 +272,10 @@ static int memdiff_figures(const memdiff_snapshot *s, const smaps_vma *v, size_t
     /* Pss from the snapshot's per-page map counts (deep depth). */
     if (s->mapcount) {
         uint64_t ps = s->info.page_size;
-        for (size_t k = 0; k < s->run_count; k++) {
-            const memdiff__run *run = &s->runs[k];
+        memdiff__runs_iter it;
+        memdiff__run cur;
+        const memdiff__run *run = &cur;
+        for (memdiff__runs_begin(s, &it); memdiff__runs_next(&it, &cur);) {
             if (run->start < v->start || run->start >= v->end || run->aux == MEMDIFF__NO_AUX ||
                 !memdiff__attrs_resident(run->attrs))
                 continue;
@@ -656,8 +658,10 @@ static void expect_feature(const memdiff_snapshot *s, const target *t, const cha
         return;
     /* Pages inside the feature, from the snapshot's runs (a region may hold more than it). */
     uint64_t ps = scn_page(), res = 0, pv = 0;
-    for (size_t i = 0; i < s->run_count; i++) {
-        const memdiff__run *run = &s->runs[i];
+    memdiff__runs_iter it;
+    memdiff__run cur;
+    const memdiff__run *run = &cur;
+    for (memdiff__runs_begin(s, &it); memdiff__runs_next(&it, &cur);) {
         for (uint64_t p = 0; p < run->npages; p++) {
             uint64_t a = run->start + p * ps;
             if (a < f->start || a >= f->end || !memdiff__attrs_resident(run->attrs))
@@ -972,8 +976,10 @@ static memdiff_snapshot *snap_tree(const char *root, memdiff_depth depth)
 static uint64_t zero_pages(const memdiff_snapshot *s, uint64_t start, uint64_t end)
 {
     uint64_t n = 0;
-    for (size_t i = 0; i < s->run_count; i++) {
-        const memdiff__run *r = &s->runs[i];
+    memdiff__runs_iter it;
+    memdiff__run cur;
+    const memdiff__run *r = &cur;
+    for (memdiff__runs_begin(s, &it); memdiff__runs_next(&it, &cur);) {
         if ((r->attrs & MEMDIFF_PAGE_ZERO) && (r->attrs & MEMDIFF_PAGE_PRESENT) &&
             r->start >= start && r->start < end)
             n += r->npages;
@@ -1078,8 +1084,10 @@ START_TEST(recorded_tree)
     const feature *priv = target_feature(&t, "private");
     ck_assert_ptr_nonnull(priv);
     int idle_seen = 0;
-    for (size_t i = 0; i < deep->run_count; i++) {
-        const memdiff__run *r = &deep->runs[i];
+    memdiff__runs_iter it;
+    memdiff__run cur;
+    const memdiff__run *r = &cur;
+    for (memdiff__runs_begin(deep, &it); memdiff__runs_next(&it, &cur);) {
         for (uint64_t k = 0; k < r->npages; k++) {
             uint64_t addr = r->start + k * scn_page();
             if (addr < priv->start || addr >= priv->end)

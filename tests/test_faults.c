@@ -58,11 +58,14 @@ static const char *inconsistency(const memdiff_snapshot *s)
             return msg;
         }
         uint64_t res = 0, priv = 0, swp = 0;
-        for (size_t k = r->run_first; k < r->run_first + r->run_count; k++) {
-            const memdiff__run *run = &s->runs[k];
+        memdiff__runs_iter it;
+        memdiff__run cur, before;
+        const memdiff__run *run = &cur, *prev = NULL;
+        size_t k = 0;
+        for (memdiff__runs_begin_region(s, i, &it); memdiff__runs_next(&it, &cur);
+             k++, before = cur, prev = &before) {
             uint64_t end = run->start + run->npages * ps;
-            const memdiff__run *prev = k > r->run_first ? &s->runs[k - 1] : NULL;
-            if (k >= s->run_count || run->region != i || run->npages == 0 ||
+            if (k >= r->run_count || run->region != i || run->npages == 0 ||
                 run->start < r->start || end > r->end ||
                 (prev && run->start < prev->start + prev->npages * ps)) {
                 snprintf(msg, sizeof msg, "run %zu 0x%llx+%llu pages is not inside region %zu "
@@ -80,6 +83,11 @@ static const char *inconsistency(const memdiff_snapshot *s)
                 snprintf(msg, sizeof msg, "run %zu: per-page entries beyond the arrays", k);
                 return msg;
             }
+        }
+        if (k != r->run_count) {
+            snprintf(msg, sizeof msg, "region %zu: %zu runs read, %zu counted", i, k,
+                     r->run_count);
+            return msg;
         }
         if (res != r->resident_pages || priv != r->private_pages || swp != r->swapped_pages) {
             snprintf(msg, sizeof msg, "region %zu: page counts %llu/%llu/%llu, runs say "

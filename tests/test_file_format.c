@@ -115,21 +115,10 @@ static memdiff_snapshot *synthetic(void)
         {0x7f0000100000, 8, MEMDIFF_PAGE_PRESENT | MEMDIFF_PAGE_PRIVATE, 4, MEMDIFF__NO_AUX},
         {0x7ffd0001f000, 1, MEMDIFF_PAGE_PRESENT | MEMDIFF_PAGE_PRIVATE | 0x60, 5, 29},
     };
-    s->run_count = sizeof runs / sizeof runs[0];
-    s->runs = memdiff__arena_alloc(ar, s->run_count * sizeof *s->runs);
-    for (size_t i = 0; i < s->run_count; i++) {
-        memdiff__run *u = &s->runs[i];
-        u->start = runs[i].start;
-        u->npages = runs[i].npages;
-        u->attrs = runs[i].attrs;
-        u->region = runs[i].region;
-        u->aux = runs[i].aux;
-        memdiff__region *g = &s->regions[u->region];
-        if (!g->run_count)
-            g->run_first = i;
-        g->run_count++;
-        memdiff__region_count(g, u->attrs, u->npages);
-    }
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++)
+        ck_assert_int_eq(memdiff__runs_append(s, runs[i].region, runs[i].start, runs[i].npages,
+                                              runs[i].attrs, runs[i].aux),
+                         MEMDIFF_OK);
     s->aux_count = 31;
     s->pfn = memdiff__arena_alloc(ar, s->aux_count * sizeof(uint64_t));
     s->kflags = memdiff__arena_alloc(ar, s->aux_count * sizeof(uint64_t));
@@ -199,21 +188,26 @@ static void assert_same_snapshot(const memdiff_snapshot *a, const memdiff_snapsh
         ck_assert_str_eq(g->path, h->path);
         ck_assert_uint_eq(g->unit, h->unit);
         ck_assert_uint_eq(g->run_count, h->run_count);
-        if (g->run_count)
-            ck_assert_uint_eq(g->run_first, h->run_first);
         ck_assert_uint_eq(g->resident_pages, h->resident_pages);
         ck_assert_uint_eq(g->private_pages, h->private_pages);
         ck_assert_uint_eq(g->swapped_pages, h->swapped_pages);
     }
     ck_assert_uint_eq(a->run_count, b->run_count);
+    memdiff__runs_iter ia, ib;
+    memdiff__run u_, v_;
+    const memdiff__run *u = &u_, *v = &v_;
+    memdiff__runs_begin(a, &ia);
+    memdiff__runs_begin(b, &ib);
     for (size_t i = 0; i < a->run_count; i++) {
-        const memdiff__run *u = &a->runs[i], *v = &b->runs[i];
+        ck_assert(memdiff__runs_next(&ia, &u_));
+        ck_assert(memdiff__runs_next(&ib, &v_));
         ck_assert_uint_eq(u->start, v->start);
         ck_assert_uint_eq(u->npages, v->npages);
         ck_assert_uint_eq(u->attrs, v->attrs);
         ck_assert_uint_eq(u->region, v->region);
         ck_assert_uint_eq(u->aux, v->aux);
     }
+    ck_assert(!memdiff__runs_next(&ia, &u_) && !memdiff__runs_next(&ib, &v_));
     ck_assert_uint_eq(a->aux_count, b->aux_count);
     const uint64_t *xa[3] = {a->pfn, a->kflags, a->mapcount};
     const uint64_t *ya[3] = {b->pfn, b->kflags, b->mapcount};
@@ -710,6 +704,16 @@ static tbuf tencode(const tfile *f)
     return out;
 }
 
+static memdiff__run first_run(const memdiff_snapshot *s)
+{
+    memdiff__runs_iter it;
+    memdiff__run r;
+    memset(&r, 0, sizeof r);
+    memdiff__runs_begin(s, &it);
+    ck_assert(memdiff__runs_next(&it, &r));
+    return r;
+}
+
 START_TEST(hand_made_valid_file_loads)
 {
     tfile f = valid;
@@ -722,7 +726,7 @@ START_TEST(hand_made_valid_file_loads)
     ck_assert_uint_eq(t->regions[0].start, 16 * 4096);
     ck_assert_str_eq(t->regions[0].label, "label");
     ck_assert_str_eq(t->regions[0].path, "p");
-    ck_assert_uint_eq(t->runs[0].start, 17 * 4096);
+    ck_assert_uint_eq(first_run(t).start, 17 * 4096);
     ck_assert_uint_eq(t->info.resident_bytes, 2 * 4096);
     ck_assert_uint_eq(t->info.private_bytes, 2 * 4096);
     memdiff_snapshot_free(t);
@@ -742,7 +746,7 @@ START_TEST(hand_made_valid_file_loads)
     f.u_aux = 1;
     b = tencode(&f);
     ck_assert_msg(load_mem(b.p, b.n, &t) == MEMDIFF_OK, "%s", memdiff_last_error());
-    ck_assert_uint_eq(t->runs[0].aux, 0);
+    ck_assert_uint_eq(first_run(t).aux, 0);
     ck_assert_uint_eq(t->pfn[0], 1);
     ck_assert_uint_eq(t->pfn[1], 0);
     ck_assert_uint_eq(t->kflags[0], 2);

@@ -1,0 +1,351 @@
+/* test_runs.c - page-run storage (memdiff/runs.c): plain and bitmap records, what the iterator
+ * gives back, what the storage costs, and a snapshot file round trip of bitmap runs. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "suites.h"
+#include "synth.h"
+
+#define P UINT64_C(4096)
+#define BASE UINT64_C(0x10000000)
+#define PRES MEMDIFF_PAGE_PRESENT
+#define PRIV MEMDIFF_PAGE_PRIVATE
+
+/* A snapshot of nregions regions of npages pages each, one after another from BASE, no runs. */
+static memdiff_snapshot *empty_snapshot(size_t nregions, uint64_t npages)
+{
+    memdiff__arena a = MEMDIFF__ARENA_INIT;
+    memdiff_snapshot *s = memdiff__arena_alloc(&a, sizeof *s);
+    ck_assert_ptr_nonnull(s);
+    s->arena = a;
+    s->info.page_size = (uint32_t)P;
+    s->regions = memdiff__arena_alloc(&s->arena, nregions * sizeof *s->regions);
+    ck_assert_ptr_nonnull(s->regions);
+    for (size_t i = 0; i < nregions; i++) {
+        s->regions[i].start = BASE + i * npages * P;
+        s->regions[i].end = s->regions[i].start + npages * P;
+        s->regions[i].label = s->regions[i].path = "";
+    }
+    s->region_count = nregions;
+    return s;
+}
+
+/* Pages [page, page + n) counted from BASE. */
+static void append(memdiff_snapshot *s, uint32_t region, uint64_t page, uint64_t n,
+                   unsigned attrs, uint64_t aux)
+{
+    ck_assert_int_eq(memdiff__runs_append(s, region, BASE + page * P, n, attrs, aux), MEMDIFF_OK);
+}
+
+/* The runs of s (or of one region, region >= 0) into out[0..cap); returns how many. */
+static size_t read_runs(const memdiff_snapshot *s, long region, memdiff__run *out, size_t cap)
+{
+    memdiff__runs_iter it;
+    if (region < 0)
+        memdiff__runs_begin(s, &it);
+    else
+        memdiff__runs_begin_region(s, (size_t)region, &it);
+    size_t n = 0;
+    memdiff__run r;
+    while (memdiff__runs_next(&it, &r)) {
+        ck_assert_uint_lt(n, cap);
+        out[n++] = r;
+    }
+    return n;
+}
+
+START_TEST(a_long_run_is_one_record)
+{
+    const uint64_t N = UINT64_C(1) << 20; /* 4 GiB of pages */
+    memdiff_snapshot *s = empty_snapshot(1, N);
+    /* A backend may hand one run over in pieces (batch boundaries): they merge. */
+    for (uint64_t k = 0; k < 4; k++)
+        append(s, 0, k * (N / 4), N / 4, PRES | PRIV, MEMDIFF__NO_AUX);
+    ck_assert_uint_eq(s->run_records, 1);
+    ck_assert_uint_eq(memdiff__runs_bytes(s), sizeof(memdiff__run_rec));
+    ck_assert_uint_eq(s->run_count, 1);
+    memdiff__run r[2];
+    ck_assert_uint_eq(read_runs(s, -1, r, 2), 1);
+    ck_assert_uint_eq(r[0].start, BASE);
+    ck_assert_uint_eq(r[0].npages, N);
+    ck_assert_uint_eq(r[0].attrs, PRES | PRIV);
+    ck_assert_uint_eq(r[0].aux, MEMDIFF__NO_AUX);
+    ck_assert_uint_eq(s->regions[0].resident_pages, N);
+    ck_assert_uint_eq(s->regions[0].private_pages, N);
+    memdiff_snapshot_free(s);
+}
+END_TEST
+
+START_TEST(alternate_pages_cost_a_bit_each)
+{
+    const uint64_t N = UINT64_C(1) << 18;
+    memdiff_snapshot *s = empty_snapshot(1, N);
+    for (uint64_t p = 0; p < N; p += 2)
+        append(s, 0, p, 1, PRES | PRIV, MEMDIFF__NO_AUX);
+    ck_assert_uint_eq(s->run_count, N / 2);
+    /* 1 bit per page of the span, one record: well under 2 bits per mapped page. */
+    ck_assert_uint_le(memdiff__runs_bytes(s) * 8, 2 * N);
+    ck_assert_uint_le(memdiff__runs_bytes(s), N / 8 + 64);
+    memdiff__run *r = malloc(N / 2 * sizeof *r);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_uint_eq(read_runs(s, -1, r, N / 2), N / 2);
+    uint64_t wrong = 0; /* one assertion, not N: this runs under sanitizers too */
+    for (uint64_t k = 0; k < N / 2; k++)
+        wrong += r[k].start != BASE + 2 * k * P || r[k].npages != 1 ||
+                 r[k].attrs != (PRES | PRIV) || r[k].region != 0;
+    ck_assert_uint_eq(wrong, 0);
+    free(r);
+    ck_assert_uint_eq(s->regions[0].resident_pages, N / 2);
+    memdiff_snapshot_free(s);
+}
+END_TEST
+
+START_TEST(bitmap_runs_keep_their_frame_facts)
+{
+    memdiff_snapshot *s = empty_snapshot(1, 4096);
+    uint64_t aux = 0;
+    /* Short runs with frame facts, close together: one bitmap. */
+    for (uint64_t p = 0; p < 1000; p += 3) {
+        uint64_t n = 1 + p % 2;
+        append(s, 0, p, n, PRES, aux);
+        aux += n;
+    }
+    /* Adjacent runs with frame facts are never merged. */
+    append(s, 0, 2000, 5, PRES, aux);
+    append(s, 0, 2005, 5, PRES, aux + 5);
+    aux += 10;
+    memdiff__run r[400];
+    size_t n = read_runs(s, -1, r, 400);
+    ck_assert_uint_eq(n, s->run_count);
+    uint64_t want_aux = 0, k = 0;
+    for (uint64_t p = 0; p < 1000; p += 3, k++) {
+        ck_assert_uint_eq(r[k].start, BASE + p * P);
+        ck_assert_uint_eq(r[k].npages, 1 + p % 2);
+        ck_assert_uint_eq(r[k].aux, want_aux);
+        want_aux += 1 + p % 2;
+    }
+    ck_assert_uint_eq(n, k + 2);
+    ck_assert_uint_eq(r[k].start, BASE + 2000 * P);
+    ck_assert_uint_eq(r[k].npages, 5);
+    ck_assert_uint_eq(r[k + 1].start, BASE + 2005 * P);
+    ck_assert_uint_eq(r[k + 1].aux, want_aux + 5);
+    ck_assert_uint_lt(s->run_records, 4);
+    memdiff_snapshot_free(s);
+}
+END_TEST
+
+START_TEST(a_long_run_continuing_a_bitmap_moves_out_of_it)
+{
+    memdiff_snapshot *s = empty_snapshot(1, 8192);
+    append(s, 0, 0, 1, PRES, MEMDIFF__NO_AUX);
+    append(s, 0, 2, 1, PRES, MEMDIFF__NO_AUX);
+    append(s, 0, 4, 2, PRES, MEMDIFF__NO_AUX);
+    append(s, 0, 6, 5000, PRES, MEMDIFF__NO_AUX); /* continues the run at page 4 */
+    append(s, 0, 6000, 1, PRES, MEMDIFF__NO_AUX);
+    memdiff__run r[8];
+    ck_assert_uint_eq(read_runs(s, -1, r, 8), 4);
+    ck_assert_uint_eq(s->run_count, 4);
+    ck_assert_uint_eq(r[2].start, BASE + 4 * P);
+    ck_assert_uint_eq(r[2].npages, 5002);
+    ck_assert_uint_eq(r[3].start, BASE + 6000 * P);
+    /* The bitmap did not take 5000 bits for it. */
+    ck_assert_uint_le(memdiff__runs_bytes(s), 4 * sizeof(memdiff__run_rec) + 64);
+    ck_assert_uint_eq(s->regions[0].resident_pages, 5005);
+    memdiff_snapshot_free(s);
+}
+END_TEST
+
+/* Random runs over several regions read back exactly as appended, with the one merge rule: a run
+ * adjacent to the previous one, with the same attrs and region and no frame facts on either,
+ * continues it. */
+START_TEST(random_runs_read_back_as_appended)
+{
+    static const uint64_t gaps[] = {0, 1, 1, 2, 3, 7, 64, 255, 300, 5000};
+    static const uint64_t lens[] = {1, 1, 2, 3, 17, 64, 200, 256, 257, 3000};
+    static const unsigned attrs[] = {PRES | PRIV, PRES, MEMDIFF_PAGE_SWAPPED,
+                                     PRES | MEMDIFF_PAGE_ZERO};
+    enum { REGIONS = 5, PAGES = 1 << 18, MAX = 40000 };
+    memdiff__run *want = malloc(MAX * sizeof *want), *got = malloc(MAX * sizeof *got);
+    ck_assert(want && got);
+    uint32_t x = 12345u + (uint32_t)_i * 7919u;
+#define RND(n) ((x = x * 1103515245u + 12345u), (x >> 8) % (n))
+    memdiff_snapshot *s = empty_snapshot(REGIONS, PAGES);
+    size_t nw = 0;
+    uint64_t aux = 0, resident[REGIONS] = {0};
+    size_t per_region[REGIONS] = {0};
+    for (uint32_t g = 0; g < REGIONS; g++) {
+        uint64_t page = RND(3);
+        int first = 1;
+        while (nw < MAX) {
+            uint64_t gap = first ? 0 : gaps[RND(10)], len = lens[RND(10)];
+            if (page + gap + len > PAGES)
+                break;
+            page += gap;
+            unsigned a = attrs[RND(4)];
+            int with_aux = RND(3) == 0;
+            uint64_t at = with_aux ? aux : MEMDIFF__NO_AUX;
+            uint64_t abs = (uint64_t)g * PAGES + page; /* the page from BASE */
+            append(s, g, abs, len, a, at);
+            memdiff__run *prev = nw ? &want[nw - 1] : NULL;
+            if (prev && prev->region == g && prev->start + prev->npages * P == BASE + abs * P &&
+                prev->attrs == a && prev->aux == MEMDIFF__NO_AUX && !with_aux) {
+                prev->npages += len;
+            } else {
+                want[nw].start = BASE + abs * P;
+                want[nw].npages = len;
+                want[nw].attrs = a;
+                want[nw].region = g;
+                want[nw].aux = at;
+                nw++;
+                per_region[g]++;
+            }
+            if (with_aux)
+                aux += len;
+            if (memdiff__attrs_resident(a))
+                resident[g] += len;
+            page += len;
+            first = 0;
+        }
+    }
+#undef RND
+    ck_assert_uint_eq(s->run_count, nw);
+    ck_assert_uint_eq(read_runs(s, -1, got, MAX), nw);
+    for (size_t i = 0; i < nw; i++) {
+        ck_assert_msg(got[i].start == want[i].start && got[i].npages == want[i].npages &&
+                          got[i].attrs == want[i].attrs && got[i].region == want[i].region &&
+                          got[i].aux == want[i].aux,
+                      "run %zu: got 0x%llx+%llu attrs 0x%x region %u aux %lld, want 0x%llx+%llu "
+                      "attrs 0x%x region %u aux %lld",
+                      i, (unsigned long long)got[i].start, (unsigned long long)got[i].npages,
+                      got[i].attrs, got[i].region, (long long)got[i].aux,
+                      (unsigned long long)want[i].start, (unsigned long long)want[i].npages,
+                      want[i].attrs, want[i].region, (long long)want[i].aux);
+    }
+    size_t at = 0;
+    for (uint32_t g = 0; g < REGIONS; g++) {
+        size_t n = read_runs(s, g, got, MAX);
+        ck_assert_uint_eq(n, per_region[g]);
+        ck_assert_uint_eq(s->regions[g].run_count, per_region[g]);
+        ck_assert_mem_eq(got, want + at, n * sizeof *got);
+        at += n;
+        ck_assert_uint_eq(s->regions[g].resident_pages, resident[g]);
+    }
+    free(want);
+    free(got);
+    memdiff_snapshot_free(s);
+}
+END_TEST
+
+/* Runs stored as bitmaps survive a snapshot file and compare as equal. */
+START_TEST(bitmap_runs_round_trip_through_a_file)
+{
+    enum { N = 4096 };
+    static synth_run runs[N / 2];
+    for (size_t k = 0; k < N / 2; k++)
+        runs[k] = (synth_run){BASE + 2 * k * P, 1, PRES | PRIV};
+    static const synth_region regs[] = {
+        {BASE, BASE + N * P, MEMDIFF_CAT_PRIVATE, "anonymous", 1, 0, 0, 0, 0}};
+    synth_spec spec = {.regions = regs, .region_count = 1, .runs = runs, .run_count = N / 2};
+    memdiff_snapshot *a = synth_snapshot(&spec);
+    ck_assert_ptr_nonnull(a);
+    ck_assert_uint_le(memdiff__runs_bytes(a), N / 8 + 64);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(memdiff_snapshot_save(a, f), MEMDIFF_OK);
+    fclose(f);
+    f = fmemopen(buf, len, "rb");
+    ck_assert_ptr_nonnull(f);
+    memdiff_snapshot *b = NULL;
+    ck_assert_msg(memdiff_snapshot_load(f, &b) == MEMDIFF_OK, "%s", memdiff_last_error());
+    fclose(f);
+    free(buf);
+    ck_assert_uint_eq(b->run_count, N / 2);
+    ck_assert_uint_eq(memdiff__runs_bytes(b), memdiff__runs_bytes(a));
+    memdiff__run *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);
+    ck_assert(x && y);
+    ck_assert_uint_eq(read_runs(a, -1, x, N), N / 2);
+    ck_assert_uint_eq(read_runs(b, -1, y, N), N / 2);
+    ck_assert_mem_eq(x, y, N / 2 * sizeof *x);
+    free(x);
+    free(y);
+    memdiff_diff *d = NULL;
+    ck_assert_int_eq(memdiff_compare(a, b, 0, &d), MEMDIFF_OK);
+    ck_assert_uint_eq(memdiff_diff_block_count(d), 0);
+    memdiff_diff_free(d);
+
+    /* One page less after: one page freed, found inside the bitmap. */
+    runs[100].npages = 0;
+    memmove(&runs[100], &runs[101], (N / 2 - 101) * sizeof runs[0]);
+    spec.run_count = N / 2 - 1;
+    memdiff_snapshot *c = synth_snapshot(&spec);
+    ck_assert_ptr_nonnull(c);
+    ck_assert_int_eq(memdiff_compare(a, c, 0, &d), MEMDIFF_OK);
+    memdiff_totals t;
+    ck_assert_int_eq(memdiff_diff_totals(d, &t), MEMDIFF_OK);
+    ck_assert_uint_eq(t.freed_bytes, P);
+    ck_assert_uint_eq(t.freed_discarded_bytes, P);
+    ck_assert_uint_eq(t.new_bytes, 0);
+    memdiff_diff_free(d);
+    memdiff_snapshot_free(c);
+    memdiff_snapshot_free(b);
+    memdiff_snapshot_free(a);
+}
+END_TEST
+
+/* Compares pass identical bitmap records whole; one frame that moved is still found. */
+START_TEST(compare_finds_a_replaced_frame_inside_a_bitmap)
+{
+    enum { N = 2048 };
+    static synth_run runs[N / 2];
+    static uint64_t pfn_b[N / 2], pfn_a[N / 2];
+    for (size_t k = 0; k < N / 2; k++) {
+        runs[k] = (synth_run){BASE + 2 * k * P, 1, PRES | PRIV};
+        pfn_b[k] = pfn_a[k] = 0x5000 + 3 * k;
+    }
+    static const synth_region regs[] = {
+        {BASE, BASE + N * P, MEMDIFF_CAT_PRIVATE, "anonymous", 1, 0, 0, 0, 0}};
+    synth_spec spec = {.regions = regs, .region_count = 1, .runs = runs, .run_count = N / 2,
+                       .pfn = pfn_b};
+    memdiff_snapshot *b = synth_snapshot(&spec);
+    memdiff_snapshot *same = synth_snapshot(&spec);
+    pfn_a[700] = 0x99999;
+    spec.pfn = pfn_a;
+    memdiff_snapshot *a = synth_snapshot(&spec);
+    ck_assert(b && a && same);
+    ck_assert_uint_lt(b->run_records, 4); /* the runs are in a bitmap */
+    memdiff_diff *d = NULL;
+    memdiff_totals t;
+    ck_assert_int_eq(memdiff_compare(b, same, 0, &d), MEMDIFF_OK);
+    ck_assert_uint_eq(memdiff_diff_block_count(d), 0);
+    memdiff_diff_free(d);
+    ck_assert_int_eq(memdiff_compare(b, a, MEMDIFF_COMPARE_VERBOSE, &d), MEMDIFF_OK);
+    ck_assert_int_eq(memdiff_diff_totals(d, &t), MEMDIFF_OK);
+    ck_assert_uint_eq(t.replaced_bytes, P);
+    ck_assert_uint_eq(t.new_bytes + t.freed_bytes, 0);
+    ck_assert_uint_eq(memdiff_diff_block_count(d), 1);
+    ck_assert_uint_eq(memdiff_diff_block(d, 0)->start, BASE + 1400 * P);
+    memdiff_diff_free(d);
+    memdiff_snapshot_free(a);
+    memdiff_snapshot_free(same);
+    memdiff_snapshot_free(b);
+}
+END_TEST
+
+Suite *runs_suite(void)
+{
+    Suite *s = suite_create("runs");
+    TCase *core = tcase_create("Core");
+    tcase_add_test(core, a_long_run_is_one_record);
+    tcase_add_test(core, alternate_pages_cost_a_bit_each);
+    tcase_add_test(core, bitmap_runs_keep_their_frame_facts);
+    tcase_add_test(core, a_long_run_continuing_a_bitmap_moves_out_of_it);
+    tcase_add_loop_test(core, random_runs_read_back_as_appended, 0, 8);
+    tcase_add_test(core, bitmap_runs_round_trip_through_a_file);
+    tcase_add_test(core, compare_finds_a_replaced_frame_inside_a_bitmap);
+    suite_add_tcase(s, core);
+    return s;
+}
