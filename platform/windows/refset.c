@@ -22,6 +22,11 @@
 #define WS_SHARED ((ULONG_PTR)1 << 8)
 #define WS_PAGE_MASK (~(ULONG_PTR)0xfff)
 
+/* PSAPI_WORKING_SET_EX_BLOCK (psapi.h) bits. */
+#define WSX_VALID ((ULONG_PTR)1 << 0)
+#define WSX_SHARE_COUNT(f) (((f) >> 1) & 0x7u)
+#define WSX_SHARED ((ULONG_PTR)1 << 15)
+
 uint64_t memdiff__os_monotonic_ns(void)
 {
     LARGE_INTEGER f, c;
@@ -134,14 +139,55 @@ static int ws_entries(memdiff__proc *proc, const ULONG_PTR **out, size_t *count)
                                                 "growing", proc->pid);
 }
 
-/* Adds one entry to u: resident, its proportional share, and referenced (the working set after
- * EmptyWorkingSet is the set of pages accessed since). */
+/* Adds one page of the working set to u: resident, its proportional share, and referenced (the
+ * working set after EmptyWorkingSet is the set of pages accessed since). share: ShareCount for a
+ * shareable page (it saturates at 7; 0 when unknown), 1 for a private one. */
+static void count_page(memdiff__plat_usage *u, unsigned share, uint64_t page)
+{
+    u->rss += page;
+    u->pss += page / (share ? share : 7u);
+    u->referenced += page;
+}
+
 static void count_entry(memdiff__plat_usage *u, ULONG_PTR f, uint64_t page)
 {
-    unsigned share = (f & WS_SHARED) ? WS_SHARE_COUNT(f) : 1u;
-    u->rss += page;
-    u->pss += page / (share ? share : 7u); /* ShareCount saturates at 7 */
-    u->referenced += page;
+    count_page(u, (f & WS_SHARED) ? WS_SHARE_COUNT(f) : 1u, page);
+}
+
+/* The usage in u of base's committed memory of [start, end) (proc->regions, from
+ * memdiff__plat_regions), asked page by page of QueryWorkingSetEx in batches: the way when
+ * QueryWorkingSet is refused (Wine 8). */
+static int ex_usage(memdiff__proc *proc, uint64_t start, uint64_t end, memdiff__plat_usage *u)
+{
+    uint64_t ps = proc->page_size;
+    if (!proc->ex &&
+        !(proc->ex = memdiff__arena_alloc(proc->scratch, MEMDIFF__WIN_EX_BATCH * sizeof *proc->ex)))
+        return MEMDIFF_ENOMEM;
+    for (size_t r = 0; r < proc->region_count; r++) {
+        const memdiff__win_region *g = &proc->regions[r];
+        uint64_t lo = g->start > start ? g->start : start, hi = g->end < end ? g->end : end;
+        if (g->state != MEM_COMMIT || lo >= hi)
+            continue;
+        for (uint64_t addr = lo; addr < hi;) {
+            size_t n = (size_t)((hi - addr) / ps);
+            if (n > MEMDIFF__WIN_EX_BATCH)
+                n = MEMDIFF__WIN_EX_BATCH;
+            for (size_t i = 0; i < n; i++) {
+                proc->ex[i].VirtualAddress = (PVOID)(uintptr_t)(addr + i * ps);
+                proc->ex[i].VirtualAttributes.Flags = 0;
+            }
+            if (!QueryWorkingSetEx(proc->process, proc->ex, (DWORD)(n * sizeof *proc->ex)))
+                return memdiff__win_error(proc->process, GetLastError(),
+                                          "QueryWorkingSetEx(pid %d)", proc->pid);
+            for (size_t i = 0; i < n; i++) {
+                ULONG_PTR f = proc->ex[i].VirtualAttributes.Flags;
+                if (f & WSX_VALID)
+                    count_page(u, (f & WSX_SHARED) ? WSX_SHARE_COUNT(f) : 1u, ps);
+            }
+            addr += n * ps;
+        }
+    }
+    return MEMDIFF_OK;
 }
 
 int memdiff__plat_refs_usage(memdiff__proc *proc, memdiff__arena *arena,
@@ -153,17 +199,21 @@ int memdiff__plat_refs_usage(memdiff__proc *proc, memdiff__arena *arena,
     *out = NULL;
     *count = 0;
     int rc = memdiff__plat_regions(proc, arena, &regions, &nr);
-    if (!rc)
+    if (!rc && proc->use_qws)
         rc = ws_entries(proc, &e, &n);
     if (rc)
         return rc;
     memdiff__plat_usage *u = memdiff__arena_alloc(arena, (nr ? nr : 1) * sizeof *u);
     if (!u)
         return MEMDIFF_ENOMEM;
-    for (size_t i = 0; i < nr; i++) {
+    for (size_t i = 0; !rc && i < nr; i++) {
         u[i].start = regions[i].start;
         u[i].end = regions[i].end;
+        if (!proc->use_qws)
+            rc = ex_usage(proc, u[i].start, u[i].end, &u[i]);
     }
+    if (rc)
+        return rc;
     for (size_t k = 0; k < n; k++) {
         uint64_t addr = (uint64_t)(e[k] & WS_PAGE_MASK);
         size_t lo = 0, hi = nr;
@@ -187,6 +237,18 @@ int memdiff__plat_refs_total(memdiff__proc *proc, memdiff__plat_usage *out)
     const ULONG_PTR *e = NULL;
     size_t n = 0;
     memset(out, 0, sizeof *out);
+    if (!proc->use_qws) {
+        /* The region list is read once per proc: a sample's committed ranges may be a little
+         * stale, never its working-set bits. */
+        if (!proc->regions) {
+            memdiff__plat_region *regions;
+            size_t nr;
+            int rc = memdiff__plat_regions(proc, proc->scratch, &regions, &nr);
+            if (rc)
+                return rc;
+        }
+        return ex_usage(proc, 0, UINT64_MAX, out);
+    }
     int rc = ws_entries(proc, &e, &n);
     if (rc)
         return rc;

@@ -67,5 +67,6 @@ typedef struct wintest_case {
 extern const wintest_case wintest_decode_cases[];
 extern const wintest_case wintest_scenario_cases[];
 extern const wintest_case wintest_process_cases[];
+extern const wintest_case wintest_refset_cases[];
 
 #endif /* MEMDIFF_WINTEST_H */
