@@ -121,8 +121,8 @@ static int measure_signed(memdiff_measure m)
     return m == MEMDIFF_MEASURE_NET || m == MEMDIFF_MEASURE_NET_PRIVATE;
 }
 
-int memdiff__figure_valid(const char *who, const memdiff_filter *filter,
-                          memdiff_category category, memdiff_measure measure)
+static int figure_in_range(const char *who, const memdiff_filter *filter,
+                           memdiff_category category, memdiff_measure measure)
 {
     if ((unsigned)category > MEMDIFF_CAT_ALL)
         return memdiff__set_error(MEMDIFF_EINVAL, "%s: category %d out of range", who,
@@ -130,12 +130,25 @@ int memdiff__figure_valid(const char *who, const memdiff_filter *filter,
     if ((unsigned)measure >= MEMDIFF_MEASURE_COUNT)
         return memdiff__set_error(MEMDIFF_EINVAL, "%s: measure %d out of range", who,
                                   (int)measure);
-    if (measure == MEMDIFF_MEASURE_TOUCHED || measure == MEMDIFF_MEASURE_PEAK)
-        return memdiff__set_error(MEMDIFF_ENOTSUP,
-                                  "%s: the %s measure needs a diff with reference-set "
-                                  "information, which this version does not make",
-                                  who, memdiff_measure_name(measure));
     return memdiff__filter_valid(filter, who);
+}
+
+/* Touched and peak are figures of a reference-set bracket's diff (memdiff_refset_end). */
+static int refset_measure(memdiff_measure m)
+{
+    return m == MEMDIFF_MEASURE_TOUCHED || m == MEMDIFF_MEASURE_PEAK;
+}
+
+int memdiff__figure_valid(const char *who, const memdiff_filter *filter,
+                          memdiff_category category, memdiff_measure measure)
+{
+    int rc = figure_in_range(who, filter, category, measure);
+    if (!rc && refset_measure(measure))
+        rc = memdiff__set_error(MEMDIFF_ENOTSUP,
+                                "%s: the %s measure needs the diff of a reference-set bracket "
+                                "(memdiff_refset_end)",
+                                who, memdiff_measure_name(measure));
+    return rc;
 }
 
 static int valid_figure(const char *who, const memdiff_diff *diff, const memdiff_filter *filter,
@@ -143,7 +156,33 @@ static int valid_figure(const char *who, const memdiff_diff *diff, const memdiff
 {
     if (!diff)
         return memdiff__set_error(MEMDIFF_EINVAL, "%s: diff is NULL", who);
-    return memdiff__figure_valid(who, filter, category, measure);
+    if (!diff->bracket)
+        return memdiff__figure_valid(who, filter, category, measure);
+    int rc = figure_in_range(who, filter, category, measure);
+    if (!rc && measure == MEMDIFF_MEASURE_PEAK && category != MEMDIFF_CAT_ALL)
+        rc = memdiff__set_error(MEMDIFF_EINVAL, "%s: the peak is the whole process's: "
+                                                "category MEMDIFF_CAT_ALL only", who);
+    return rc;
+}
+
+/* The figure of block k (totals t: all of it, or what the filter kept; kept: whether the filter
+ * keeps it): the measure of the totals, or its touched bytes. A block has no peak. */
+static int64_t block_figure(const memdiff_diff *d, const memdiff_block *k,
+                            const memdiff_totals *t, int kept, memdiff_measure m)
+{
+    if (m == MEMDIFF_MEASURE_TOUCHED)
+        return kept && d->block_impact ? (int64_t)d->block_impact[k - d->blocks].touched_bytes
+                                       : 0;
+    return measure_of(t, m);
+}
+
+/* The peak above the bracket's start, when the bracket knows it. */
+static int64_t peak_above_start(const memdiff_diff *d)
+{
+    const memdiff_refset_info *in = &d->refs;
+    if (!(in->sources & MEMDIFF_REFS_PEAK) || in->peak_bytes < in->begin_rss_bytes)
+        return 0;
+    return (int64_t)(in->peak_bytes - in->begin_rss_bytes);
 }
 
 static int in_category(const memdiff_block *k, memdiff_category category)
@@ -166,8 +205,14 @@ static tally figure_tally(const memdiff_diff *d, const memdiff_filter *f,
                           memdiff_category category, memdiff_measure m)
 {
     tally t = {0, 0, 0, 0};
+    if (m == MEMDIFF_MEASURE_PEAK) { /* the process's, whatever the category and filter */
+        t.kept = d->bracket ? peak_above_start(d) : 0;
+        return t;
+    }
     if (category == MEMDIFF_CAT_OWN) {
-        t.kept = measure_of(&d->category[MEMDIFF_CAT_OWN], m);
+        t.kept = m == MEMDIFF_MEASURE_TOUCHED
+                     ? (int64_t)d->impact_category[MEMDIFF_CAT_OWN].touched_bytes
+                     : measure_of(&d->category[MEMDIFF_CAT_OWN], m);
         return t;
     }
     for (size_t i = 0; i < d->block_count; i++) {
@@ -175,8 +220,8 @@ static tally figure_tally(const memdiff_diff *d, const memdiff_filter *f,
         memdiff_totals kept;
         if (!in_category(k, category))
             continue;
-        memdiff__filter_block(f, k, verbose_diff(d), &kept);
-        int64_t all = measure_of(&k->totals, m), v = measure_of(&kept, m);
+        int keep = memdiff__filter_block(f, k, verbose_diff(d), &kept);
+        int64_t all = block_figure(d, k, &k->totals, 1, m), v = block_figure(d, k, &kept, keep, m);
         t.kept += v;
         t.dropped += all - v;
         t.kept_blocks += v != 0;
@@ -403,12 +448,12 @@ static int selected_value(const memdiff_diff *d, const selection *s, const memdi
     if (s->pattern) {
         if (!memdiff__label_match(k->label ? k->label : "", s->pattern, s->match))
             return 0;
-        *v = measure_of(&k->totals, s->measure);
+        *v = block_figure(d, k, &k->totals, 1, s->measure);
         return 1;
     }
     if (!memdiff__filter_block(s->filter, k, verbose_diff(d), &kept))
         return 0;
-    *v = measure_of(&kept, s->measure);
+    *v = block_figure(d, k, &kept, 1, s->measure);
     return *v != 0;
 }
 

@@ -403,11 +403,13 @@ typedef enum memdiff_measure {
     MEMDIFF_MEASURE_SHARED,      /* new_shared_bytes: new pages mapped elsewhere too */
     MEMDIFF_MEASURE_NET_PRIVATE, /* new private - freed: what a leak leaves behind. Freed pages
                                     are not split by exclusivity, so all of them count */
-    MEMDIFF_MEASURE_TOUCHED,     /* reserved for reference sets (pages accessed in a bracket,
-                                    resident before or not): MEMDIFF_ENOTSUP until diffs carry
-                                    them */
-    MEMDIFF_MEASURE_PEAK,        /* reserved: the peak resident size reached inside a bracket,
-                                    above its start: MEMDIFF_ENOTSUP likewise */
+    MEMDIFF_MEASURE_TOUCHED,     /* the reference set: pages accessed in a reference-set bracket
+                                    (memdiff_refset_end), resident before or not; the diff of
+                                    anything else: MEMDIFF_ENOTSUP */
+    MEMDIFF_MEASURE_PEAK,        /* the peak resident size reached inside a reference-set
+                                    bracket, above its start: the whole process's, so
+                                    MEMDIFF_CAT_ALL only and no filter applies; else
+                                    MEMDIFF_ENOTSUP likewise */
     MEMDIFF_MEASURE_COUNT
 } memdiff_measure;
 
@@ -461,7 +463,7 @@ typedef struct memdiff_filter {
 /* The figure: measure summed over the blocks of category (or MEMDIFF_CAT_ALL) that filter
  * (NULL: none) keeps. For MEMDIFF_CAT_OWN, which has no blocks, the category's totals,
  * unfiltered. Errors: MEMDIFF_EINVAL (NULL diff or out, category, measure or filter flags out of
- * range), MEMDIFF_ENOTSUP (a reserved measure). */
+ * range), MEMDIFF_ENOTSUP (touched or peak of a diff not from memdiff_refset_end). */
 int memdiff_figure(const memdiff_diff *diff, const memdiff_filter *filter,
                    memdiff_category category, memdiff_measure measure, int64_t *out);
 
@@ -494,7 +496,7 @@ typedef enum memdiff_match {
  * 1, 0 or a negative status as memdiff_check(), and writes msg likewise; on failure it lists
  * the matching blocks, or when none matches, the category's largest blocks, so that the labels
  * there are seen. Errors: MEMDIFF_EINVAL (NULL diff or pattern, an argument out of range),
- * MEMDIFF_ENOTSUP (a reserved measure). */
+ * MEMDIFF_ENOTSUP (touched or peak, as memdiff_figure()). */
 int memdiff_check_label(const memdiff_diff *diff, memdiff_category category,
                         const char *pattern, memdiff_match match, memdiff_measure measure,
                         int64_t min_bytes, char *msg, size_t msg_size);
@@ -570,7 +572,8 @@ typedef struct memdiff_slope {
  * sampling does not disturb what it measures. diff (may be NULL) receives the diff from the
  * before snapshot to the last: the blocks that grew; the caller frees it.
  * Errors: MEMDIFF_EINVAL (fn or out NULL, iterations < 2, sample_every 0 or above iterations,
- * bad figure), MEMDIFF_ENOTSUP (a reserved measure), and those of snapshots and compares. */
+ * bad figure), MEMDIFF_ENOTSUP (touched or peak: slopes are of plain diffs), and those of
+ * snapshots and compares. */
 int memdiff_leak_slope(void (*fn)(void *arg), void *arg, const memdiff_slope_options *options,
                        memdiff_slope *out, memdiff_diff **diff);
 

@@ -222,6 +222,52 @@ START_TEST(plain_diff_has_no_impact)
 }
 END_TEST
 
+/* The assertion module's touched and peak measures read a bracket's diff: touched per block and
+ * category (filters apply), the peak above the start for the whole process. */
+START_TEST(assert_measures)
+{
+    synth_spec b = {.regions = regions, .region_count = SYNTH_COUNT(regions),
+                    .runs = before_runs, .run_count = SYNTH_COUNT(before_runs)};
+    synth_spec a = {.regions = regions, .region_count = SYNTH_COUNT(regions),
+                    .runs = after_runs, .run_count = SYNTH_COUNT(after_runs)};
+    memdiff_refset_info in;
+    memset(&in, 0, sizeof in);
+    in.sources = MEMDIFF_REFS_CLEARED | MEMDIFF_REFS_PAGES | MEMDIFF_REFS_PEAK;
+    in.begin_rss_bytes = 100 * PG;
+    in.peak_bytes = 164 * PG;
+    memdiff_diff *d = synth_bracket_diff(&b, &a, 0, &in);
+    int64_t v = 0;
+    ck_assert_int_eq(memdiff_figure(d, NULL, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_TOUCHED, &v),
+                     MEMDIFF_OK);
+    ck_assert_int_eq(v, 20 * (int64_t)PG);
+    ck_assert_int_eq(memdiff_figure(d, NULL, MEMDIFF_CAT_PRIVATE, MEMDIFF_MEASURE_TOUCHED, &v),
+                     MEMDIFF_OK);
+    ck_assert_int_eq(v, 16 * (int64_t)PG);
+    ck_assert_int_eq(memdiff_figure(d, NULL, MEMDIFF_CAT_OWN, MEMDIFF_MEASURE_TOUCHED, &v),
+                     MEMDIFF_OK);
+    ck_assert_int_eq(v, 4 * (int64_t)PG);
+    memdiff_filter f = MEMDIFF_FILTER_INIT;
+    f.ignore_categories = MEMDIFF_CAT_BIT(MEMDIFF_CAT_PRIVATE);
+    ck_assert_int_eq(memdiff_figure(d, &f, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_TOUCHED, &v),
+                     MEMDIFF_OK);
+    ck_assert_int_eq(v, 4 * (int64_t)PG); /* the heap's */
+    ck_assert_int_eq(memdiff_figure(d, NULL, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_PEAK, &v),
+                     MEMDIFF_OK);
+    ck_assert_int_eq(v, 64 * (int64_t)PG);
+    ck_assert_int_eq(memdiff_figure(d, NULL, MEMDIFF_CAT_HEAP, MEMDIFF_MEASURE_PEAK, &v),
+                     MEMDIFF_EINVAL);
+    char msg[2048];
+    ck_assert_int_eq(memdiff_check(d, NULL, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_TOUCHED,
+                                   MEMDIFF_CMP_LE, 8 * (int64_t)PG, msg, sizeof msg),
+                     0);
+    ck_assert_msg(strstr(msg, "touched") && strstr(msg, "anonymous"), "%s", msg);
+    ck_assert_int_eq(memdiff_check(d, NULL, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_PEAK,
+                                   MEMDIFF_CMP_LE, 64 * (int64_t)PG, msg, sizeof msg),
+                     1);
+    memdiff_diff_free(d);
+}
+END_TEST
+
 /* ---- real brackets of this process ------------------------------------------------------- */
 
 static memdiff_refset *begin_self(void)
@@ -699,6 +745,7 @@ Suite *refset_suite(void)
     tcase_add_test(tc, synthetic_per_mapping);
     tcase_add_test(tc, synthetic_resident_is_touched);
     tcase_add_test(tc, plain_diff_has_no_impact);
+    tcase_add_test(tc, assert_measures);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("Process");
