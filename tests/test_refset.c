@@ -172,7 +172,7 @@ START_TEST(synthetic_per_mapping)
     check_impact(&m, 8, 74, 4, "total");
     ck_assert_uint_eq(memdiff_diff_block_count(d), 2);
     const memdiff_block *k = memdiff_diff_block(d, 1);
-    /* The region's touched bytes span its resident pages: all 64. */
+    /* Per-mapping touched bytes say how many, not which: the block spans the region. */
     ck_assert_uint_eq(k->start, MAP);
     ck_assert_uint_eq(k->end, MAP + 64 * PG);
     ck_assert_int_eq(k->change, MEMDIFF_CHANGE_TOUCHED);
