@@ -70,7 +70,7 @@ typedef struct result {
     int ok;
     int have[M_COUNT];
     double median_ms[M_COUNT];
-    double min_ms[M_COUNT];
+    double *samples; /* [m * reps + rep], ms, or -1 where that repetition has none */
     int64_t present_pages;
     size_t frame_runs; /* runs of consecutive frames among the present pages (root) */
     int scan_missing;
@@ -211,12 +211,14 @@ static void measure(result *r, int want_deep_floors)
     enabled[M_CMP_FAST] = pair[0][0] && pair[0][1];
     enabled[M_CMP_STANDARD] = pair[1][0] && pair[1][1];
 
-    double *samples = calloc((size_t)reps * M_COUNT, sizeof *samples);
-    int count[M_COUNT] = {0};
-    if (!samples) {
-        perror("calloc");
+    double *samples = malloc((size_t)reps * M_COUNT * sizeof *samples);
+    double *v = malloc((size_t)reps * sizeof *v);
+    if (!samples || !v) {
+        perror("malloc");
         exit(1);
     }
+    for (int i = 0; i < reps * M_COUNT; i++)
+        samples[i] = -1;
     for (int rep = 0; rep < reps; rep++) {
         for (int j = 0; j < M_COUNT; j++) {
             int m = (j + rep) % M_COUNT; /* rotated: no measurement always runs first */
@@ -227,18 +229,21 @@ static void measure(result *r, int want_deep_floors)
                 enabled[m] = 0;
                 continue;
             }
-            samples[m * reps + count[m]++] = ms;
+            samples[m * reps + rep] = ms;
         }
     }
     for (int m = 0; m < M_COUNT; m++) {
-        if (!count[m])
+        int n = 0;
+        for (int rep = 0; rep < reps; rep++)
+            if (samples[m * reps + rep] >= 0)
+                v[n++] = samples[m * reps + rep];
+        if (!n)
             continue;
         r->have[m] = 1;
-        double *v = samples + m * reps;
-        r->median_ms[m] = median(v, count[m]);
-        r->min_ms[m] = v[0];
+        r->median_ms[m] = median(v, n);
     }
-    free(samples);
+    free(v);
+    r->samples = samples;
     for (int k = 0; k < 2; k++)
         for (int j = 0; j < 2; j++)
             memdiff_snapshot_free(pair[k][j]);
@@ -302,13 +307,30 @@ static void describe_machine(machine *m)
     m->root = geteuid() == 0;
 }
 
+/* The ratio a / b: the median over repetitions of each repetition's own ratio. Both ran in the
+ * same repetition, seconds apart at most, so a change of the machine's load between
+ * repetitions cancels out; the medians of the two columns are printed beside it. */
+static double paired_ratio(const result *r, int a, int b)
+{
+    double *v = malloc((size_t)reps * sizeof *v);
+    int n = 0;
+    for (int rep = 0; v && rep < reps; rep++) {
+        double x = r->samples[a * reps + rep], y = r->samples[b * reps + rep];
+        if (x >= 0 && y > 0)
+            v[n++] = x / y;
+    }
+    double ratio = n ? median(v, n) : 0;
+    free(v);
+    return ratio;
+}
+
 /* A row of the ratio table: measurement a against b, with the target when the issue states
  * one for this target size (limit 0: informational). */
 static void ratio_row(const result *r, int a, int b, double limit, const char *note)
 {
     if (!r->have[a] || !r->have[b])
         return;
-    double ratio = r->median_ms[a] / r->median_ms[b];
+    double ratio = paired_ratio(r, a, b);
     char target[32] = "", met[8] = "";
     if (limit > 0) {
         snprintf(target, sizeof target, "<= %.2f", limit);
@@ -369,7 +391,9 @@ static void print_tables(const result *res, size_t n, const machine *mc, const c
         printf("\n");
     }
 
-    printf("\n### Ratios (medians of the same run)\n\n");
+    printf("\n### Ratios\n\nRatio: the median over the repetitions of each repetition's own "
+           "ratio (both sides measured in the same repetition, so that changes of the machine's "
+           "load between repetitions cancel); ms: the medians of each side.\n\n");
     printf("| target | memdiff | ms | against | ms | ratio | target | met |\n");
     printf("|---|---|---|---|---|---|---|---|\n");
     for (size_t i = 0; i < n; i++) {
@@ -443,6 +467,28 @@ static void print_json(const result *res, size_t n, const machine *mc, const cha
                 continue;
             printf("%s\"%s\": %.4f", f2 ? "" : ", ", m_keys[m], r->median_ms[m]);
             f2 = 0;
+        }
+        static const struct {
+            const char *key;
+            int a, b;
+        } pairs[] = {
+            {"fast_vs_scan", M_FAST, M_SCAN},
+            {"fast_vs_smaps", M_FAST, M_SMAPS},
+            {"standard_vs_pagemap", M_STANDARD, M_PAGEMAP},
+            {"standard_vs_smaps", M_STANDARD, M_SMAPS},
+            {"deep_vs_sorted_runs", M_DEEP, M_KSORTED},
+            {"deep_vs_per_frame", M_DEEP, M_KEACH},
+            {"compare_standard_vs_standard", M_CMP_STANDARD, M_STANDARD},
+            {"compare_fast_vs_fast", M_CMP_FAST, M_FAST},
+        };
+        printf("},\n     \"ratios\": {");
+        int f3 = 1;
+        for (size_t k = 0; k < sizeof pairs / sizeof pairs[0]; k++) {
+            if (!r->have[pairs[k].a] || !r->have[pairs[k].b])
+                continue;
+            printf("%s\"%s\": %.4f", f3 ? "" : ", ", pairs[k].key,
+                   paired_ratio(r, pairs[k].a, pairs[k].b));
+            f3 = 0;
         }
         printf("},\n     \"storage\": [");
         for (int d = 0; d < 3; d++) {
@@ -533,8 +579,10 @@ int main(int argc, char **argv)
     }
     char cmd[512] = "";
     size_t at = 0;
-    for (int i = 0; i < argc && at < sizeof cmd; i++)
-        at += (size_t)snprintf(cmd + at, sizeof cmd - at, "%s%s", i ? " " : "", argv[i]);
+    for (int i = 0; i < argc && at < sizeof cmd; i++) {
+        const char *q = strchr(argv[i], ' ') ? "'" : "";
+        at += (size_t)snprintf(cmd + at, sizeof cmd - at, "%s%s%s%s", i ? " " : "", q, argv[i], q);
+    }
 
     machine mc;
     describe_machine(&mc);
@@ -561,5 +609,7 @@ int main(int argc, char **argv)
         print_json(res, n, &mc, cmd);
     else
         print_tables(res, n, &mc, cmd);
+    for (size_t i = 0; i < n; i++)
+        free(res[i].samples);
     return 0;
 }
