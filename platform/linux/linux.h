@@ -100,9 +100,10 @@ struct memdiff__proc {
     size_t region_count;
 
     /* page walk scratch (pages.c) */
-    uint64_t *pm;             /* raw pagemap entries of one batch */
+    uint64_t *pm;             /* pagemap entries of one batch, the pending run's at the front */
     unsigned *attrs;          /* decoded attrs of one batch */
-    uint64_t *pfn, *kflags, *mapcount; /* per-page arrays: pending run carried at the front */
+    uint64_t *pfn, *kflags, *mapcount; /* per-page arrays: pending run carried at the front;
+                                          pfn is pm, decoded in place */
     uint64_t *frames, *frame_tmp; /* sort keys of a batch's segments of consecutive frames */
     struct memdiff__linux_seg {
         uint32_t page, len;   /* pages [page, page + len) of a batch, frames consecutive */

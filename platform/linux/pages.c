@@ -147,7 +147,7 @@ static int buffers(walker *w, int scan)
     }
     int rc = alloc_u64(p, &p->pm, B);
     if (!rc && w->pfn)
-        rc = alloc_u64(p, &p->pfn, B);
+        p->pfn = p->pm; /* decode() turns entries into frames in place */
     if (!rc && w->deep) {
         rc = alloc_u64(p, &p->kflags, B);
         if (!rc)
@@ -530,11 +530,11 @@ static void build_table(walker *w)
  * end of what could be read are 0 (not present): a fixture file ends early, and the kernel
  * stops at the end of the user address space. A live process that returns nothing has exited:
  * pagemap_read() finds no mm and reads 0 bytes. */
-static int read_pagemap(walker *w, uint64_t addr, size_t n)
+static int read_pagemap(walker *w, uint64_t addr, size_t base, size_t n)
 {
     memdiff__proc *p = w->proc;
-    ssize_t r = memdiff__linux_pread_full(p->pagemap_fd, p->pm, n * 8,
-                                          (addr >> p->page_shift) * 8);
+    uint64_t *pm = p->pm + base;
+    ssize_t r = memdiff__linux_pread_full(p->pagemap_fd, pm, n * 8, (addr >> p->page_shift) * 8);
     if (r < 0) {
         int e = (int)-r;
         return memdiff__set_error(memdiff__linux_status(e), "read %s/pagemap at 0x%llx: %s",
@@ -545,22 +545,22 @@ static int read_pagemap(walker *w, uint64_t addr, size_t n)
         if (got == 0 && !memdiff__linux_alive(p))
             return memdiff__set_error(MEMDIFF_ESRCH, "read %s/pagemap: the process has exited",
                                       p->dir);
-        memset(p->pm + got, 0, (n - got) * sizeof *p->pm);
+        memset(pm + got, 0, (n - got) * sizeof *pm);
     }
     return MEMDIFF_OK;
 }
 
-/* Decodes p->pm[0..n) into p->attrs (and p->pfn from base); returns how many pages are present
- * or swapped. */
+/* Decodes the entries p->pm[base..base + n) into p->attrs[0..n); with frame numbers, each
+ * entry becomes its page's frame in place (p->pfn is p->pm: no copy). Returns how many pages
+ * are present or swapped. */
 static size_t decode(walker *w, size_t base, size_t n)
 {
     memdiff__proc *p = w->proc;
-    const uint64_t *pm = p->pm;
+    uint64_t *pm = p->pm + base;
     unsigned *attrs = p->attrs;
     const uint64_t zero = p->zero_pfn;
     size_t found = 0;
     if (w->pfn) {
-        uint64_t *pfn = p->pfn + base;
         for (size_t i = 0; i < n; i++) {
             uint64_t e = pm[i], f = e & MEMDIFF__PM_PFN_MASK;
             unsigned a = w->table[e >> PM_TABLE_SHIFT];
@@ -568,7 +568,7 @@ static size_t decode(walker *w, size_t base, size_t n)
             f = present ? f : 0;
             a |= (zero && f == zero) ? MEMDIFF_PAGE_ZERO : 0;
             attrs[i] = a;
-            pfn[i] = f;
+            pm[i] = f;
             found += a != 0;
         }
     } else {
@@ -612,7 +612,7 @@ static int walk_pagemap(walker *w, uint64_t addr, uint64_t npages,
         size_t n = MEMDIFF__LINUX_BATCH - base;
         if (n > npages)
             n = (size_t)npages;
-        int rc = read_pagemap(w, addr, n);
+        int rc = read_pagemap(w, addr, base, n);
         if (rc)
             return rc;
         size_t got = decode(w, base, n);
@@ -706,8 +706,13 @@ static int walk_fast(walker *w, uint64_t start, uint64_t end, int *fallback, uin
         found = found || n > 0;
         cur = next;
     }
-    /* The scan of an exited process walks an empty mm and finds nothing, without an error. */
-    if (!found && !memdiff__linux_alive(p))
+    /* The scan of an exited process walks an empty mm and finds nothing, without an error. One
+     * pagemap entry tells (pagemap_read() reads nothing once the mm is gone) for one pread,
+     * where memdiff__linux_alive() costs five syscalls for every region without pages. */
+    uint64_t e;
+    if (!found && memdiff__linux_pread_full(p->pagemap_fd, &e, sizeof e,
+                                            (start >> p->page_shift) * 8) == 0 &&
+        !memdiff__linux_alive(p))
         return memdiff__set_error(MEMDIFF_ESRCH, "PAGEMAP_SCAN %s/pagemap: the process has exited",
                                   p->dir);
     *cur_out = end;
