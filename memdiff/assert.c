@@ -33,6 +33,7 @@ const char *memdiff_measure_name(memdiff_measure measure)
 {
     static const char *const names[MEMDIFF_MEASURE_COUNT] = {
         "new", "freed", "net", "new private", "new shared", "net private", "touched", "peak",
+        "replaced",
     };
     if ((unsigned)measure >= MEMDIFF_MEASURE_COUNT)
         return "invalid";
@@ -107,6 +108,8 @@ static int64_t measure_of(const memdiff_totals *t, memdiff_measure m)
         return (int64_t)t->new_shared_bytes;
     case MEMDIFF_MEASURE_NET_PRIVATE:
         return (int64_t)t->new_private_bytes - (int64_t)t->freed_bytes;
+    case MEMDIFF_MEASURE_REPLACED:
+        return (int64_t)t->replaced_bytes;
     case MEMDIFF_MEASURE_TOUCHED:
     case MEMDIFF_MEASURE_PEAK:
     case MEMDIFF_MEASURE_COUNT:

@@ -410,10 +410,12 @@ typedef enum memdiff_measure {
                                     bracket, above its start: the whole process's, so
                                     MEMDIFF_CAT_ALL only and no filter applies; else
                                     MEMDIFF_ENOTSUP likewise */
+    MEMDIFF_MEASURE_REPLACED,    /* replaced_bytes: resident in both, in another frame */
     MEMDIFF_MEASURE_COUNT
 } memdiff_measure;
 
-/* "new", "freed", "net", "new private", "new shared", "net private", "touched", "peak";
+/* "new", "freed", "net", "new private", "new shared", "net private", "touched", "peak",
+ * "replaced";
  * "invalid" for a value out of range. */
 const char *memdiff_measure_name(memdiff_measure measure);
 

@@ -264,6 +264,11 @@ START_TEST(leak_of_8_mib_shows_in_heap)
     ASSERT_RUN(0, "diff before.mds after.mds --fail-on 'heap.freed>0' --fail-on 'stack.net<0'");
     ASSERT_RUN(0, "diff after.mds before.mds --fail-on 'heap.net>-8M'"); /* freed the other way */
     ASSERT_RUN(1, "diff after.mds before.mds --fail-on 'heap.net<=-8M'");
+    /* What a leak leaves behind, and '=' as '==': nothing was replaced without frames moving. */
+    ASSERT_RUN(1, "diff before.mds after.mds --fail-on 'net-private>=8M'");
+    ck_assert_ptr_nonnull(strstr(err, "total net private = +"));
+    ASSERT_RUN(0, "diff after.mds before.mds --fail-on 'net-private>0'");
+    ASSERT_RUN(2, "diff before.mds after.mds --fail-on 'net=<0'");
 
     ASSERT_RUN(0, "diff --json before.mds after.mds");
     ck_assert_int_eq(out[0], '{');

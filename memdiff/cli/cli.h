@@ -71,33 +71,20 @@ int cli_parse_count(const char *s, int *n);
 
 /* ---- --fail-on conditions (options.c) --------------------------------------------------- */
 
-typedef enum cli_measure {
-    CLI_M_NEW = 0,
-    CLI_M_FREED,
-    CLI_M_NET,
-    CLI_M_PRIVATE, /* new private bytes */
-    CLI_M_SHARED,  /* new shared bytes */
-    CLI_M_REPLACED,
-    CLI_M_COUNT
-} cli_measure;
-
-typedef enum cli_op { CLI_GT = 0, CLI_GE, CLI_LT, CLI_LE, CLI_EQ, CLI_NE } cli_op;
-
 /* "[SCOPE.]MEASURE OP SIZE": SCOPE a category name or "total" (the default), MEASURE one of
- * new, freed, net, private, shared, replaced; e.g. "net>1M", "heap.net>0", "private.new>=512K". */
+ * new, freed, net, net-private, private, shared, replaced; OP one of > >= < <= == != (= is ==);
+ * e.g. "net>1M", "heap.net>0", "private.new>=512K". Evaluated with memdiff_check(). */
 typedef struct cli_cond {
     const char *text;
-    int category; /* memdiff_category, or -1 for the total */
-    cli_measure measure;
-    cli_op op;
+    memdiff_category category; /* MEMDIFF_CAT_ALL for the total */
+    memdiff_measure measure;
+    memdiff_cmp cmp;
     int64_t bound;
 } cli_cond;
 
 /* Parses text into c; on failure writes why into err and returns -1. */
 int cli_parse_cond(const char *text, cli_cond *c, char *err, size_t errlen);
 
-/* Whether the condition holds for the diff; *value receives the measured figure. */
-int cli_cond_holds(const cli_cond *c, const memdiff_diff *diff, int64_t *value);
 
 /* Checks every condition against the diff and reports the ones that hold on stderr
  * ("memdiff diff: --fail-on heap.net>1M holds: heap net = +8,392,704 bytes").

@@ -55,9 +55,10 @@ static const char diff_help[] =
     "\n"
     "EXPR is [SCOPE.]MEASURE OP SIZE: SCOPE a category (image, heap, stack, mapped-file,\n"
     "shared, private, special, own, unknown) or total (the default); MEASURE new, freed, net,\n"
-    "private (new private bytes), shared (new shared bytes) or replaced; OP >, >=, <, <=, ==,\n"
-    "!=; SIZE bytes with an optional K, M, G, T suffix (binary). Examples: 'net>1M',\n"
-    "'heap.net>0', 'private.new>=512K', 'total.freed>10M'.\n";
+    "net-private (new private - freed: what a leak leaves), private (new private bytes),\n"
+    "shared (new shared bytes) or replaced; OP >, >=, <, <=, ==, !=; SIZE bytes with an\n"
+    "optional K, M, G, T suffix (binary). Examples: 'net>1M', 'heap.net>0',\n"
+    "'private.new>=512K', 'total.freed>10M', 'net-private>0'.\n";
 
 static const char show_help[] =
     "usage: memdiff show FILE [--json] [--regions]\n"

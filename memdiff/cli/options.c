@@ -189,33 +189,42 @@ int cli_parse_size(const char *s, int64_t *bytes)
 
 /* ---- --fail-on -------------------------------------------------------------------------- */
 
-static const char *const measure_names[CLI_M_COUNT] = {"new",     "freed",  "net",
-                                                       "private", "shared", "replaced"};
-
+/* The command line's words for the measures of memdiff_figure(). */
 static const struct {
-    const char *text;
-    cli_op op;
-} ops[] = {{">=", CLI_GE}, {"<=", CLI_LE}, {"==", CLI_EQ}, {"!=", CLI_NE}, {">", CLI_GT},
-           {"<", CLI_LT},  {"=", CLI_EQ}};
+    const char *word;
+    memdiff_measure measure;
+} measures[] = {
+    {"new", MEMDIFF_MEASURE_NEW},         {"freed", MEMDIFF_MEASURE_FREED},
+    {"net", MEMDIFF_MEASURE_NET},         {"net-private", MEMDIFF_MEASURE_NET_PRIVATE},
+    {"private", MEMDIFF_MEASURE_PRIVATE}, {"shared", MEMDIFF_MEASURE_SHARED},
+    {"replaced", MEMDIFF_MEASURE_REPLACED},
+};
 
-static int lookup_measure(const char *s, size_t len)
+static int lookup_measure(const char *s, size_t len, memdiff_measure *out)
 {
-    for (int m = 0; m < CLI_M_COUNT; m++)
-        if (strlen(measure_names[m]) == len && strncmp(measure_names[m], s, len) == 0)
-            return m;
+    for (size_t m = 0; m < sizeof measures / sizeof measures[0]; m++) {
+        if (strlen(measures[m].word) == len && strncmp(measures[m].word, s, len) == 0) {
+            *out = measures[m].measure;
+            return 0;
+        }
+    }
     return -1;
 }
 
-static int lookup_category(const char *s, size_t len)
+static int lookup_category(const char *s, size_t len, memdiff_category *out)
 {
-    if (len == 5 && strncmp(s, "total", 5) == 0)
-        return -1;
+    if (len == 5 && strncmp(s, "total", 5) == 0) {
+        *out = MEMDIFF_CAT_ALL;
+        return 0;
+    }
     for (int c = 0; c < MEMDIFF_CAT_COUNT; c++) {
         const char *name = memdiff_category_name((memdiff_category)c);
-        if (strlen(name) == len && strncmp(name, s, len) == 0)
-            return c;
+        if (strlen(name) == len && strncmp(name, s, len) == 0) {
+            *out = (memdiff_category)c;
+            return 0;
+        }
     }
-    return -2;
+    return -1;
 }
 
 int cli_parse_cond(const char *text, cli_cond *c, char *err, size_t errlen)
@@ -230,14 +239,15 @@ int cli_parse_cond(const char *text, cli_cond *c, char *err, size_t errlen)
     size_t lhs_len = (size_t)(p - text);
     while (lhs_len && isspace((unsigned char)text[lhs_len - 1]))
         lhs_len--;
-    size_t k = 0;
-    while (k < sizeof ops / sizeof ops[0] && strncmp(p, ops[k].text, strlen(ops[k].text)) != 0)
-        k++;
-    if (k == sizeof ops / sizeof ops[0]) {
+    /* The operator: one character, or two when the second is '='; a lone '=' means '=='. */
+    char op[3] = {p[0], p[1] == '=' ? '=' : '\0', '\0'};
+    const char *rhs = p + strlen(op);
+    if (strcmp(op, "=") == 0)
+        op[1] = '=';
+    if (memdiff_cmp_parse(op, &c->cmp) != MEMDIFF_OK) {
         snprintf(err, errlen, "unknown comparison at '%s'", p);
         return -1;
     }
-    const char *rhs = p + strlen(ops[k].text);
     while (isspace((unsigned char)*rhs))
         rhs++;
 
@@ -246,19 +256,15 @@ int cli_parse_cond(const char *text, cli_cond *c, char *err, size_t errlen)
     const char *dot = memchr(text, '.', lhs_len);
     const char *mname = dot ? dot + 1 : text;
     size_t mlen = dot ? lhs_len - (size_t)(dot + 1 - text) : lhs_len;
-    c->category = -1;
-    if (dot) {
-        c->category = lookup_category(text, (size_t)(dot - text));
-        if (c->category == -2) {
-            snprintf(err, errlen, "unknown category '%.*s' (image, heap, stack, mapped-file, "
-                     "shared, private, special, own, unknown, total)", (int)(dot - text), text);
-            return -1;
-        }
+    c->category = MEMDIFF_CAT_ALL;
+    if (dot && lookup_category(text, (size_t)(dot - text), &c->category)) {
+        snprintf(err, errlen, "unknown category '%.*s' (image, heap, stack, mapped-file, shared, "
+                 "private, special, own, unknown, total)", (int)(dot - text), text);
+        return -1;
     }
-    int m = lookup_measure(mname, mlen);
-    if (m < 0) {
-        snprintf(err, errlen, "unknown measure '%.*s' (new, freed, net, private, shared, "
-                 "replaced)", (int)mlen, mname);
+    if (lookup_measure(mname, mlen, &c->measure)) {
+        snprintf(err, errlen, "unknown measure '%.*s' (new, freed, net, net-private, private, "
+                 "shared, replaced)", (int)mlen, mname);
         return -1;
     }
     if (cli_parse_size(rhs, &c->bound)) {
@@ -266,55 +272,6 @@ int cli_parse_cond(const char *text, cli_cond *c, char *err, size_t errlen)
         return -1;
     }
     c->text = text;
-    c->measure = (cli_measure)m;
-    c->op = ops[k].op;
-    return 0;
-}
-
-static int64_t measure_of(const memdiff_totals *t, cli_measure m)
-{
-    switch (m) {
-    case CLI_M_NEW:
-        return (int64_t)t->new_bytes;
-    case CLI_M_FREED:
-        return (int64_t)t->freed_bytes;
-    case CLI_M_NET:
-        return t->net_bytes;
-    case CLI_M_PRIVATE:
-        return (int64_t)t->new_private_bytes;
-    case CLI_M_SHARED:
-        return (int64_t)t->new_shared_bytes;
-    case CLI_M_REPLACED:
-        return (int64_t)t->replaced_bytes;
-    case CLI_M_COUNT:
-        break;
-    }
-    return 0;
-}
-
-int cli_cond_holds(const cli_cond *c, const memdiff_diff *diff, int64_t *value)
-{
-    memdiff_totals t;
-    memset(&t, 0, sizeof t);
-    if (c->category < 0)
-        memdiff_diff_totals(diff, &t);
-    else
-        memdiff_diff_category_totals(diff, (memdiff_category)c->category, &t);
-    int64_t v = *value = measure_of(&t, c->measure);
-    switch (c->op) {
-    case CLI_GT:
-        return v > c->bound;
-    case CLI_GE:
-        return v >= c->bound;
-    case CLI_LT:
-        return v < c->bound;
-    case CLI_LE:
-        return v <= c->bound;
-    case CLI_EQ:
-        return v == c->bound;
-    case CLI_NE:
-        return v != c->bound;
-    }
     return 0;
 }
 
@@ -322,18 +279,19 @@ int cli_check_conds(const char *cmd, const cli_cond *conds, int n, const memdiff
 {
     int rc = CLI_EXIT_OK;
     for (int i = 0; i < n; i++) {
-        int64_t v;
-        if (cli_cond_holds(&conds[i], diff, &v)) {
-            char buf[32];
-            fprintf(stderr, "memdiff %s: --fail-on %s holds: %s %s = %s bytes\n", cmd,
-                    conds[i].text,
-                    conds[i].category < 0 ? "total"
-                                          : memdiff_category_name(
-                                                (memdiff_category)conds[i].category),
-                    measure_names[conds[i].measure],
-                    cli_fmt_int(buf, v, conds[i].measure == CLI_M_NET));
-            rc = CLI_EXIT_MATCH;
-        }
+        const cli_cond *c = &conds[i];
+        int64_t v = 0;
+        /* memdiff_check() answers whether "figure OP bound" holds; --fail-on fails when it does. */
+        if (memdiff_check(diff, NULL, c->category, c->measure, c->cmp, c->bound, NULL, 0) != 1)
+            continue;
+        memdiff_figure(diff, NULL, c->category, c->measure, &v);
+        char buf[32];
+        int with_sign =
+            c->measure == MEMDIFF_MEASURE_NET || c->measure == MEMDIFF_MEASURE_NET_PRIVATE;
+        fprintf(stderr, "memdiff %s: --fail-on %s holds: %s %s = %s bytes\n", cmd, c->text,
+                c->category == MEMDIFF_CAT_ALL ? "total" : memdiff_category_name(c->category),
+                memdiff_measure_name(c->measure), cli_fmt_int(buf, v, with_sign));
+        rc = CLI_EXIT_MATCH;
     }
     return rc;
 }
