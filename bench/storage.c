@@ -9,8 +9,9 @@
 
 void bench_storage_of(const struct memdiff_snapshot *s, bench_storage *out)
 {
-    unsigned arrays = (s->pfn != NULL) + (s->kflags != NULL) + (s->mapcount != NULL);
+    unsigned arrays = (s->kflags != NULL) + (s->mapcount != NULL);
     out->run_bytes = memdiff__runs_bytes(s);
-    out->aux_bytes = (uint64_t)s->aux_count * arrays * sizeof(uint64_t);
+    out->aux_bytes = (uint64_t)s->aux_count * arrays * sizeof(uint64_t) +
+                     (uint64_t)s->frame_segs * 2 * sizeof(uint64_t);
     out->runs = s->run_count;
 }

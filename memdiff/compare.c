@@ -180,15 +180,13 @@ static uint64_t side_seek(side *sd, uint64_t addr)
     return next;
 }
 
-/* The frame numbers of sd's current run, or NULL when the snapshot has none for it. */
-static const uint64_t *run_frames(const side *sd)
+/* Whether the snapshot has frame numbers for sd's current run (from aux index run.aux). */
+static int run_frames(const side *sd)
 {
     const memdiff_snapshot *s = sd->snap;
     const memdiff__run *r = sd->run;
-    if (!s->pfn || !r || r->aux == MEMDIFF__NO_AUX || r->aux > s->aux_count ||
-        r->npages > s->aux_count - r->aux)
-        return NULL;
-    return s->pfn + r->aux;
+    return s->frames && r && r->aux != MEMDIFF__NO_AUX && r->aux <= s->aux_count &&
+           r->npages <= s->aux_count - r->aux;
 }
 
 /* Whether regions b and a are one mapping. The file offset test holds at every address or at
@@ -310,47 +308,68 @@ static memdiff__outcome new_outcome(const walk *w, unsigned attrs_after)
     return (attrs_after & MEMDIFF_PAGE_FILE) ? MEMDIFF__OUT_NEW_SHARED : MEMDIFF__OUT_NEW_PRIVATE;
 }
 
-/* Pages resident in both snapshots of one mapping, with frame numbers on both sides: the only
- * per-page work. Most frames stay put between two snapshots, so blocks of frames are compared
- * with memcmp first and only a block that differs is looked at page by page. Consecutive pages
- * with the same outcome are handed on as one piece. */
-#define FRAME_BLOCK 256u
+/* Pages resident in both snapshots of one mapping, with frame numbers on both sides. Frames are
+ * stored as stretches base + step * k (frames.c): memdiff__frames_mismatch passes equal
+ * stretches whole, and only where frames differ are pages looked at one by one (from the
+ * stretches' bases, without reading memory). Consecutive pages with the same outcome are handed
+ * on as one piece. */
+typedef struct pieces {
+    uint64_t start;
+    memdiff__outcome cur;
+} pieces;
 
-static int compare_frames(walk *w, uint64_t lo, uint64_t hi, const uint64_t *fb,
-                          const uint64_t *fa, memdiff__outcome privacy)
+/* Pages [addr, end) have outcome o: extends the current piece or emits it and starts another. */
+static int piece_to(walk *w, pieces *p, uint64_t addr, memdiff__outcome o)
 {
-    const unsigned both = MEMDIFF_IN_BEFORE | MEMDIFF_IN_AFTER;
+    if (o == p->cur)
+        return MEMDIFF_OK;
+    if (addr > p->start && (p->cur != MEMDIFF__OUT_NONE || w->refs)) { /* brackets: NONE too */
+        int rc = emit(w, p->start, addr, p->cur, 1, MEMDIFF_IN_BEFORE | MEMDIFF_IN_AFTER,
+                      w->b.attrs, w->a.attrs);
+        if (rc)
+            return rc;
+    }
+    p->cur = o;
+    p->start = addr;
+    return MEMDIFF_OK;
+}
+
+static int compare_frames(walk *w, uint64_t lo, uint64_t hi, memdiff__outcome privacy)
+{
     uint64_t ps = w->page_size;
-    uint64_t ib = (lo - w->b.run->start) / ps, ia = (lo - w->a.run->start) / ps;
-    uint64_t n = (hi - lo) / ps, piece = lo;
-    memdiff__outcome cur = MEMDIFF__OUT_NONE;
+    const memdiff_snapshot *sb = w->b.snap, *sa = w->a.snap;
+    uint64_t ib = w->b.run->aux + (lo - w->b.run->start) / ps;
+    uint64_t ia = w->a.run->aux + (lo - w->a.run->start) / ps;
+    uint64_t n = (hi - lo) / ps;
+    pieces p = {lo, MEMDIFF__OUT_NONE};
     for (uint64_t k = 0; k < n;) {
-        uint64_t len = MEMDIFF__MIN(FRAME_BLOCK, n - k);
-        int same = len >= 16 && memcmp(fb + ib + k, fa + ia + k, len * sizeof *fb) == 0;
-        for (uint64_t j = k; j < k + len; j++) {
-            memdiff__outcome o = privacy;
-            if (!same && fb[ib + j] && fa[ia + j] && fb[ib + j] != fa[ia + j])
-                o = MEMDIFF__OUT_REPLACED;
-            if (o == cur) {
-                if (same)
-                    break; /* the rest of the block has the same outcome */
-                continue;
-            }
-            uint64_t addr = lo + j * ps;
-            if (cur != MEMDIFF__OUT_NONE || w->refs) { /* bracket diffs: NONE too */
-                int rc = emit(w, piece, addr, cur, 1, both, w->b.attrs, w->a.attrs);
-                if (rc)
-                    return rc;
-            }
-            cur = o;
-            piece = addr;
-            if (same)
-                break;
+        uint64_t same = memdiff__frames_mismatch(sb, ib + k, sa, ia + k, n - k);
+        int rc = same ? piece_to(w, &p, lo + k * ps, privacy) : MEMDIFF_OK;
+        if (rc)
+            return rc;
+        k += same;
+        if (k == n)
+            break;
+        /* Frames differ from page k: the stretch pair there, page by page. */
+        memdiff__frames_iter fb, fa;
+        uint64_t bb, ba;
+        int stb, sta;
+        memdiff__frames_seek(sb, ib + k, &fb);
+        memdiff__frames_seek(sa, ia + k, &fa);
+        uint64_t len = memdiff__frames_peek(&fb, n - k, &bb, &stb);
+        len = memdiff__frames_peek(&fa, len, &ba, &sta);
+        for (uint64_t j = 0; j < len; j++) {
+            uint64_t xb = bb + (uint64_t)((int64_t)stb * (int64_t)j);
+            uint64_t xa = ba + (uint64_t)((int64_t)sta * (int64_t)j);
+            memdiff__outcome o = xb && xa && xb != xa ? MEMDIFF__OUT_REPLACED : privacy;
+            if ((rc = piece_to(w, &p, lo + (k + j) * ps, o)))
+                return rc;
         }
         k += len;
     }
-    if (cur != MEMDIFF__OUT_NONE || w->refs)
-        return emit(w, piece, hi, cur, 1, both, w->b.attrs, w->a.attrs);
+    if (hi > p.start && (p.cur != MEMDIFF__OUT_NONE || w->refs))
+        return emit(w, p.start, hi, p.cur, 1, MEMDIFF_IN_BEFORE | MEMDIFF_IN_AFTER, w->b.attrs,
+                    w->a.attrs);
     return MEMDIFF_OK;
 }
 
@@ -386,11 +405,8 @@ static int compare_interval(walk *w, uint64_t lo, uint64_t hi)
     if (w->privacy && ((ab ^ aa) & MEMDIFF_PAGE_PRIVATE))
         privacy = (aa & MEMDIFF_PAGE_PRIVATE) ? MEMDIFF__OUT_BECAME_PRIVATE
                                               : MEMDIFF__OUT_BECAME_SHARED;
-    if (w->frames) {
-        const uint64_t *fb = run_frames(&w->b), *fa = run_frames(&w->a);
-        if (fb && fa)
-            return compare_frames(w, lo, hi, fb, fa, privacy);
-    }
+    if (w->frames && run_frames(&w->b) && run_frames(&w->a))
+        return compare_frames(w, lo, hi, privacy);
     if (privacy != MEMDIFF__OUT_NONE || w->refs)
         return emit(w, lo, hi, privacy, 1, both, ab, aa);
     return MEMDIFF_OK;
@@ -430,12 +446,12 @@ static int same_frames(const walk *w, const memdiff__run_rec *rb, const memdiff_
     if (rb->aux > b->aux_count || n > b->aux_count - rb->aux || ra->aux > a->aux_count ||
         n > a->aux_count - ra->aux)
         return 0; /* let the page walk find what is wrong */
-    return memcmp(b->pfn + rb->aux, a->pfn + ra->aux, n * sizeof *b->pfn) == 0;
+    return memdiff__frames_equal(b, rb->aux, a, ra->aux, n);
 }
 
 /* When both snapshots hold the same bitmap record at addr (same span, attrs, bits and frames)
- * in one mapping, nothing changed in its span: the walk passes it whole, with a memcmp or two
- * instead of an interval per run. Sets *to to the span's end. */
+ * in one mapping, nothing changed in its span: the walk passes it whole, with a memcmp and a
+ * look at the frame stretches instead of an interval per run. Sets *to to the span's end. */
 static int skip_same_bitmap(walk *w, uint64_t addr, uint64_t *to)
 {
     side *b = &w->b, *a = &w->a;
@@ -563,7 +579,7 @@ int memdiff__compare_refs(const memdiff_snapshot *before, const memdiff_snapshot
     w.b.have_run = memdiff__runs_next(&w.b.runs, &w.b.next_run);
     w.a.have_run = memdiff__runs_next(&w.a.runs, &w.a.next_run);
     w.page_size = before->info.page_size;
-    w.frames = before->pfn && after->pfn;
+    w.frames = before->frames && after->frames;
     w.privacy = (before->info.sources & after->info.sources & MEMDIFF_SRC_PAGEMAP) != 0;
     w.new_by_private_bit = (after->info.sources & MEMDIFF_SRC_PAGEMAP) != 0;
     w.refs = refs;

@@ -326,17 +326,28 @@ static int encode_runs(writer *w, wbuf *b)
 static int encode_aux(writer *w, wbuf *b)
 {
     const memdiff_snapshot *s = w->s;
-    unsigned mask = (s->pfn ? AUX_PFN : 0) | (s->kflags ? AUX_KFLAGS : 0) |
+    unsigned mask = (s->frames ? AUX_PFN : 0) | (s->kflags ? AUX_KFLAGS : 0) |
                     (s->mapcount ? AUX_MAPCOUNT : 0);
     put_varint(b, mask);
     put_varint(b, s->aux_count);
-    if (s->pfn) {
+    if (s->frames) {
         /* Frames of neighbouring pages are often neighbours (huge pages, fresh allocations):
-         * a signed delta is usually one byte where the frame number would be three or four. */
+         * a signed delta is usually one byte where the frame number would be three or four.
+         * They are stored as stretches in memory (frames.c), read out page by page here. */
         uint64_t prev = 0;
-        for (size_t i = 0; i < s->aux_count; i++) {
-            put_varint(b, zigzag((int64_t)(s->pfn[i] - prev)));
-            prev = s->pfn[i];
+        memdiff__frames_iter it;
+        memdiff__frames_seek(s, 0, &it);
+        for (uint64_t i = 0; i < s->aux_count;) {
+            uint64_t base;
+            int step;
+            uint64_t len = memdiff__frames_peek(&it, s->aux_count - i, &base, &step);
+            for (uint64_t k = 0; k < len; k++) {
+                uint64_t f = base + (uint64_t)((int64_t)step * (int64_t)k);
+                put_varint(b, zigzag((int64_t)(f - prev)));
+                prev = f;
+            }
+            memdiff__frames_skip(&it, len);
+            i += len;
         }
     }
     if (s->kflags)
@@ -365,7 +376,7 @@ static int encode(writer *w)
         rc = encode_regions(w, &regions);
     if (!rc)
         rc = encode_runs(w, &runs);
-    if (!rc && w->s->aux_count && (w->s->pfn || w->s->kflags || w->s->mapcount))
+    if (!rc && w->s->aux_count && (w->s->frames || w->s->kflags || w->s->mapcount))
         rc = encode_aux(w, &aux);
     if (rc)
         return rc;
@@ -827,20 +838,35 @@ static int parse_aux(loader *l)
     size_t n = 0;
     if ((rc = get_count(&r, arrays, sizeof(uint64_t), "pages of per-page data", &n)))
         return rc;
-    uint64_t **dst[3] = {&s->pfn, &s->kflags, &s->mapcount};
-    for (unsigned k = 0; k < 3; k++) {
-        if (!(mask & (1u << k)))
+    if (mask & AUX_PFN) {
+        /* Frame numbers, stored as signed deltas, go to the snapshot's stretches (frames.c) a
+         * chunk at a time. */
+        uint64_t chunk[512], prev = 0;
+        for (size_t i = 0; i < n;) {
+            size_t m = MEMDIFF__MIN(n - i, sizeof chunk / sizeof chunk[0]);
+            for (size_t j = 0; j < m; j++) {
+                uint64_t d;
+                if ((rc = get_varint(&r, &d)))
+                    return rc;
+                chunk[j] = prev += (uint64_t)unzigzag(d);
+            }
+            if ((rc = memdiff__frames_append(s, chunk, m)))
+                return rc;
+            i += m;
+        }
+        if (n == 0 && (rc = memdiff__frames_append(s, NULL, 0)))
+            return rc;
+    }
+    uint64_t **dst[2] = {&s->kflags, &s->mapcount};
+    for (unsigned k = 0; k < 2; k++) {
+        if (!(mask & (AUX_KFLAGS << k)))
             continue;
         uint64_t *v = memdiff__arena_alloc(&s->arena, (n ? n : 1) * sizeof *v);
         if (!v)
             return MEMDIFF_ENOMEM;
-        uint64_t prev = 0;
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = 0; i < n; i++)
             if ((rc = get_varint(&r, &v[i])))
                 return rc;
-            if (k == 0) /* frame numbers are stored as signed deltas */
-                v[i] = prev += (uint64_t)unzigzag(v[i]);
-        }
         *dst[k] = v;
     }
     s->aux_count = n;

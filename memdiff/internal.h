@@ -87,7 +87,13 @@ struct memdiff_snapshot {
     size_t run_words, bits_cap;
     size_t run_count;           /* runs, as memdiff__runs_next gives them */
     uint64_t last_set;          /* pages in runs of the last record (the builder's) */
-    uint64_t *pfn;              /* per-page arrays, NULL when not collected */
+    /* Per-page frame facts of the runs that have them (run.aux indexes them), aux_count pages:
+     * frame numbers as segments (frames.c) when frames is set, kernel page flags and map
+     * counts as arrays (NULL when not collected). */
+    int frames;
+    uint64_t *frame_at, *frame_base; /* segments: start index | step, first frame */
+    size_t frame_segs, frame_cap;
+    uint64_t frame_pages;            /* pages appended (aux_count once built) */
     uint64_t *kflags;
     uint64_t *mapcount;
     size_t aux_count;
@@ -120,7 +126,7 @@ void memdiff__snapshot_tally(memdiff_snapshot *s);
 
 /* Appends npages pages from start with attrs to the runs of region (an index into s->regions),
  * and counts them into the region (memdiff__region_count). aux: the index of the first page's
- * frame facts in s->pfn / kflags / mapcount, or MEMDIFF__NO_AUX. Calls come in address order,
+ * frame facts (frames.c, s->kflags, s->mapcount), or MEMDIFF__NO_AUX. Calls come in address order,
  * region by region, pages not overlapping; a run that continues the previous one (adjacent, same
  * attrs and region, neither with frame facts) extends it. MEMDIFF_ENOMEM from the arena. */
 int memdiff__runs_append(memdiff_snapshot *s, uint32_t region, uint64_t start, uint64_t npages,
@@ -152,6 +158,37 @@ void memdiff__runs_skip_bitmap(memdiff__runs_iter *it);
 
 /* Bytes the runs take as stored (records and bitmaps in use; frame facts not included). */
 size_t memdiff__runs_bytes(const memdiff_snapshot *s);
+
+/* ---- frame numbers (frames.c) ------------------------------------------------------------ */
+
+/* Appends the frame numbers of n pages (pfn[0..n), or all 0 when pfn is NULL: unknown) at the
+ * next aux indices, and sets s->frames. MEMDIFF_ENOMEM from the arena. */
+int memdiff__frames_append(memdiff_snapshot *s, const uint64_t *pfn, uint64_t n);
+
+/* The frame number of aux index i (0 when unknown or beyond the frames). */
+uint64_t memdiff__frame(const memdiff_snapshot *s, uint64_t i);
+
+/* Reads frames as stretches: from the position, len pages whose frames are base + step * k
+ * (step +1, -1 or 0). peek returns len (at most max) without moving; skip moves n pages on. */
+typedef struct memdiff__frames_iter {
+    const memdiff_snapshot *s;
+    size_t seg;
+    uint64_t i;
+} memdiff__frames_iter;
+
+void memdiff__frames_seek(const memdiff_snapshot *s, uint64_t i, memdiff__frames_iter *it);
+uint64_t memdiff__frames_peek(const memdiff__frames_iter *it, uint64_t max, uint64_t *base,
+                              int *step);
+void memdiff__frames_skip(memdiff__frames_iter *it, uint64_t n);
+
+/* The first j < n at which frame ia + j of a differs from frame ib + j of b, or n: stretch by
+ * stretch, a few ns a stretch whatever its length. */
+uint64_t memdiff__frames_mismatch(const memdiff_snapshot *a, uint64_t ia,
+                                  const memdiff_snapshot *b, uint64_t ib, uint64_t n);
+
+/* Whether frames [ia, ia + n) of a equal frames [ib, ib + n) of b. */
+int memdiff__frames_equal(const memdiff_snapshot *a, uint64_t ia, const memdiff_snapshot *b,
+                          uint64_t ib, uint64_t n);
 
 /* ---- snapshot files (file_format.c) ----------------------------------------------------- */
 

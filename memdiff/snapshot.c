@@ -28,9 +28,9 @@ static int grow_aux(builder *b, size_t need)
     size_t cap = b->aux_cap ? b->aux_cap : 4096;
     while (cap < need)
         cap *= 2;
-    uint64_t **arrays[3] = {&s->pfn, &s->kflags, &s->mapcount};
-    int wanted[3] = {b->want_pfn, b->want_kflags, b->want_mapcount};
-    for (int i = 0; i < 3; i++) {
+    uint64_t **arrays[2] = {&s->kflags, &s->mapcount};
+    int wanted[2] = {b->want_kflags, b->want_mapcount};
+    for (int i = 0; i < 2; i++) {
         if (!wanted[i])
             continue;
         uint64_t *v = memdiff__arena_grow(&s->arena, *arrays[i], b->aux_cap * sizeof(uint64_t),
@@ -73,13 +73,16 @@ static int on_run(void *ctx, uint64_t start, uint64_t npages, unsigned attrs, co
         if (grow_aux(b, s->aux_count + npages))
             return MEMDIFF_ENOMEM;
         at = s->aux_count;
-        uint64_t *dst[3] = {s->pfn, s->kflags, s->mapcount};
-        const uint64_t *src[3] = {pfn, kflags, mapcount};
-        for (int k = 0; k < 3; k++) {
+        uint64_t *dst[2] = {s->kflags, s->mapcount};
+        const uint64_t *src[2] = {kflags, mapcount};
+        for (int k = 0; k < 2; k++) {
             if (dst[k] && src[k])
                 memcpy(dst[k] + s->aux_count, src[k] + skip, npages * sizeof(uint64_t));
             /* else: the arena's pages are zeroed, never reused */
         }
+        /* Frame numbers as segments of consecutive frames (frames.c). */
+        if (b->want_pfn && memdiff__frames_append(s, pfn ? pfn + skip : NULL, npages))
+            return MEMDIFF_ENOMEM;
         s->aux_count += npages;
     }
     /* Runs continuing the last one (a backend may split them at batch boundaries) merge there;

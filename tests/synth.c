@@ -86,10 +86,9 @@ static int fill(memdiff_snapshot *s, const synth_spec *spec)
         prev_end = end;
     }
     if (spec->pfn) {
-        s->pfn = memdiff__arena_grow(&s->arena, NULL, 0, (aux ? aux : 1) * sizeof *s->pfn);
-        if (!s->pfn)
-            return MEMDIFF_ENOMEM;
-        memcpy(s->pfn, spec->pfn, aux * sizeof *s->pfn);
+        int rc = memdiff__frames_append(s, spec->pfn, aux); /* as snapshot.c stores them */
+        if (rc)
+            return rc;
         s->aux_count = aux;
     }
 

@@ -1092,7 +1092,7 @@ START_TEST(recorded_tree)
             uint64_t addr = r->start + k * scn_page();
             if (addr < priv->start || addr >= priv->end)
                 continue;
-            uint64_t pfn = deep->pfn[r->aux + k], word = 0;
+            uint64_t pfn = memdiff__frame(deep, r->aux + k), word = 0;
             ck_assert_int_eq(pread(fd, &word, 8, (off_t)(pfn / 64 * 8)), 8);
             int idle = (int)((word >> (pfn % 64)) & 1);
             ck_assert_msg(idle == ((addr - priv->start) / scn_page() % 2 == 0),

@@ -1,5 +1,6 @@
 /* test_runs.c - page-run storage (memdiff/runs.c): plain and bitmap records, what the iterator
- * gives back, what the storage costs, and a snapshot file round trip of bitmap runs. */
+ * gives back, what the storage costs, and a snapshot file round trip of bitmap runs; frame
+ * numbers stored as stretches (memdiff/frames.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -335,6 +336,90 @@ START_TEST(compare_finds_a_replaced_frame_inside_a_bitmap)
 }
 END_TEST
 
+/* Frame numbers (memdiff/frames.c): stretches up, down and flat, appended in pieces, read back
+ * page by page and stretch by stretch; equal stretches compare equal. */
+START_TEST(frames_read_back_as_appended)
+{
+    enum { N = 20000 };
+    static uint64_t v[N];
+    uint32_t x = 777u + (uint32_t)_i * 31u;
+#define RND(n) ((x = x * 1103515245u + 12345u), (x >> 8) % (n))
+    for (size_t i = 0; i < N;) {
+        size_t len = 1 + RND(600);
+        uint64_t base = RND(4) == 0 ? 0 : 0x100000 + RND(1u << 20);
+        unsigned kind = RND(4); /* up, down, flat, scattered */
+        for (size_t k = 0; k < len && i < N; k++, i++)
+            v[i] = kind == 0 ? base + k : kind == 1 ? base - k : kind == 2 ? base : RND(1u << 30);
+    }
+#undef RND
+    memdiff_snapshot *s = empty_snapshot(1, 1);
+    for (size_t i = 0; i < N;) { /* in pieces, as runs bring them */
+        size_t m = MEMDIFF__MIN((size_t)N - i, 1 + (i * 7919) % 1500);
+        ck_assert_int_eq(memdiff__frames_append(s, v + i, m), MEMDIFF_OK);
+        i += m;
+    }
+    ck_assert(s->frames);
+    ck_assert_uint_eq(s->frame_pages, N);
+    uint64_t wrong = 0;
+    for (size_t i = 0; i < N; i++)
+        wrong += memdiff__frame(s, i) != v[i];
+    ck_assert_uint_eq(wrong, 0);
+    memdiff__frames_iter it;
+    memdiff__frames_seek(s, 1234, &it);
+    for (size_t i = 1234; i < N;) {
+        uint64_t base;
+        int step;
+        uint64_t len = memdiff__frames_peek(&it, N - i, &base, &step);
+        ck_assert_uint_ge(len, 1);
+        for (uint64_t k = 0; k < len; k++)
+            wrong += base + (uint64_t)((int64_t)step * (int64_t)k) != v[i + k];
+        memdiff__frames_skip(&it, len);
+        i += len;
+    }
+    ck_assert_uint_eq(wrong, 0);
+    /* The same frames in another snapshot, appended in other pieces, compare equal; one frame
+     * changed does not. */
+    memdiff_snapshot *t = empty_snapshot(1, 1);
+    ck_assert_int_eq(memdiff__frames_append(t, v, N / 3), MEMDIFF_OK);
+    ck_assert_int_eq(memdiff__frames_append(t, v + N / 3, N - N / 3), MEMDIFF_OK);
+    ck_assert(memdiff__frames_equal(s, 0, t, 0, N));
+    ck_assert(memdiff__frames_equal(s, 100, t, 100, N - 100));
+    memdiff_snapshot *u = empty_snapshot(1, 1);
+    v[N / 2] ^= 1;
+    ck_assert_int_eq(memdiff__frames_append(u, v, N), MEMDIFF_OK);
+    ck_assert(!memdiff__frames_equal(s, 0, u, 0, N));
+    ck_assert_uint_eq(memdiff__frames_mismatch(s, 0, u, 0, N), N / 2);
+    ck_assert_uint_eq(memdiff__frames_mismatch(u, 10, s, 10, N - 10), N / 2 - 10);
+    ck_assert(memdiff__frames_equal(s, 0, u, 0, N / 2));
+    ck_assert(memdiff__frames_equal(s, N / 2 + 1, u, N / 2 + 1, N - N / 2 - 1));
+    /* Segments cut elsewhere (frames appended from another start) still compare equal. */
+    memdiff_snapshot *o = empty_snapshot(1, 1);
+    ck_assert_int_eq(memdiff__frames_append(o, v + 5, N / 2 - 5), MEMDIFF_OK);
+    ck_assert_uint_eq(memdiff__frames_mismatch(s, 5, o, 0, N / 2 - 5), N / 2 - 5);
+    ck_assert_uint_eq(memdiff__frames_mismatch(o, 0, s, 5, N / 2 - 5), N / 2 - 5);
+    memdiff_snapshot_free(o);
+    memdiff_snapshot_free(u);
+    memdiff_snapshot_free(t);
+    memdiff_snapshot_free(s);
+}
+END_TEST
+
+/* Consecutive frames cost a segment, not a page: 1M pages in four stretches. */
+START_TEST(consecutive_frames_cost_a_segment)
+{
+    enum { N = 1 << 20 };
+    uint64_t *v = malloc(N * sizeof *v);
+    ck_assert_ptr_nonnull(v);
+    for (size_t i = 0; i < N; i++)
+        v[i] = i < N / 4 ? 0x200000 + i : i < N / 2 ? 0x900000 - i : i < 3 * (N / 4) ? 7 : 0;
+    memdiff_snapshot *s = empty_snapshot(1, 1);
+    ck_assert_int_eq(memdiff__frames_append(s, v, N), MEMDIFF_OK);
+    ck_assert_uint_eq(s->frame_segs, 4);
+    free(v);
+    memdiff_snapshot_free(s);
+}
+END_TEST
+
 Suite *runs_suite(void)
 {
     Suite *s = suite_create("runs");
@@ -346,6 +431,8 @@ Suite *runs_suite(void)
     tcase_add_loop_test(core, random_runs_read_back_as_appended, 0, 8);
     tcase_add_test(core, bitmap_runs_round_trip_through_a_file);
     tcase_add_test(core, compare_finds_a_replaced_frame_inside_a_bitmap);
+    tcase_add_loop_test(core, frames_read_back_as_appended, 0, 4);
+    tcase_add_test(core, consecutive_frames_cost_a_segment);
     suite_add_tcase(s, core);
     return s;
 }
