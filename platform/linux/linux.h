@@ -74,6 +74,10 @@ struct pm_scan_arg {
  * for the batch (pagemap_read walks 512 entries at a time inside anyway), and a snapshot's
  * scratch buffers stay small enough that faulting them in costs little. */
 #define MEMDIFF__LINUX_BATCH 16384u
+/* Deep depth reads kpageflags and kpagecount per span of the sorted frames of a batch: larger
+ * batches join more frames into one span (fewer preads: measured 133K against 78K for 4 GiB at
+ * 16K pages a batch), and deep's per-page cost dwarfs the faults of the larger buffers. */
+#define MEMDIFF__LINUX_DEEP_BATCH 65536u
 #define MEMDIFF__LINUX_SCAN_VEC 4096u
 
 /* The backend's view of an open process. Buffers come from the scratch arena given to
@@ -111,6 +115,7 @@ struct memdiff__proc {
     uint64_t *frame_flags, *frame_counts; /* one pread of kpageflags / kpagecount */
     struct page_region *vec;  /* PAGEMAP_SCAN output */
     int scan_off;             /* the kernel refused a scan (EINVAL): pagemap only from then on */
+    size_t batch_cap;         /* entries the batch buffers above hold */
 
     /* reference tracking (refs.c) */
     int idle_fd;              /* page_idle bitmap, read by the page walk (-1: not tracking) */

@@ -47,7 +47,8 @@
  * the scan; a scan that finds at least half of its stretch present hands it back to pagemap. */
 #define SPARSE_DIVISOR 8u
 
-_Static_assert(MEMDIFF__LINUX_BATCH <= 65536u, "frame_facts packs a batch index in 16 bits");
+_Static_assert(MEMDIFF__LINUX_BATCH <= 65536u && MEMDIFF__LINUX_DEEP_BATCH <= 65536u,
+               "frame_facts packs a batch index in 16 bits");
 
 #define RESIDENT (MEMDIFF_PAGE_PRESENT | MEMDIFF_PAGE_SWAPPED)
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
@@ -63,6 +64,7 @@ typedef struct walker {
     int pfn;        /* deliver frame numbers */
     int deep;       /* deliver kernel page flags and map counts */
     int fast;       /* fast depth: no exclusivity, no soft-dirty, as PAGEMAP_SCAN gives it */
+    size_t batch;   /* pages a batch (MEMDIFF__LINUX_BATCH, _DEEP_BATCH at deep) */
     file_rule file;
     unsigned table[1u << (64 - PM_TABLE_SHIFT)]; /* attrs of pagemap bits 55-63 */
     /* The pending run: pages [start, start + n) with attrs, arrays at index off. It stays open
@@ -132,7 +134,7 @@ static int alloc_u64(memdiff__proc *p, uint64_t **slot, size_t count)
 static int buffers(walker *w, int scan)
 {
     memdiff__proc *p = w->proc;
-    const size_t B = MEMDIFF__LINUX_BATCH;
+    const size_t B = w->batch;
     if (scan && !p->vec) {
         p->vec = memdiff__arena_alloc(p->scratch, MEMDIFF__LINUX_SCAN_VEC * sizeof *p->vec);
         if (!p->vec)
@@ -140,6 +142,15 @@ static int buffers(walker *w, int scan)
     }
     if (scan && w->fast)
         return MEMDIFF_OK;
+    if (p->batch_cap < B) {
+        /* First use, or a deeper walk than before on this proc: buffers of a batch's size
+         * (the smaller ones stay in the scratch arena until it is released). */
+        p->pm = p->pfn = p->kflags = p->mapcount = NULL;
+        p->frames = p->frame_tmp = p->frame_flags = p->frame_counts = NULL;
+        p->attrs = NULL;
+        p->segs = NULL;
+        p->batch_cap = B;
+    }
     if (!p->attrs) {
         p->attrs = memdiff__arena_alloc(p->scratch, B * sizeof *p->attrs);
         if (!p->attrs)
@@ -472,7 +483,7 @@ static int frame_facts(walker *w, size_t base, size_t n)
         size_t t = s + 1;
         while (t < m) {
             uint64_t f = keys[t] >> 16, e = f + p->segs[keys[t] & 0xFFFF].len;
-            if (f > hi + FRAME_GAP || MAX(hi, e) - lo > MEMDIFF__LINUX_BATCH)
+            if (f > hi + FRAME_GAP || MAX(hi, e) - lo > w->batch)
                 break;
             hi = MAX(hi, e);
             t++;
@@ -602,14 +613,14 @@ static int walk_pagemap(walker *w, uint64_t addr, uint64_t npages,
                 return rc;
         }
         size_t base = arrays && w->pending ? (size_t)w->n : 0;
-        if (base == MEMDIFF__LINUX_BATCH) {
+        if (base == w->batch) {
             /* A run of a whole batch: deliver it, it cannot carry further. */
             int rc = flush(w);
             if (rc)
                 return rc;
             base = 0;
         }
-        size_t n = MEMDIFF__LINUX_BATCH - base;
+        size_t n = w->batch - base;
         if (n > npages)
             n = (size_t)npages;
         int rc = read_pagemap(w, addr, base, n);
@@ -655,7 +666,7 @@ static int pagemap_around(walker *w, const struct page_region *r, size_t n, uint
     size_t i = 0;
     while (i < n) {
         size_t j = i + 1;
-        while (j < n && (r[j].end - r[i].start) / ps <= MEMDIFF__LINUX_BATCH)
+        while (j < n && (r[j].end - r[i].start) / ps <= w->batch)
             j++;
         uint64_t start = r[i].start, end = r[j - 1].end;
         int rc = walk_pagemap(w, start, (end - start) / ps, r + i, j - i, found);
@@ -724,7 +735,7 @@ static int walk_fast(walker *w, uint64_t start, uint64_t end, int *fallback, uin
 static int walk_adaptive(walker *w, uint64_t start, uint64_t end)
 {
     memdiff__proc *p = w->proc;
-    const uint64_t B = MEMDIFF__LINUX_BATCH;
+    const uint64_t B = w->batch;
     unsigned shift = p->page_shift;
     int can_scan = (p->sources & MEMDIFF_SRC_PAGEMAP_SCAN) != 0;
     uint64_t cur = start;
@@ -787,6 +798,7 @@ int memdiff__plat_pages(memdiff__proc *proc, uint64_t start, uint64_t end, memdi
     w.deep = depth >= MEMDIFF_DEPTH_DEEP && (proc->sources & MEMDIFF_SRC_PFN) &&
              (proc->sources & MEMDIFF_SRC_KPAGEFLAGS) && (proc->sources & MEMDIFF_SRC_KPAGECOUNT);
     w.file = region_file_rule(proc, start, end);
+    w.batch = w.deep ? MEMDIFF__LINUX_DEEP_BATCH : MEMDIFF__LINUX_BATCH;
     int scan = (proc->sources & MEMDIFF_SRC_PAGEMAP_SCAN) && !proc->scan_off;
     int rc = buffers(&w, scan);
     if (rc)
