@@ -10,7 +10,10 @@
 
 #include "internal.h"
 
-#define CHUNK_MIN ((size_t)64 * 1024)
+/* A bump chunk is 64 KiB mapped, header included (64 KiB of data would map 68 KiB): a small
+ * process's snapshot fits in one. */
+#define CHUNK_BYTES ((size_t)64 * 1024)
+#define CHUNK_MIN (CHUNK_BYTES - offsetof(memdiff__chunk, data))
 #define DEDICATED_MIN ((size_t)16 * 1024) /* larger requests get a chunk of their own */
 #define ALIGN 16u
 
