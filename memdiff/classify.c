@@ -148,7 +148,9 @@ static int emit(classifier *c, const memdiff__plat_region *pr, uint64_t start, u
         }
     }
     if (c->count == c->cap) {
-        size_t cap = c->cap ? c->cap * 2 : 256;
+        /* Room for every mapping and a few splits at once: a small process's regions then sit
+         * in the snapshot's first arena chunk, with no array left behind by a growth. */
+        size_t cap = c->cap ? c->cap * 2 : c->f->region_count + 32;
         memdiff__region *v =
             memdiff__arena_grow(c->arena, c->out, c->cap * sizeof *v, cap * sizeof *v);
         if (!v)
