@@ -505,13 +505,13 @@ static void print_json(const result *res, size_t n, const machine *mc, const cha
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: memdiff_bench [--quick] [--json] [--reps N] [--only NAME] [--profile DEPTH]\n"
-               "  --quick    64 MiB and 1 GiB targets only (a smoke run)\n"
-               "  --json     results as one JSON object instead of tables\n"
-               "  --reps N   repetitions per measurement (default 11, at least 3)\n"
-               "  --only S   targets whose name contains S (e.g. \"alternate\")\n"
-               "  --profile D  only take N snapshots at depth D (fast, standard, deep, or compare)\n"
-               "             of the first target selected, for perf record or callgrind\n");
+    fprintf(f, "usage: memdiff_bench [--quick] [--json] [--reps N] [--only S] [--profile D]\n"
+               "  --quick      64 MiB and 1 GiB targets only (a smoke run)\n"
+               "  --json       results as one JSON object instead of tables\n"
+               "  --reps N     repetitions per measurement (default 11, at least 3)\n"
+               "  --only S     targets whose name contains S (e.g. \"alternate\")\n"
+               "  --profile D  only take N snapshots at depth D (fast, standard, deep) or\n"
+               "               compares (compare) of the first target selected, for perf\n");
 }
 
 /* --profile: the snapshots alone, for a profiler to look at (floors and peers left out). */

@@ -9,9 +9,8 @@
 
 void bench_storage_of(const struct memdiff_snapshot *s, bench_storage *out)
 {
-    unsigned arrays = (s->kflags != NULL) + (s->mapcount != NULL);
     out->run_bytes = memdiff__runs_bytes(s);
-    out->aux_bytes = (uint64_t)s->aux_count * arrays * sizeof(uint64_t) +
-                     (uint64_t)s->frame_segs * 2 * sizeof(uint64_t);
+    out->aux_bytes = memdiff__seq_bytes(&s->frames) + memdiff__seq_bytes(&s->kflags) +
+                     memdiff__seq_bytes(&s->mapcount);
     out->runs = s->run_count;
 }

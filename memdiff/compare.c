@@ -185,7 +185,7 @@ static int run_frames(const side *sd)
 {
     const memdiff_snapshot *s = sd->snap;
     const memdiff__run *r = sd->run;
-    return s->frames && r && r->aux != MEMDIFF__NO_AUX && r->aux <= s->aux_count &&
+    return s->frames.present && r && r->aux != MEMDIFF__NO_AUX && r->aux <= s->aux_count &&
            r->npages <= s->aux_count - r->aux;
 }
 
@@ -309,7 +309,7 @@ static memdiff__outcome new_outcome(const walk *w, unsigned attrs_after)
 }
 
 /* Pages resident in both snapshots of one mapping, with frame numbers on both sides. Frames are
- * stored as stretches base + step * k (frames.c): memdiff__frames_mismatch passes equal
+ * stored as stretches base + step * k (seq.c): memdiff__seq_mismatch passes equal
  * stretches whole, and only where frames differ are pages looked at one by one (from the
  * stretches' bases, without reading memory). Consecutive pages with the same outcome are handed
  * on as one piece. */
@@ -343,7 +343,7 @@ static int compare_frames(walk *w, uint64_t lo, uint64_t hi, memdiff__outcome pr
     uint64_t n = (hi - lo) / ps;
     pieces p = {lo, MEMDIFF__OUT_NONE};
     for (uint64_t k = 0; k < n;) {
-        uint64_t same = memdiff__frames_mismatch(sb, ib + k, sa, ia + k, n - k);
+        uint64_t same = memdiff__seq_mismatch(&sb->frames, ib + k, &sa->frames, ia + k, n - k);
         int rc = same ? piece_to(w, &p, lo + k * ps, privacy) : MEMDIFF_OK;
         if (rc)
             return rc;
@@ -351,13 +351,13 @@ static int compare_frames(walk *w, uint64_t lo, uint64_t hi, memdiff__outcome pr
         if (k == n)
             break;
         /* Frames differ from page k: the stretch pair there, page by page. */
-        memdiff__frames_iter fb, fa;
+        memdiff__seq_iter fb, fa;
         uint64_t bb, ba;
         int stb, sta;
-        memdiff__frames_seek(sb, ib + k, &fb);
-        memdiff__frames_seek(sa, ia + k, &fa);
-        uint64_t len = memdiff__frames_peek(&fb, n - k, &bb, &stb);
-        len = memdiff__frames_peek(&fa, len, &ba, &sta);
+        memdiff__seq_seek(&sb->frames, ib + k, &fb);
+        memdiff__seq_seek(&sa->frames, ia + k, &fa);
+        uint64_t len = memdiff__seq_peek(&fb, n - k, &bb, &stb);
+        len = memdiff__seq_peek(&fa, len, &ba, &sta);
         for (uint64_t j = 0; j < len; j++) {
             uint64_t xb = bb + (uint64_t)((int64_t)stb * (int64_t)j);
             uint64_t xa = ba + (uint64_t)((int64_t)sta * (int64_t)j);
@@ -446,7 +446,7 @@ static int same_frames(const walk *w, const memdiff__run_rec *rb, const memdiff_
     if (rb->aux > b->aux_count || n > b->aux_count - rb->aux || ra->aux > a->aux_count ||
         n > a->aux_count - ra->aux)
         return 0; /* let the page walk find what is wrong */
-    return memdiff__frames_equal(b, rb->aux, a, ra->aux, n);
+    return memdiff__seq_equal(&b->frames, rb->aux, &a->frames, ra->aux, n);
 }
 
 /* When both snapshots hold the same bitmap record at addr (same span, attrs, bits and frames)
@@ -579,7 +579,7 @@ int memdiff__compare_refs(const memdiff_snapshot *before, const memdiff_snapshot
     w.b.have_run = memdiff__runs_next(&w.b.runs, &w.b.next_run);
     w.a.have_run = memdiff__runs_next(&w.a.runs, &w.a.next_run);
     w.page_size = before->info.page_size;
-    w.frames = before->frames && after->frames;
+    w.frames = before->frames.present && after->frames.present;
     w.privacy = (before->info.sources & after->info.sources & MEMDIFF_SRC_PAGEMAP) != 0;
     w.new_by_private_bit = (after->info.sources & MEMDIFF_SRC_PAGEMAP) != 0;
     w.refs = refs;

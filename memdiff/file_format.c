@@ -323,39 +323,42 @@ static int encode_runs(writer *w, wbuf *b)
     return b->failed;
 }
 
+/* The values [0, n) of q, page by page (they are stored as stretches in memory, seq.c); frame
+ * numbers as zigzag deltas from the previous page's (neighbouring pages' frames are often
+ * neighbours: huge pages, fresh allocations; a delta is usually one byte where the frame number
+ * would be three or four), flags and counts as they are. */
+static void put_seq(wbuf *b, const memdiff__seq *q, uint64_t n, int deltas)
+{
+    uint64_t prev = 0;
+    memdiff__seq_iter it;
+    memdiff__seq_seek(q, 0, &it);
+    for (uint64_t i = 0; i < n;) {
+        uint64_t base;
+        int step;
+        uint64_t len = memdiff__seq_peek(&it, n - i, &base, &step);
+        for (uint64_t k = 0; k < len; k++) {
+            uint64_t v = base + (uint64_t)((int64_t)step * (int64_t)k);
+            put_varint(b, deltas ? zigzag((int64_t)(v - prev)) : v);
+            prev = v;
+        }
+        memdiff__seq_skip(&it, len);
+        i += len;
+    }
+}
+
 static int encode_aux(writer *w, wbuf *b)
 {
     const memdiff_snapshot *s = w->s;
-    unsigned mask = (s->frames ? AUX_PFN : 0) | (s->kflags ? AUX_KFLAGS : 0) |
-                    (s->mapcount ? AUX_MAPCOUNT : 0);
+    unsigned mask = (s->frames.present ? AUX_PFN : 0) | (s->kflags.present ? AUX_KFLAGS : 0) |
+                    (s->mapcount.present ? AUX_MAPCOUNT : 0);
     put_varint(b, mask);
     put_varint(b, s->aux_count);
-    if (s->frames) {
-        /* Frames of neighbouring pages are often neighbours (huge pages, fresh allocations):
-         * a signed delta is usually one byte where the frame number would be three or four.
-         * They are stored as stretches in memory (frames.c), read out page by page here. */
-        uint64_t prev = 0;
-        memdiff__frames_iter it;
-        memdiff__frames_seek(s, 0, &it);
-        for (uint64_t i = 0; i < s->aux_count;) {
-            uint64_t base;
-            int step;
-            uint64_t len = memdiff__frames_peek(&it, s->aux_count - i, &base, &step);
-            for (uint64_t k = 0; k < len; k++) {
-                uint64_t f = base + (uint64_t)((int64_t)step * (int64_t)k);
-                put_varint(b, zigzag((int64_t)(f - prev)));
-                prev = f;
-            }
-            memdiff__frames_skip(&it, len);
-            i += len;
-        }
-    }
-    if (s->kflags)
-        for (size_t i = 0; i < s->aux_count; i++)
-            put_varint(b, s->kflags[i]);
-    if (s->mapcount)
-        for (size_t i = 0; i < s->aux_count; i++)
-            put_varint(b, s->mapcount[i]);
+    if (s->frames.present)
+        put_seq(b, &s->frames, s->aux_count, 1);
+    if (s->kflags.present)
+        put_seq(b, &s->kflags, s->aux_count, 0);
+    if (s->mapcount.present)
+        put_seq(b, &s->mapcount, s->aux_count, 0);
     return b->failed;
 }
 
@@ -376,7 +379,8 @@ static int encode(writer *w)
         rc = encode_regions(w, &regions);
     if (!rc)
         rc = encode_runs(w, &runs);
-    if (!rc && w->s->aux_count && (w->s->frames || w->s->kflags || w->s->mapcount))
+    if (!rc && w->s->aux_count &&
+        (w->s->frames.present || w->s->kflags.present || w->s->mapcount.present))
         rc = encode_aux(w, &aux);
     if (rc)
         return rc;
@@ -838,36 +842,27 @@ static int parse_aux(loader *l)
     size_t n = 0;
     if ((rc = get_count(&r, arrays, sizeof(uint64_t), "pages of per-page data", &n)))
         return rc;
-    if (mask & AUX_PFN) {
-        /* Frame numbers, stored as signed deltas, go to the snapshot's stretches (frames.c) a
-         * chunk at a time. */
+    /* Each array in the mask, in order, into the snapshot's stretches (seq.c) a chunk at a
+     * time; frame numbers are stored as signed deltas. */
+    memdiff__seq *dst[3] = {&s->frames, &s->kflags, &s->mapcount};
+    for (unsigned k = 0; k < 3; k++) {
+        if (!(mask & (1u << k)))
+            continue;
         uint64_t chunk[512], prev = 0;
         for (size_t i = 0; i < n;) {
             size_t m = MEMDIFF__MIN(n - i, sizeof chunk / sizeof chunk[0]);
             for (size_t j = 0; j < m; j++) {
-                uint64_t d;
-                if ((rc = get_varint(&r, &d)))
+                uint64_t v;
+                if ((rc = get_varint(&r, &v)))
                     return rc;
-                chunk[j] = prev += (uint64_t)unzigzag(d);
+                chunk[j] = k == 0 ? (prev += (uint64_t)unzigzag(v)) : v;
             }
-            if ((rc = memdiff__frames_append(s, chunk, m)))
+            if ((rc = memdiff__seq_append(&s->arena, dst[k], chunk, m)))
                 return rc;
             i += m;
         }
-        if (n == 0 && (rc = memdiff__frames_append(s, NULL, 0)))
+        if (n == 0 && (rc = memdiff__seq_append(&s->arena, dst[k], NULL, 0)))
             return rc;
-    }
-    uint64_t **dst[2] = {&s->kflags, &s->mapcount};
-    for (unsigned k = 0; k < 2; k++) {
-        if (!(mask & (AUX_KFLAGS << k)))
-            continue;
-        uint64_t *v = memdiff__arena_alloc(&s->arena, (n ? n : 1) * sizeof *v);
-        if (!v)
-            return MEMDIFF_ENOMEM;
-        for (size_t i = 0; i < n; i++)
-            if ((rc = get_varint(&r, &v[i])))
-                return rc;
-        *dst[k] = v;
     }
     s->aux_count = n;
     return MEMDIFF_OK;

@@ -61,6 +61,16 @@ typedef struct memdiff__run {
     uint64_t aux;              /* index of the first page in pfn/kflags/mapcount, or NO_AUX */
 } memdiff__run;
 
+/* Per-page values (frame facts) in index order, stored as stretches (seq.c). */
+typedef struct memdiff__seq {
+    uint64_t *at, *base;  /* segments: start index | kind, first value (or literal index) */
+    size_t segs, cap;
+    uint64_t *lit;        /* values of literal segments */
+    size_t lits, lit_cap;
+    uint64_t n;           /* values appended */
+    int present;          /* collected (set by the first append) */
+} memdiff__seq;
+
 /* How runs are stored (runs.c): records of 32 bytes. A plain record is one run. A bitmap record
  * (MEMDIFF__RUN_BITMAP in attrs) spans npages pages from start with one bit per page in
  * run_bits: the set pages share the record's attrs, and each stretch of set bits is one run; its
@@ -87,15 +97,9 @@ struct memdiff_snapshot {
     size_t run_words, bits_cap;
     size_t run_count;           /* runs, as memdiff__runs_next gives them */
     uint64_t last_set;          /* pages in runs of the last record (the builder's) */
-    /* Per-page frame facts of the runs that have them (run.aux indexes them), aux_count pages:
-     * frame numbers as segments (frames.c) when frames is set, kernel page flags and map
-     * counts as arrays (NULL when not collected). */
-    int frames;
-    uint64_t *frame_at, *frame_base; /* segments: start index | step, first frame */
-    size_t frame_segs, frame_cap;
-    uint64_t frame_pages;            /* pages appended (aux_count once built) */
-    uint64_t *kflags;
-    uint64_t *mapcount;
+    /* Per-page frame facts of the runs that have them (run.aux indexes them), aux_count pages
+     * each where present: frame numbers, kernel page flags, map counts (seq.c). */
+    memdiff__seq frames, kflags, mapcount;
     size_t aux_count;
 };
 
@@ -126,8 +130,8 @@ void memdiff__snapshot_tally(memdiff_snapshot *s);
 
 /* Appends npages pages from start with attrs to the runs of region (an index into s->regions),
  * and counts them into the region (memdiff__region_count). aux: the index of the first page's
- * frame facts (frames.c, s->kflags, s->mapcount), or MEMDIFF__NO_AUX. Calls come in address order,
- * region by region, pages not overlapping; a run that continues the previous one (adjacent, same
+ * frame facts (s->frames, s->kflags, s->mapcount: seq.c), or MEMDIFF__NO_AUX. Calls come in
+ * address order, region by region, pages not overlapping; a run that continues the previous one (adjacent, same
  * attrs and region, neither with frame facts) extends it. MEMDIFF_ENOMEM from the arena. */
 int memdiff__runs_append(memdiff_snapshot *s, uint32_t region, uint64_t start, uint64_t npages,
                          unsigned attrs, uint64_t aux);
@@ -159,36 +163,39 @@ void memdiff__runs_skip_bitmap(memdiff__runs_iter *it);
 /* Bytes the runs take as stored (records and bitmaps in use; frame facts not included). */
 size_t memdiff__runs_bytes(const memdiff_snapshot *s);
 
-/* ---- frame numbers (frames.c) ------------------------------------------------------------ */
+/* ---- frame facts (seq.c) ----------------------------------------------------------------- */
 
-/* Appends the frame numbers of n pages (pfn[0..n), or all 0 when pfn is NULL: unknown) at the
- * next aux indices, and sets s->frames. MEMDIFF_ENOMEM from the arena. */
-int memdiff__frames_append(memdiff_snapshot *s, const uint64_t *pfn, uint64_t n);
+/* Appends n values (v[0..n), or all 0 when v is NULL: unknown) at the next indices of q, in
+ * arena, and marks q present. MEMDIFF_ENOMEM from the arena. */
+int memdiff__seq_append(memdiff__arena *arena, memdiff__seq *q, const uint64_t *v, uint64_t n);
 
-/* The frame number of aux index i (0 when unknown or beyond the frames). */
-uint64_t memdiff__frame(const memdiff_snapshot *s, uint64_t i);
+/* Value i of q (0 when unknown or beyond the values). */
+uint64_t memdiff__seq_get(const memdiff__seq *q, uint64_t i);
 
-/* Reads frames as stretches: from the position, len pages whose frames are base + step * k
- * (step +1, -1 or 0). peek returns len (at most max) without moving; skip moves n pages on. */
-typedef struct memdiff__frames_iter {
-    const memdiff_snapshot *s;
+/* Reads values as stretches: from the position, len values base + step * k (step +1, -1 or 0;
+ * literal values come one at a time). peek returns len (at most max) without moving; skip moves
+ * n values on. */
+typedef struct memdiff__seq_iter {
+    const memdiff__seq *q;
     size_t seg;
     uint64_t i;
-} memdiff__frames_iter;
+} memdiff__seq_iter;
 
-void memdiff__frames_seek(const memdiff_snapshot *s, uint64_t i, memdiff__frames_iter *it);
-uint64_t memdiff__frames_peek(const memdiff__frames_iter *it, uint64_t max, uint64_t *base,
-                              int *step);
-void memdiff__frames_skip(memdiff__frames_iter *it, uint64_t n);
+void memdiff__seq_seek(const memdiff__seq *q, uint64_t i, memdiff__seq_iter *it);
+uint64_t memdiff__seq_peek(const memdiff__seq_iter *it, uint64_t max, uint64_t *base, int *step);
+void memdiff__seq_skip(memdiff__seq_iter *it, uint64_t n);
 
-/* The first j < n at which frame ia + j of a differs from frame ib + j of b, or n: stretch by
- * stretch, a few ns a stretch whatever its length. */
-uint64_t memdiff__frames_mismatch(const memdiff_snapshot *a, uint64_t ia,
-                                  const memdiff_snapshot *b, uint64_t ib, uint64_t n);
+/* The first j < n at which value ia + j of a differs from value ib + j of b, or n: segment by
+ * segment, a few ns a segment whatever its length. */
+uint64_t memdiff__seq_mismatch(const memdiff__seq *a, uint64_t ia, const memdiff__seq *b,
+                               uint64_t ib, uint64_t n);
 
-/* Whether frames [ia, ia + n) of a equal frames [ib, ib + n) of b. */
-int memdiff__frames_equal(const memdiff_snapshot *a, uint64_t ia, const memdiff_snapshot *b,
-                          uint64_t ib, uint64_t n);
+/* Whether values [ia, ia + n) of a equal values [ib, ib + n) of b. */
+int memdiff__seq_equal(const memdiff__seq *a, uint64_t ia, const memdiff__seq *b, uint64_t ib,
+                       uint64_t n);
+
+/* Bytes q takes as stored. */
+size_t memdiff__seq_bytes(const memdiff__seq *q);
 
 /* ---- snapshot files (file_format.c) ----------------------------------------------------- */
 

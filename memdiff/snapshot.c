@@ -15,33 +15,9 @@
 
 typedef struct builder {
     memdiff_snapshot *s;
-    size_t aux_cap;
     size_t region;   /* index of the region being read */
     int want_pfn, want_kflags, want_mapcount;
 } builder;
-
-static int grow_aux(builder *b, size_t need)
-{
-    memdiff_snapshot *s = b->s;
-    if (need <= b->aux_cap)
-        return MEMDIFF_OK;
-    size_t cap = b->aux_cap ? b->aux_cap : 4096;
-    while (cap < need)
-        cap *= 2;
-    uint64_t **arrays[2] = {&s->kflags, &s->mapcount};
-    int wanted[2] = {b->want_kflags, b->want_mapcount};
-    for (int i = 0; i < 2; i++) {
-        if (!wanted[i])
-            continue;
-        uint64_t *v = memdiff__arena_grow(&s->arena, *arrays[i], b->aux_cap * sizeof(uint64_t),
-                                          cap * sizeof(uint64_t));
-        if (!v)
-            return MEMDIFF_ENOMEM;
-        *arrays[i] = v;
-    }
-    b->aux_cap = cap;
-    return MEMDIFF_OK;
-}
 
 /* The page sink: appends one run (and its frame facts). */
 static int on_run(void *ctx, uint64_t start, uint64_t npages, unsigned attrs, const uint64_t *pfn,
@@ -70,19 +46,17 @@ static int on_run(void *ctx, uint64_t start, uint64_t npages, unsigned attrs, co
     int aux = (b->want_pfn && pfn) || (b->want_kflags && kflags) || (b->want_mapcount && mapcount);
     uint64_t at = MEMDIFF__NO_AUX;
     if (aux) {
-        if (grow_aux(b, s->aux_count + npages))
-            return MEMDIFF_ENOMEM;
+        /* Frame facts as stretches of related values (seq.c); a fact the backend did not give
+         * for this run is 0, unknown. */
         at = s->aux_count;
-        uint64_t *dst[2] = {s->kflags, s->mapcount};
-        const uint64_t *src[2] = {kflags, mapcount};
-        for (int k = 0; k < 2; k++) {
-            if (dst[k] && src[k])
-                memcpy(dst[k] + s->aux_count, src[k] + skip, npages * sizeof(uint64_t));
-            /* else: the arena's pages are zeroed, never reused */
+        memdiff__seq *dst[3] = {&s->frames, &s->kflags, &s->mapcount};
+        const uint64_t *src[3] = {pfn, kflags, mapcount};
+        const int want[3] = {b->want_pfn, b->want_kflags, b->want_mapcount};
+        for (int k = 0; k < 3; k++) {
+            if (want[k] &&
+                memdiff__seq_append(&s->arena, dst[k], src[k] ? src[k] + skip : NULL, npages))
+                return MEMDIFF_ENOMEM;
         }
-        /* Frame numbers as segments of consecutive frames (frames.c). */
-        if (b->want_pfn && memdiff__frames_append(s, pfn ? pfn + skip : NULL, npages))
-            return MEMDIFF_ENOMEM;
         s->aux_count += npages;
     }
     /* Runs continuing the last one (a backend may split them at batch boundaries) merge there;

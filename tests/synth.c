@@ -86,7 +86,8 @@ static int fill(memdiff_snapshot *s, const synth_spec *spec)
         prev_end = end;
     }
     if (spec->pfn) {
-        int rc = memdiff__frames_append(s, spec->pfn, aux); /* as snapshot.c stores them */
+        /* As snapshot.c stores them (seq.c). */
+        int rc = memdiff__seq_append(&s->arena, &s->frames, spec->pfn, aux);
         if (rc)
             return rc;
         s->aux_count = aux;

@@ -270,7 +270,7 @@ static int memdiff_figures(const memdiff_snapshot *s, const smaps_vma *v, size_t
         return -1;
     }
     /* Pss from the snapshot's per-page map counts (deep depth). */
-    if (s->mapcount) {
+    if (s->mapcount.present) {
         uint64_t ps = s->info.page_size;
         memdiff__runs_iter it;
         memdiff__run cur;
@@ -280,7 +280,7 @@ static int memdiff_figures(const memdiff_snapshot *s, const smaps_vma *v, size_t
                 !memdiff__attrs_resident(run->attrs))
                 continue;
             for (uint64_t p = 0; p < run->npages; p++) {
-                uint64_t mc = s->mapcount[run->aux + p];
+                uint64_t mc = memdiff__seq_get(&s->mapcount, run->aux + p);
                 uint64_t pss = ps << 12;
                 f->pss_fixed += mc >= 2 ? pss / mc : pss;
             }
@@ -426,7 +426,7 @@ static void agree(int pid, memdiff_depth depth, agreement *a)
         }
         memdiff_snapshot_info info;
         memdiff_snapshot_get_info(s, &info);
-        int with_pss = info.depth == MEMDIFF_DEPTH_DEEP && s->mapcount != NULL;
+        int with_pss = info.depth == MEMDIFF_DEPTH_DEEP && s->mapcount.present;
         if (smaps_read(pid, &after) != 0 || after.count != before.count ||
             quiet_mark(pid, &t1, &st1) != 0 || t1 != t0 || st1 != st0) {
             snprintf(why, sizeof why, "the process ran during the round (or changed its maps)");
@@ -1092,7 +1092,7 @@ START_TEST(recorded_tree)
             uint64_t addr = r->start + k * scn_page();
             if (addr < priv->start || addr >= priv->end)
                 continue;
-            uint64_t pfn = memdiff__frame(deep, r->aux + k), word = 0;
+            uint64_t pfn = memdiff__seq_get(&deep->frames, r->aux + k), word = 0;
             ck_assert_int_eq(pread(fd, &word, 8, (off_t)(pfn / 64 * 8)), 8);
             int idle = (int)((word >> (pfn % 64)) & 1);
             ck_assert_msg(idle == ((addr - priv->start) / scn_page() % 2 == 0),

@@ -293,7 +293,7 @@ static const char *degraded_as_nobody(void *arg)
         why = "frame sources recorded without frames";
     else if (!(info.sources & MEMDIFF_SRC_PAGEMAP))
         why = "pagemap (exclusivity) is missing";
-    else if (a->frames || a->kflags || a->mapcount)
+    else if (a->frames.present || a->kflags.present || a->mapcount.present)
         why = "per-page frame arrays stored";
     else if (info.private_bytes == 0)
         why = "no private pages: exclusivity was not read";

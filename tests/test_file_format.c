@@ -120,15 +120,15 @@ static memdiff_snapshot *synthetic(void)
                                               runs[i].attrs, runs[i].aux),
                          MEMDIFF_OK);
     s->aux_count = 31;
-    uint64_t pfn[31];
-    s->kflags = memdiff__arena_alloc(ar, s->aux_count * sizeof(uint64_t));
-    s->mapcount = memdiff__arena_alloc(ar, s->aux_count * sizeof(uint64_t));
+    uint64_t pfn[31], kflags[31], mapcount[31];
     for (size_t i = 0; i < s->aux_count; i++) {
         pfn[i] = i % 7 == 3 ? 0 : 0x123400 + i * (i % 3 ? 1 : 1000); /* up and down */
-        s->kflags[i] = (uint64_t)1 << (i % 64);
-        s->mapcount[i] = i % 4;
+        kflags[i] = (uint64_t)1 << (i % 64);
+        mapcount[i] = i % 4;
     }
-    ck_assert_int_eq(memdiff__frames_append(s, pfn, s->aux_count), MEMDIFF_OK);
+    ck_assert_int_eq(memdiff__seq_append(ar, &s->frames, pfn, s->aux_count), MEMDIFF_OK);
+    ck_assert_int_eq(memdiff__seq_append(ar, &s->kflags, kflags, s->aux_count), MEMDIFF_OK);
+    ck_assert_int_eq(memdiff__seq_append(ar, &s->mapcount, mapcount, s->aux_count), MEMDIFF_OK);
     memdiff_snapshot_info *in = &s->info;
     in->pid = 77;
     in->depth_requested = MEMDIFF_DEPTH_DEEP;
@@ -210,15 +210,12 @@ static void assert_same_snapshot(const memdiff_snapshot *a, const memdiff_snapsh
     }
     ck_assert(!memdiff__runs_next(&ia, &u_) && !memdiff__runs_next(&ib, &v_));
     ck_assert_uint_eq(a->aux_count, b->aux_count);
-    ck_assert_int_eq(a->frames, b->frames);
-    for (size_t i = 0; a->frames && i < a->aux_count; i++)
-        ck_assert_uint_eq(memdiff__frame(a, i), memdiff__frame(b, i));
-    const uint64_t *xa[2] = {a->kflags, a->mapcount};
-    const uint64_t *ya[2] = {b->kflags, b->mapcount};
-    for (int k = 0; k < 2; k++) {
-        ck_assert_int_eq(!xa[k], !ya[k]);
-        if (xa[k] && a->aux_count)
-            ck_assert_mem_eq(xa[k], ya[k], a->aux_count * sizeof(uint64_t));
+    const memdiff__seq *xa[3] = {&a->frames, &a->kflags, &a->mapcount};
+    const memdiff__seq *ya[3] = {&b->frames, &b->kflags, &b->mapcount};
+    for (int k = 0; k < 3; k++) {
+        ck_assert_int_eq(xa[k]->present, ya[k]->present);
+        for (size_t i = 0; xa[k]->present && i < a->aux_count; i++)
+            ck_assert_uint_eq(memdiff__seq_get(xa[k], i), memdiff__seq_get(ya[k], i));
     }
 }
 
@@ -304,7 +301,7 @@ START_TEST(empty_snapshot_round_trips)
     s->info.host = "";
     memdiff_snapshot *t = round_trip(s);
     assert_same_snapshot(s, t);
-    ck_assert_int_eq(t->frames, 0);
+    ck_assert_int_eq(t->frames.present, 0);
     memdiff_snapshot_free(t);
     memdiff_snapshot_free(s);
 }
@@ -751,10 +748,10 @@ START_TEST(hand_made_valid_file_loads)
     b = tencode(&f);
     ck_assert_msg(load_mem(b.p, b.n, &t) == MEMDIFF_OK, "%s", memdiff_last_error());
     ck_assert_uint_eq(first_run(t).aux, 0);
-    ck_assert_uint_eq(memdiff__frame(t, 0), 1);
-    ck_assert_uint_eq(memdiff__frame(t, 1), 0);
-    ck_assert_uint_eq(t->kflags[0], 2);
-    ck_assert_uint_eq(t->mapcount[1], 1);
+    ck_assert_uint_eq(memdiff__seq_get(&t->frames, 0), 1);
+    ck_assert_uint_eq(memdiff__seq_get(&t->frames, 1), 0);
+    ck_assert_uint_eq(memdiff__seq_get(&t->kflags, 0), 2);
+    ck_assert_uint_eq(memdiff__seq_get(&t->mapcount, 1), 1);
     memdiff_snapshot_free(t);
 }
 END_TEST

@@ -1,6 +1,6 @@
 /* test_runs.c - page-run storage (memdiff/runs.c): plain and bitmap records, what the iterator
  * gives back, what the storage costs, and a snapshot file round trip of bitmap runs; frame
- * numbers stored as stretches (memdiff/frames.c). */
+ * numbers stored as stretches (memdiff/seq.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -336,7 +336,7 @@ START_TEST(compare_finds_a_replaced_frame_inside_a_bitmap)
 }
 END_TEST
 
-/* Frame numbers (memdiff/frames.c): stretches up, down and flat, appended in pieces, read back
+/* Frame numbers (memdiff/seq.c): stretches up, down and flat, appended in pieces, read back
  * page by page and stretch by stretch; equal stretches compare equal. */
 START_TEST(frames_read_back_as_appended)
 {
@@ -355,48 +355,49 @@ START_TEST(frames_read_back_as_appended)
     memdiff_snapshot *s = empty_snapshot(1, 1);
     for (size_t i = 0; i < N;) { /* in pieces, as runs bring them */
         size_t m = MEMDIFF__MIN((size_t)N - i, 1 + (i * 7919) % 1500);
-        ck_assert_int_eq(memdiff__frames_append(s, v + i, m), MEMDIFF_OK);
+        ck_assert_int_eq(memdiff__seq_append(&s->arena, &s->frames, v + i, m), MEMDIFF_OK);
         i += m;
     }
-    ck_assert(s->frames);
-    ck_assert_uint_eq(s->frame_pages, N);
+    ck_assert(s->frames.present);
+    ck_assert_uint_eq(s->frames.n, N);
     uint64_t wrong = 0;
     for (size_t i = 0; i < N; i++)
-        wrong += memdiff__frame(s, i) != v[i];
+        wrong += memdiff__seq_get(&s->frames, i) != v[i];
     ck_assert_uint_eq(wrong, 0);
-    memdiff__frames_iter it;
-    memdiff__frames_seek(s, 1234, &it);
+    memdiff__seq_iter it;
+    memdiff__seq_seek(&s->frames, 1234, &it);
     for (size_t i = 1234; i < N;) {
         uint64_t base;
         int step;
-        uint64_t len = memdiff__frames_peek(&it, N - i, &base, &step);
+        uint64_t len = memdiff__seq_peek(&it, N - i, &base, &step);
         ck_assert_uint_ge(len, 1);
         for (uint64_t k = 0; k < len; k++)
             wrong += base + (uint64_t)((int64_t)step * (int64_t)k) != v[i + k];
-        memdiff__frames_skip(&it, len);
+        memdiff__seq_skip(&it, len);
         i += len;
     }
     ck_assert_uint_eq(wrong, 0);
     /* The same frames in another snapshot, appended in other pieces, compare equal; one frame
      * changed does not. */
     memdiff_snapshot *t = empty_snapshot(1, 1);
-    ck_assert_int_eq(memdiff__frames_append(t, v, N / 3), MEMDIFF_OK);
-    ck_assert_int_eq(memdiff__frames_append(t, v + N / 3, N - N / 3), MEMDIFF_OK);
-    ck_assert(memdiff__frames_equal(s, 0, t, 0, N));
-    ck_assert(memdiff__frames_equal(s, 100, t, 100, N - 100));
+    ck_assert_int_eq(memdiff__seq_append(&t->arena, &t->frames, v, N / 3), MEMDIFF_OK);
+    ck_assert_int_eq(memdiff__seq_append(&t->arena, &t->frames, v + N / 3, N - N / 3), MEMDIFF_OK);
+    ck_assert(memdiff__seq_equal(&s->frames, 0, &t->frames, 0, N));
+    ck_assert(memdiff__seq_equal(&s->frames, 100, &t->frames, 100, N - 100));
     memdiff_snapshot *u = empty_snapshot(1, 1);
     v[N / 2] ^= 1;
-    ck_assert_int_eq(memdiff__frames_append(u, v, N), MEMDIFF_OK);
-    ck_assert(!memdiff__frames_equal(s, 0, u, 0, N));
-    ck_assert_uint_eq(memdiff__frames_mismatch(s, 0, u, 0, N), N / 2);
-    ck_assert_uint_eq(memdiff__frames_mismatch(u, 10, s, 10, N - 10), N / 2 - 10);
-    ck_assert(memdiff__frames_equal(s, 0, u, 0, N / 2));
-    ck_assert(memdiff__frames_equal(s, N / 2 + 1, u, N / 2 + 1, N - N / 2 - 1));
+    ck_assert_int_eq(memdiff__seq_append(&u->arena, &u->frames, v, N), MEMDIFF_OK);
+    ck_assert(!memdiff__seq_equal(&s->frames, 0, &u->frames, 0, N));
+    ck_assert_uint_eq(memdiff__seq_mismatch(&s->frames, 0, &u->frames, 0, N), N / 2);
+    ck_assert_uint_eq(memdiff__seq_mismatch(&u->frames, 10, &s->frames, 10, N - 10),
+                      N / 2 - 10);
+    ck_assert(memdiff__seq_equal(&s->frames, 0, &u->frames, 0, N / 2));
+    ck_assert(memdiff__seq_equal(&s->frames, N / 2 + 1, &u->frames, N / 2 + 1, N - N / 2 - 1));
     /* Segments cut elsewhere (frames appended from another start) still compare equal. */
     memdiff_snapshot *o = empty_snapshot(1, 1);
-    ck_assert_int_eq(memdiff__frames_append(o, v + 5, N / 2 - 5), MEMDIFF_OK);
-    ck_assert_uint_eq(memdiff__frames_mismatch(s, 5, o, 0, N / 2 - 5), N / 2 - 5);
-    ck_assert_uint_eq(memdiff__frames_mismatch(o, 0, s, 5, N / 2 - 5), N / 2 - 5);
+    ck_assert_int_eq(memdiff__seq_append(&o->arena, &o->frames, v + 5, N / 2 - 5), MEMDIFF_OK);
+    ck_assert_uint_eq(memdiff__seq_mismatch(&s->frames, 5, &o->frames, 0, N / 2 - 5), N / 2 - 5);
+    ck_assert_uint_eq(memdiff__seq_mismatch(&o->frames, 0, &s->frames, 5, N / 2 - 5), N / 2 - 5);
     memdiff_snapshot_free(o);
     memdiff_snapshot_free(u);
     memdiff_snapshot_free(t);
@@ -413,9 +414,31 @@ START_TEST(consecutive_frames_cost_a_segment)
     for (size_t i = 0; i < N; i++)
         v[i] = i < N / 4 ? 0x200000 + i : i < N / 2 ? 0x900000 - i : i < 3 * (N / 4) ? 7 : 0;
     memdiff_snapshot *s = empty_snapshot(1, 1);
-    ck_assert_int_eq(memdiff__frames_append(s, v, N), MEMDIFF_OK);
-    ck_assert_uint_eq(s->frame_segs, 4);
+    ck_assert_int_eq(memdiff__seq_append(&s->arena, &s->frames, v, N), MEMDIFF_OK);
+    ck_assert_uint_eq(s->frames.segs, 4);
     free(v);
+    memdiff_snapshot_free(s);
+}
+END_TEST
+
+/* Values that form no stretch are literals: no dearer than an array of them; stretches between
+ * them still come out as stretches, and all read back. */
+START_TEST(random_values_cost_no_more_than_an_array)
+{
+    enum { N = 10000 };
+    static uint64_t v[N];
+    uint32_t x = 99u;
+    for (size_t i = 0; i < N; i++) {
+        x = x * 1103515245u + 12345u;
+        v[i] = (i / 1000) % 2 ? 0x5000 + i : x >> 4; /* random, then 1000 in a row, ... */
+    }
+    memdiff_snapshot *s = empty_snapshot(1, 1);
+    ck_assert_int_eq(memdiff__seq_append(&s->arena, &s->kflags, v, N), MEMDIFF_OK);
+    ck_assert_uint_le(memdiff__seq_bytes(&s->kflags), N / 2 * 8 + 64 * 16);
+    uint64_t wrong = 0;
+    for (size_t i = 0; i < N; i++)
+        wrong += memdiff__seq_get(&s->kflags, i) != v[i];
+    ck_assert_uint_eq(wrong, 0);
     memdiff_snapshot_free(s);
 }
 END_TEST
@@ -433,6 +456,7 @@ Suite *runs_suite(void)
     tcase_add_test(core, compare_finds_a_replaced_frame_inside_a_bitmap);
     tcase_add_loop_test(core, frames_read_back_as_appended, 0, 4);
     tcase_add_test(core, consecutive_frames_cost_a_segment);
+    tcase_add_test(core, random_values_cost_no_more_than_an_array);
     suite_add_tcase(s, core);
     return s;
 }
