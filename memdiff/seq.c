@@ -150,24 +150,52 @@ static int absorb(memdiff__arena *arena, memdiff__seq *q, size_t k, uint64_t i, 
     return push_lit(arena, q, v);
 }
 
+/* How many of v[j..n) (all 0 when v is NULL) continue a stretch whose next value is next and
+ * which moves by step: the tight loop that takes most values. */
+static uint64_t continuing(const uint64_t *v, uint64_t j, uint64_t n, uint64_t next, int step)
+{
+    uint64_t k = j;
+    if (!v)
+        return next == 0 && step == 0 ? n - j : next == 0 ? 1 : 0;
+    if (step > 0)
+        while (k < n && v[k] == next + (k - j))
+            k++;
+    else if (step < 0)
+        while (k < n && v[k] == next - (k - j))
+            k++;
+    else
+        while (k < n && v[k] == next)
+            k++;
+    return k - j;
+}
+
 int memdiff__seq_append(memdiff__arena *arena, memdiff__seq *q, const uint64_t *v, uint64_t n)
 {
     if (q->n + n > AT_MASK)
         return memdiff__set_error(MEMDIFF_ENOMEM, "page facts: %llu pages are too many",
                                   (unsigned long long)(q->n + n));
     q->present = 1;
-    for (uint64_t j = 0; j < n; j++, q->n++) {
+    for (uint64_t j = 0; j < n;) {
         uint64_t x = v ? v[j] : 0, i = q->n;
         int rc;
         if (q->segs) {
             size_t k = q->segs - 1;
             uint64_t len = i - seg_at(q, k), base = q->base[k], kind = seg_kind(q, k);
-            if ((kind == KIND_UP && x == base + len) || (kind == KIND_DOWN && x == base - len) ||
-                (kind == KIND_SAME && x == base))
-                continue;
+            if (kind != KIND_LIT) {
+                int step = kind == KIND_UP ? 1 : kind == KIND_DOWN ? -1 : 0;
+                uint64_t next = base + (uint64_t)((int64_t)step * (int64_t)len);
+                uint64_t more = continuing(v, j, n, next, step);
+                if (more) {
+                    q->n += more;
+                    j += more;
+                    continue;
+                }
+            }
             if (kind == KIND_UP && len == 1 && (x == base - 1 || x == base)) {
                 /* The second value decides which way a stretch goes. */
                 q->at[k] = seg_at(q, k) | (x == base ? KIND_SAME : KIND_DOWN) << KIND_SHIFT;
+                q->n++;
+                j++;
                 continue;
             }
             if ((rc = settle_short(arena, q, i)))
@@ -175,11 +203,15 @@ int memdiff__seq_append(memdiff__arena *arena, memdiff__seq *q, const uint64_t *
             if (seg_kind(q, q->segs - 1) == KIND_LIT) {
                 if ((rc = absorb(arena, q, q->segs - 1, i, x)))
                     return rc;
+                q->n++;
+                j++;
                 continue;
             }
         }
         if ((rc = new_segment(arena, q, i, KIND_UP, x)))
             return rc;
+        q->n++;
+        j++;
     }
     return MEMDIFF_OK;
 }
