@@ -309,14 +309,37 @@ uint64_t memdiff__seq_mismatch(const memdiff__seq *a, uint64_t ia, const memdiff
                 continue;
             }
         }
-        uint64_t vx, vy;
-        int tx, ty;
-        uint64_t len = memdiff__seq_peek(&x, n - done, &vx, &tx);
-        len = memdiff__seq_peek(&y, len, &vy, &ty);
-        if (vx != vy)
-            return done;
-        if (tx != ty && len > 1)
-            return done + 1; /* equal at the first value, apart from the second on */
+        /* Inside segments: the stretch both are in, value by value where a literal is
+         * involved (memcmp where both are), by bases where neither is. */
+        if (x.seg >= a->segs || x.i >= a->n || y.seg >= b->segs || y.i >= b->n) {
+            uint64_t vx, vy;
+            int tx, ty;
+            uint64_t len = memdiff__seq_peek(&x, n - done, &vx, &tx);
+            len = memdiff__seq_peek(&y, len, &vy, &ty);
+            if (vx != vy || (tx != ty && len > 1))
+                return done + (vx == vy);
+            memdiff__seq_skip(&x, len);
+            memdiff__seq_skip(&y, len);
+            done += len;
+            continue;
+        }
+        uint64_t ox = x.i - seg_at(a, x.seg), oy = y.i - seg_at(b, y.seg);
+        uint64_t len = MEMDIFF__MIN(MEMDIFF__MIN(seg_end(a, x.seg) - x.i, seg_end(b, y.seg) - y.i),
+                                    n - done);
+        uint64_t kx = seg_kind(a, x.seg), ky = seg_kind(b, y.seg);
+        if (kx == KIND_LIT && ky == KIND_LIT &&
+            memcmp(a->lit + a->base[x.seg] + ox, b->lit + b->base[y.seg] + oy,
+                   len * sizeof *a->lit) == 0) {
+            /* equal throughout */
+        } else if (kx != KIND_LIT && ky != KIND_LIT) {
+            uint64_t vx = seg_value(a, x.seg, ox), vy = seg_value(b, y.seg, oy);
+            if (vx != vy || (kx != ky && len > 1))
+                return done + (vx == vy);
+        } else {
+            for (uint64_t k = 0; k < len; k++)
+                if (seg_value(a, x.seg, ox + k) != seg_value(b, y.seg, oy + k))
+                    return done + k;
+        }
         memdiff__seq_skip(&x, len);
         memdiff__seq_skip(&y, len);
         done += len;
