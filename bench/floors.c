@@ -156,12 +156,18 @@ static ssize_t pread_full(int fd, void *buf, size_t len, uint64_t off)
 /* Calls each(entries, n, ctx) for every batch of pagemap entries over every region. */
 typedef int (*batch_fn)(const uint64_t *entries, size_t n, void *ctx);
 
+/* The regions of pid into ranges[0..*nr) and its pagemap, open: the fd, or -1. */
+static int open_target(pid_t pid, size_t *nr)
+{
+    if (bench_read_maps(pid, ranges, MAX_RANGES, nr))
+        return -1;
+    return open_proc(pid, "pagemap");
+}
+
 static int64_t pagemap_walk(pid_t pid, batch_fn each, void *ctx)
 {
     size_t nr;
-    if (bench_read_maps(pid, ranges, MAX_RANGES, &nr))
-        return -1;
-    int fd = open_proc(pid, "pagemap");
+    int fd = open_target(pid, &nr);
     if (fd < 0)
         return -1;
     unsigned shift = page_shift();
@@ -209,9 +215,7 @@ int64_t floor_pagemap(pid_t pid, int count)
 int64_t floor_scan(pid_t pid)
 {
     size_t nr;
-    if (bench_read_maps(pid, ranges, MAX_RANGES, &nr))
-        return -1;
-    int fd = open_proc(pid, "pagemap");
+    int fd = open_target(pid, &nr);
     if (fd < 0)
         return -1;
     unsigned shift = page_shift();

@@ -239,16 +239,24 @@ START_TEST(random_runs_read_back_as_appended)
 }
 END_TEST
 
+/* A synthetic snapshot's spec: one private region of npages pages from BASE, every other page
+ * resident (runs[0..npages / 2) filled here), frames pfn (or NULL). */
+static synth_spec alternate_spec(synth_run *runs, uint64_t npages, const uint64_t *pfn)
+{
+    static synth_region reg;
+    reg = (synth_region){BASE, BASE + npages * P, MEMDIFF_CAT_PRIVATE, "anonymous", 1, 0, 0, 0, 0};
+    for (size_t k = 0; k < npages / 2; k++)
+        runs[k] = (synth_run){BASE + 2 * k * P, 1, PRES | PRIV};
+    return (synth_spec){.regions = &reg, .region_count = 1, .runs = runs,
+                        .run_count = npages / 2, .pfn = pfn};
+}
+
 /* Runs stored as bitmaps survive a snapshot file and compare as equal. */
 START_TEST(bitmap_runs_round_trip_through_a_file)
 {
     enum { N = 4096 };
     static synth_run runs[N / 2];
-    for (size_t k = 0; k < N / 2; k++)
-        runs[k] = (synth_run){BASE + 2 * k * P, 1, PRES | PRIV};
-    static const synth_region regs[] = {
-        {BASE, BASE + N * P, MEMDIFF_CAT_PRIVATE, "anonymous", 1, 0, 0, 0, 0}};
-    synth_spec spec = {.regions = regs, .region_count = 1, .runs = runs, .run_count = N / 2};
+    synth_spec spec = alternate_spec(runs, N, NULL);
     memdiff_snapshot *a = synth_snapshot(&spec);
     ck_assert_ptr_nonnull(a);
     ck_assert_uint_le(memdiff__runs_bytes(a), N / 8 + 64);
@@ -303,14 +311,9 @@ START_TEST(compare_finds_a_replaced_frame_inside_a_bitmap)
     enum { N = 2048 };
     static synth_run runs[N / 2];
     static uint64_t pfn_b[N / 2], pfn_a[N / 2];
-    for (size_t k = 0; k < N / 2; k++) {
-        runs[k] = (synth_run){BASE + 2 * k * P, 1, PRES | PRIV};
+    for (size_t k = 0; k < N / 2; k++)
         pfn_b[k] = pfn_a[k] = 0x5000 + 3 * k;
-    }
-    static const synth_region regs[] = {
-        {BASE, BASE + N * P, MEMDIFF_CAT_PRIVATE, "anonymous", 1, 0, 0, 0, 0}};
-    synth_spec spec = {.regions = regs, .region_count = 1, .runs = runs, .run_count = N / 2,
-                       .pfn = pfn_b};
+    synth_spec spec = alternate_spec(runs, N, pfn_b);
     memdiff_snapshot *b = synth_snapshot(&spec);
     memdiff_snapshot *same = synth_snapshot(&spec);
     pfn_a[700] = 0x99999;
