@@ -129,25 +129,51 @@ static int new_segment(memdiff__arena *arena, memdiff__seq *q, uint64_t at, uint
     return MEMDIFF_OK;
 }
 
-/* Value v at index i into the literal segment k, the last: its last two literals and v may
- * start a stretch, which then leaves the literals. */
-static int absorb(memdiff__arena *arena, memdiff__seq *q, size_t k, uint64_t i, uint64_t v)
+/* Values v[j..n) (all 0 when v is NULL) into the literal segment, the last, until one makes a
+ * stretch with the two literals before it: those three then leave the literals as a segment of
+ * their own. Sets *taken to how many values were taken. */
+static int absorb(memdiff__arena *arena, memdiff__seq *q, const uint64_t *v, uint64_t j,
+                  uint64_t n, uint64_t *taken)
 {
-    uint64_t len = i - seg_at(q, k);
-    if (len >= 2) {
-        uint64_t a = q->lit[q->lits - 2], b = q->lit[q->lits - 1];
-        uint64_t kind = b == a + 1 && v == b + 1   ? KIND_UP
-                        : b == a - 1 && v == b - 1 ? KIND_DOWN
-                        : a == b && b == v         ? KIND_SAME
-                                                   : KIND_LIT;
-        if (kind != KIND_LIT) {
-            q->lits -= 2;
-            if (len == 2)
-                q->segs--; /* the literals were all these two */
-            return new_segment(arena, q, i - 2, kind, a);
-        }
+    size_t k = q->segs - 1;
+    uint64_t from = j;
+    if (q->lit_cap - q->lits < n - j) { /* room for all of them at once */
+        size_t cap = q->lit_cap ? q->lit_cap : 512;
+        while (cap - q->lits < n - j)
+            cap *= 2;
+        uint64_t *lit = memdiff__arena_grow(arena, q->lit, q->lit_cap * sizeof *lit,
+                                            cap * sizeof *lit);
+        if (!lit)
+            return MEMDIFF_ENOMEM;
+        q->lit = lit;
+        q->lit_cap = cap;
     }
-    return push_lit(arena, q, v);
+    uint64_t len = q->n - seg_at(q, k);
+    while (j < n) {
+        uint64_t x = v ? v[j] : 0;
+        if (len >= 2) {
+            uint64_t a = q->lit[q->lits - 2], b = q->lit[q->lits - 1];
+            uint64_t kind = b == a + 1 && x == b + 1   ? KIND_UP
+                            : b == a - 1 && x == b - 1 ? KIND_DOWN
+                            : a == b && b == x         ? KIND_SAME
+                                                       : KIND_LIT;
+            if (kind != KIND_LIT) {
+                q->lits -= 2;
+                if (len == 2)
+                    q->segs--; /* the literals were all these two */
+                int rc = new_segment(arena, q, q->n - 2, kind, a);
+                q->n++;
+                *taken = j + 1 - from;
+                return rc;
+            }
+        }
+        q->lit[q->lits++] = x;
+        q->n++;
+        len++;
+        j++;
+    }
+    *taken = j - from;
+    return MEMDIFF_OK;
 }
 
 /* How many of v[j..n) (all 0 when v is NULL) continue a stretch whose next value is next and
@@ -201,10 +227,10 @@ int memdiff__seq_append(memdiff__arena *arena, memdiff__seq *q, const uint64_t *
             if ((rc = settle_short(arena, q, i)))
                 return rc;
             if (seg_kind(q, q->segs - 1) == KIND_LIT) {
-                if ((rc = absorb(arena, q, q->segs - 1, i, x)))
+                uint64_t taken;
+                if ((rc = absorb(arena, q, v, j, n, &taken)))
                     return rc;
-                q->n++;
-                j++;
+                j += taken;
                 continue;
             }
         }
