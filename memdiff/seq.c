@@ -131,26 +131,21 @@ static int new_segment(memdiff__arena *arena, memdiff__seq *q, uint64_t at, uint
 
 /* Values v[j..n) (all 0 when v is NULL) into the literal segment, the last, until one makes a
  * stretch with the two literals before it: those three then leave the literals as a segment of
- * their own. Sets *taken to how many values were taken. */
+ * their own. One loop, the array grown only when full. Sets *taken to how many were taken. */
 static int absorb(memdiff__arena *arena, memdiff__seq *q, const uint64_t *v, uint64_t j,
                   uint64_t n, uint64_t *taken)
 {
     size_t k = q->segs - 1;
     uint64_t from = j;
-    if (q->lit_cap - q->lits < n - j) { /* room for all of them at once */
-        size_t cap = q->lit_cap ? q->lit_cap : 512;
-        while (cap - q->lits < n - j)
-            cap *= 2;
-        uint64_t *lit = memdiff__arena_grow(arena, q->lit, q->lit_cap * sizeof *lit,
-                                            cap * sizeof *lit);
-        if (!lit)
-            return MEMDIFF_ENOMEM;
-        q->lit = lit;
-        q->lit_cap = cap;
-    }
     uint64_t len = q->n - seg_at(q, k);
     while (j < n) {
         uint64_t x = v ? v[j] : 0;
+        if (q->lits == q->lit_cap) {
+            int rc = push_lit(arena, q, x); /* grows the array (doubling), then takes x */
+            if (rc)
+                return rc;
+            q->lits--; /* x is taken below, after the stretch test */
+        }
         if (len >= 2) {
             uint64_t a = q->lit[q->lits - 2], b = q->lit[q->lits - 1];
             uint64_t kind = b == a + 1 && x == b + 1   ? KIND_UP
