@@ -8,6 +8,7 @@
  * a file the process can change while it is read, or from a fixture: every field is
  * bounds-checked against len and a malformed line is an error, never a guess.
  */
+#include <sched.h>
 #include <string.h>
 
 #include "linux.h"
@@ -273,16 +274,29 @@ int memdiff__linux_parse_maps(const char *text, size_t len, memdiff__arena *aren
     return MEMDIFF_OK;
 }
 
+#define MAPS_READ_TRIES 8
+
 int memdiff__plat_regions(memdiff__proc *proc, memdiff__arena *arena,
                           memdiff__plat_region **out, size_t *count)
 {
     size_t len = 0;
     *out = NULL;
     *count = 0;
-    int rc = memdiff__linux_read_proc(proc, "maps", &len);
-    if (rc)
-        return rc;
-    rc = memdiff__linux_parse_maps(proc->text, len, arena, out, count);
+    int rc = MEMDIFF_OK;
+    /* The kernel prints maps one read() at a time and finds where to go on by address: a
+     * mapping made or removed between two reads can make the text overlap or go backwards (seen
+     * with four threads mapping and unmapping). Such a text is no format error of the kernel's:
+     * read it again. A text that stays malformed (a broken fixture) fails after a few tries. */
+    for (int attempt = 0; attempt < MAPS_READ_TRIES; attempt++) {
+        if (attempt > 0)
+            sched_yield();
+        rc = memdiff__linux_read_proc(proc, "maps", &len);
+        if (rc)
+            return rc;
+        rc = memdiff__linux_parse_maps(proc->text, len, arena, out, count);
+        if (rc != MEMDIFF_EFORMAT)
+            break;
+    }
     if (!rc) {
         proc->regions = *out; /* the page walk asks a region's kind (pages.c) */
         proc->region_count = *count;
