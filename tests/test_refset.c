@@ -457,12 +457,16 @@ START_TEST(peak_of_kept_memory)
     int64_t grew = (int64_t)(in.peak_bytes - in.begin_rss_bytes);
     fprintf(stderr, "peak_of_kept_memory: peak - begin %lld pages, diff net %lld pages\n",
             (long long)(grew / (int64_t)ps), (long long)(t.net_bytes / (int64_t)ps));
-    ck_assert_msg(grew >= (int64_t)KEPT * (int64_t)ps && grew <= (int64_t)(KEPT + 16) * (int64_t)ps,
-                  "peak above the start: %lld pages, want %d (+16 at most)",
+    /* The peak rose by at least what was kept; by how much more is whatever else the process
+     * grew meanwhile (under ASan its shadow and allocator), which the diff sees too: the two
+     * agree within the kernel's counter slack (per-CPU RSS batching), never a fixed guess. */
+    int64_t slack = (int64_t)in.peak_slack_bytes;
+    ck_assert_msg(grew >= (int64_t)KEPT * (int64_t)ps, "peak above the start: %lld pages, want %d",
                   (long long)(grew / (int64_t)ps), KEPT);
-    ck_assert_msg(t.net_bytes - grew <= 16 * (int64_t)ps && grew - t.net_bytes <= 16 * (int64_t)ps,
-                  "peak above the start %lld pages, diff net %lld pages",
-                  (long long)(grew / (int64_t)ps), (long long)(t.net_bytes / (int64_t)ps));
+    ck_assert_msg(t.net_bytes - grew <= slack && grew - t.net_bytes <= slack,
+                  "peak above the start %lld pages, diff net %lld pages, slack %lld pages",
+                  (long long)(grew / (int64_t)ps), (long long)(t.net_bytes / (int64_t)ps),
+                  (long long)(slack / (int64_t)ps));
     memdiff_diff_free(d);
     memdiff_refset_free(rs);
     scn_unmap(m, KEPT);
