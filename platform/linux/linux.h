@@ -120,6 +120,7 @@ struct memdiff__proc {
     /* reference tracking (refs.c) */
     int idle_fd;              /* page_idle bitmap, read by the page walk (-1: not tracking) */
     uint64_t *idle_frames;    /* sorted unique frames of one batch */
+    uint64_t *idle_tmp;       /* the sort's scratch, swapped with idle_frames as it needs */
     uint8_t *idle_state;      /* 1: that frame reads idle */
     uint64_t *idle_words;     /* one read or write of the bitmap */
 };
@@ -190,6 +191,13 @@ int memdiff__linux_read_mem(memdiff__proc *proc, uint64_t addr, void *buf, size_
  * the bitmap per span of nearby frames, never one per page. */
 int memdiff__linux_idle_attrs(memdiff__proc *proc, const uint64_t *pfn, unsigned *attrs,
                               size_t n);
+
+/* ---- frames (pages.c) ------------------------------------------------------------------- */
+
+/* LSD radix sort of a[0..n) (tmp: scratch of n), 11 bits a pass, as many passes as the largest
+ * key needs: a batch of frame numbers sorts in a few linear passes, without allocation. Returns
+ * the buffer that holds the result (a or tmp). */
+uint64_t *memdiff__linux_radix_sort(uint64_t *a, uint64_t *tmp, size_t n);
 
 /* ---- maps (maps.c) ---------------------------------------------------------------------- */
 

@@ -383,10 +383,7 @@ static int scan_huge_candidates(walker *w, uint64_t addr, size_t count, const ui
 
 /* ---- deep: frame facts ------------------------------------------------------------------- */
 
-/* LSD radix sort of a[0..n) (tmp: scratch of n), 11 bits a pass, as many passes as the largest
- * key needs: a batch's frame segments sort in a few linear passes, without allocation. Returns
- * the buffer that holds the result (a or tmp). */
-static uint64_t *radix_sort(uint64_t *a, uint64_t *tmp, size_t n)
+uint64_t *memdiff__linux_radix_sort(uint64_t *a, uint64_t *tmp, size_t n)
 {
     uint64_t max = 0;
     for (size_t i = 0; i < n; i++)
@@ -476,7 +473,7 @@ static int frame_facts(walker *w, size_t base, size_t n)
     }
     if (m == 0)
         return MEMDIFF_OK;
-    const uint64_t *keys = radix_sort(p->frames, p->frame_tmp, m);
+    const uint64_t *keys = memdiff__linux_radix_sort(p->frames, p->frame_tmp, m);
     size_t s = 0;
     while (s < m) {
         uint64_t lo = keys[s] >> SEG_BITS, hi = lo + p->segs[keys[s] & SEG_MASK].len;

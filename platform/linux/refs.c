@@ -137,36 +137,6 @@ static uint64_t peak_slack(uint32_t page_size)
 
 /* ---- page_idle --------------------------------------------------------------------------- */
 
-static void sift_down(uint64_t *a, size_t root, size_t n)
-{
-    for (;;) {
-        size_t child = 2 * root + 1;
-        if (child >= n)
-            return;
-        if (child + 1 < n && a[child + 1] > a[child])
-            child++;
-        if (a[root] >= a[child])
-            return;
-        uint64_t t = a[root];
-        a[root] = a[child];
-        a[child] = t;
-        root = child;
-    }
-}
-
-/* In place, O(n log n), no allocation: the frames of one batch. */
-static void sort_frames(uint64_t *a, size_t n)
-{
-    for (size_t i = n / 2; n > 1 && i-- > 0;)
-        sift_down(a, i, n);
-    for (size_t end = n; end-- > 1;) {
-        uint64_t t = a[0];
-        a[0] = a[end];
-        a[end] = t;
-        sift_down(a, 0, end);
-    }
-}
-
 /* The index of the first of the ascending a[0..n) not below v (n when none). */
 static size_t lower_bound(const uint64_t *a, size_t n, uint64_t v)
 {
@@ -185,11 +155,14 @@ static int idle_buffers(memdiff__proc *p)
 {
     if (!p->idle_frames)
         p->idle_frames = memdiff__arena_alloc(p->scratch, MEMDIFF__LINUX_BATCH * sizeof(uint64_t));
+    if (!p->idle_tmp)
+        p->idle_tmp = memdiff__arena_alloc(p->scratch, MEMDIFF__LINUX_BATCH * sizeof(uint64_t));
     if (!p->idle_state)
         p->idle_state = memdiff__arena_alloc(p->scratch, MEMDIFF__LINUX_BATCH);
     if (!p->idle_words)
         p->idle_words = memdiff__arena_alloc(p->scratch, SPAN_WORDS * sizeof(uint64_t));
-    return p->idle_frames && p->idle_state && p->idle_words ? MEMDIFF_OK : MEMDIFF_ENOMEM;
+    return p->idle_frames && p->idle_tmp && p->idle_state && p->idle_words ? MEMDIFF_OK
+                                                                            : MEMDIFF_ENOMEM;
 }
 
 /* The frames of the resident pages among pfn[0..n) (attrs: MEMDIFF_PAGE_*, or NULL for pagemap
@@ -211,7 +184,11 @@ static size_t batch_frames(memdiff__proc *p, const uint64_t *pfn, const unsigned
         if (f && f != p->zero_pfn)
             p->idle_frames[m++] = f;
     }
-    sort_frames(p->idle_frames, m);
+    uint64_t *sorted = memdiff__linux_radix_sort(p->idle_frames, p->idle_tmp, m);
+    if (sorted != p->idle_frames) {
+        p->idle_tmp = p->idle_frames;
+        p->idle_frames = sorted;
+    }
     size_t u = m ? 1 : 0;
     for (size_t i = 1; i < m; i++)
         if (p->idle_frames[i] != p->idle_frames[u - 1])
