@@ -280,12 +280,7 @@ static void mark_cut_line(msg *m)
 
 /* Appends one line. A line that does not fit ends the message: whole lines are dropped from its
  * end until more_marker fits after the rest, so that a cut message always says so. */
-#if defined(__MINGW_PRINTF_FORMAT) /* mingw-w64: C99 formats, as platform.h says */
-__attribute__((format(__MINGW_PRINTF_FORMAT, 2, 3)))
-#elif defined(__GNUC__)
-__attribute__((format(printf, 2, 3)))
-#endif
-static void msg_line(msg *m, const char *fmt, ...)
+MEMDIFF__PRINTF(2, 3) static void msg_line(msg *m, const char *fmt, ...)
 {
     if (m->full || m->size == 0)
         return;

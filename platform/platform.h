@@ -32,6 +32,17 @@
  * What the core gives a backend
  * =========================================================================================== */
 
+/* Checks printf-style arguments where the compiler can. mingw-w64: "printf" would mean
+ * msvcrt's formats (no %zu, %llx as %I64x), while vsnprintf here is mingw's C99 one under
+ * -std=c11, which __MINGW_PRINTF_FORMAT names. */
+#if defined(__MINGW_PRINTF_FORMAT)
+#define MEMDIFF__PRINTF(fmt, args) __attribute__((format(__MINGW_PRINTF_FORMAT, fmt, args)))
+#elif defined(__GNUC__)
+#define MEMDIFF__PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+#else
+#define MEMDIFF__PRINTF(fmt, args)
+#endif
+
 typedef struct memdiff__chunk memdiff__chunk;
 
 /* A bump allocator over memory from memdiff__os_alloc. Every chunk of every live arena is
@@ -63,15 +74,7 @@ size_t memdiff__arena_footprint(const memdiff__arena *arena);
 
 /* Records a detail message for memdiff_last_error() and returns status, so a backend can write
  * `return memdiff__set_error(MEMDIFF_ESRCH, "open %s: %s", path, strerror(e));`. */
-int memdiff__set_error(int status, const char *fmt, ...)
-#if defined(__MINGW_PRINTF_FORMAT)
-    /* mingw-w64: "printf" would mean msvcrt's formats (no %zu, %llx as %I64x); vsnprintf here is
-     * mingw's C99 one under -std=c11, which this archetype names. */
-    __attribute__((format(__MINGW_PRINTF_FORMAT, 2, 3)))
-#elif defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
+int memdiff__set_error(int status, const char *fmt, ...) MEMDIFF__PRINTF(2, 3);
 
 /* =============================================================================================
  * The backend implements: OS memory and clock
