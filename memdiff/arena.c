@@ -228,6 +228,29 @@ void *memdiff__arena_grow(memdiff__arena *arena, void *old, size_t old_size, siz
     return p;
 }
 
+void *memdiff__arena_room(memdiff__arena *arena, void *v, size_t *cap, size_t count, size_t elem,
+                          size_t initial)
+{
+    if (count < *cap)
+        return v;
+    size_t ncap = *cap ? *cap : (initial ? initial : 1);
+    if (*cap) {
+        if (ncap > SIZE_MAX / 2 / elem) {
+            memdiff__set_error(MEMDIFF_ENOMEM, "arena: an array of %zu elements cannot double",
+                               ncap);
+            return NULL;
+        }
+        ncap *= 2;
+    } else if (ncap > SIZE_MAX / elem) {
+        memdiff__set_error(MEMDIFF_ENOMEM, "arena: an array of %zu elements is too large", ncap);
+        return NULL;
+    }
+    void *nv = memdiff__arena_grow(arena, v, *cap * elem, ncap * elem);
+    if (nv)
+        *cap = ncap;
+    return nv;
+}
+
 void memdiff__arena_release(memdiff__arena *arena)
 {
     memdiff__chunk *c = arena->chunks;

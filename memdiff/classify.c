@@ -147,17 +147,13 @@ static int emit(classifier *c, const memdiff__plat_region *pr, uint64_t start, u
             return MEMDIFF_OK;
         }
     }
-    if (c->count == c->cap) {
-        /* Room for every mapping and a few splits at once: a small process's regions then sit
-         * in the snapshot's first arena chunk, with no array left behind by a growth. */
-        size_t cap = c->cap ? c->cap * 2 : c->f->region_count + 32;
-        memdiff__region *v =
-            memdiff__arena_grow(c->arena, c->out, c->cap * sizeof *v, cap * sizeof *v);
-        if (!v)
-            return MEMDIFF_ENOMEM;
-        c->out = v;
-        c->cap = cap;
-    }
+    /* Room for every mapping and a few splits at once: a small process's regions then sit in
+     * the snapshot's first arena chunk, with no array left behind by a growth. */
+    memdiff__region *v = memdiff__arena_room(c->arena, c->out, &c->cap, c->count, sizeof *v,
+                                             c->f->region_count + 32);
+    if (!v)
+        return MEMDIFF_ENOMEM;
+    c->out = v;
     const char *ilabel = memdiff__intern(c->table, c->arena, label);
     const char *ipath = memdiff__intern(c->table, c->arena, pr->path ? pr->path : "");
     if (!ilabel || !ipath)

@@ -93,14 +93,10 @@ static void grow_block(work *w, const memdiff__piece *p)
 
 static int new_block(memdiff__blocks *b, const memdiff__piece *p, size_t *index)
 {
-    if (b->n == b->cap) {
-        size_t cap = b->cap ? b->cap * 2 : 64;
-        work *v = memdiff__arena_grow(b->arena, b->v, b->cap * sizeof *v, cap * sizeof *v);
-        if (!v)
-            return MEMDIFF_ENOMEM;
-        b->v = v;
-        b->cap = cap;
-    }
+    work *v = memdiff__arena_room(b->arena, b->v, &b->cap, b->n, sizeof *v, 64);
+    if (!v)
+        return MEMDIFF_ENOMEM;
+    b->v = v;
     work *w = &b->v[b->n];
     memset(w, 0, sizeof *w);
     w->b.start = p->start;

@@ -191,15 +191,11 @@ static int string_index(writer *w, const char *str, uint64_t *index)
         *index = e->index;
         return MEMDIFF_OK;
     }
-    if (w->nstrings == w->order_cap) {
-        size_t cap = w->order_cap ? w->order_cap * 2 : 256;
-        const char **v = memdiff__arena_grow(w->scratch, (void *)w->order,
-                                             w->order_cap * sizeof *v, cap * sizeof *v);
-        if (!v)
-            return MEMDIFF_ENOMEM;
-        w->order = v;
-        w->order_cap = cap;
-    }
+    const char **v = memdiff__arena_room(w->scratch, (void *)w->order, &w->order_cap,
+                                         w->nstrings, sizeof *v, 256);
+    if (!v)
+        return MEMDIFF_ENOMEM;
+    w->order = v;
     e = memdiff__arena_alloc(w->scratch, sizeof *e);
     if (!e)
         return MEMDIFF_ENOMEM;

@@ -47,15 +47,11 @@ static int test_bit(const uint64_t *w, uint64_t b)
 
 static int grow_records(memdiff_snapshot *s)
 {
-    if (s->run_records < s->run_cap)
-        return MEMDIFF_OK;
-    size_t cap = s->run_cap ? s->run_cap * 2 : 64;
     memdiff__run_rec *v =
-        memdiff__arena_grow(&s->arena, s->runs, s->run_cap * sizeof *v, cap * sizeof *v);
+        memdiff__arena_room(&s->arena, s->runs, &s->run_cap, s->run_records, sizeof *v, 64);
     if (!v)
         return MEMDIFF_ENOMEM;
     s->runs = v;
-    s->run_cap = cap;
     return MEMDIFF_OK;
 }
 

@@ -79,15 +79,10 @@ static int grow_segs(memdiff__arena *arena, memdiff__seq *q)
 
 static int push_lit(memdiff__arena *arena, memdiff__seq *q, uint64_t v)
 {
-    if (q->lits == q->lit_cap) {
-        size_t cap = q->lit_cap ? q->lit_cap * 2 : 512;
-        uint64_t *lit = memdiff__arena_grow(arena, q->lit, q->lit_cap * sizeof *lit,
-                                            cap * sizeof *lit);
-        if (!lit)
-            return MEMDIFF_ENOMEM;
-        q->lit = lit;
-        q->lit_cap = cap;
-    }
+    uint64_t *lit = memdiff__arena_room(arena, q->lit, &q->lit_cap, q->lits, sizeof *lit, 512);
+    if (!lit)
+        return MEMDIFF_ENOMEM;
+    q->lit = lit;
     q->lit[q->lits++] = v;
     return MEMDIFF_OK;
 }

@@ -66,6 +66,13 @@ char *memdiff__arena_strndup(memdiff__arena *arena, const char *s, size_t len);
  * move. NULL on failure, with the old block still valid. For arrays that grow (runs, regions). */
 void *memdiff__arena_grow(memdiff__arena *arena, void *old, size_t old_size, size_t new_size);
 
+/* Room for one more element in an array that grows by doubling: returns v itself while
+ * count < *cap, else its contents moved to a block of twice the room (initial elements the first
+ * time, when v is NULL and *cap 0), with *cap updated. NULL when out of memory: v and *cap are
+ * then unchanged. Callers write `T *nv = memdiff__arena_room(a, v, &cap, n, sizeof *nv, 64);`. */
+void *memdiff__arena_room(memdiff__arena *arena, void *v, size_t *cap, size_t count, size_t elem,
+                          size_t initial);
+
 /* Unmaps every chunk of the arena and resets it to empty. */
 void memdiff__arena_release(memdiff__arena *arena);
 

@@ -75,6 +75,31 @@ START_TEST(grow_keeps_contents_and_returns_old_chunks)
 }
 END_TEST
 
+START_TEST(room_doubles_and_keeps_the_array_on_failure)
+{
+    memdiff__arena a = MEMDIFF__ARENA_INIT;
+    uint64_t *v = NULL;
+    size_t cap = 0, n = 0;
+    for (; n < 5000; n++) {
+        uint64_t *nv = memdiff__arena_room(&a, v, &cap, n, sizeof *nv, 100);
+        ck_assert_ptr_nonnull(nv);
+        v = nv;
+        v[n] = n * 7;
+    }
+    ck_assert_uint_eq(cap, 6400); /* 100, 200, ... 6400: doubled from the initial room */
+    ck_assert_ptr_eq(memdiff__arena_room(&a, v, &cap, 6399, sizeof *v, 100), v); /* room left */
+    memdiff__test_fail_alloc_after(1);
+    ck_assert_ptr_null(memdiff__arena_room(&a, v, &cap, 6400, sizeof *v, 100));
+    memdiff__test_fail_alloc_after(0);
+    ck_assert_uint_eq(cap, 6400); /* unchanged, and the old array intact */
+    for (size_t i = 0; i < n; i++)
+        ck_assert_uint_eq(v[i], i * 7);
+    size_t huge = SIZE_MAX / 8;
+    ck_assert_ptr_null(memdiff__arena_room(&a, v, &huge, huge, sizeof *v, 1));
+    memdiff__arena_release(&a);
+}
+END_TEST
+
 START_TEST(forced_failure_reports_enomem)
 {
     memdiff__arena a = MEMDIFF__ARENA_INIT;
@@ -128,6 +153,7 @@ Suite *arena_suite(void)
     suite_add_tcase(s, core);
     TCase *limits = tcase_create("Limits");
     tcase_add_test(limits, forced_failure_reports_enomem);
+    tcase_add_test(limits, room_doubles_and_keeps_the_array_on_failure);
     tcase_add_test(limits, registry_is_thread_safe);
     suite_add_tcase(s, limits);
     return s;

@@ -58,15 +58,11 @@ static uint64_t word_at(const unsigned char *p, unsigned word)
 static int add(ctx *c, uint64_t start, uint64_t end, memdiff__heap_kind kind, uint64_t id,
                const char *label)
 {
-    if (c->count == c->cap) {
-        size_t ncap = c->cap ? c->cap * 2 : 64;
-        memdiff__plat_heap *v = memdiff__arena_grow(c->proc->scratch, c->heaps,
-                                                    c->cap * sizeof *v, ncap * sizeof *v);
-        if (!v)
-            return MEMDIFF_ENOMEM;
-        c->heaps = v;
-        c->cap = ncap;
-    }
+    memdiff__plat_heap *v =
+        memdiff__arena_room(c->proc->scratch, c->heaps, &c->cap, c->count, sizeof *v, 64);
+    if (!v)
+        return MEMDIFF_ENOMEM;
+    c->heaps = v;
     c->heaps[c->count++] = (memdiff__plat_heap){start, end, kind, id, label};
     return MEMDIFF_OK;
 }

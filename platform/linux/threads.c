@@ -138,17 +138,12 @@ static int list_tids(memdiff__proc *proc, int64_t **out, size_t *count)
             int64_t tid;
             if (parse_tid(d->d_name, &tid))
                 continue;
-            if (n == cap) {
-                size_t ncap = cap ? cap * 2 : 256;
-                int64_t *v = memdiff__arena_grow(proc->scratch, tids, cap * sizeof *v,
-                                                 ncap * sizeof *v);
-                if (!v) {
-                    close(fd);
-                    return MEMDIFF_ENOMEM;
-                }
-                tids = v;
-                cap = ncap;
+            int64_t *v = memdiff__arena_room(proc->scratch, tids, &cap, n, sizeof *v, 256);
+            if (!v) {
+                close(fd);
+                return MEMDIFF_ENOMEM;
             }
+            tids = v;
             tids[n++] = tid;
         }
     }

@@ -74,15 +74,10 @@ static int add(heap_list *l, memdiff__arena *arena, uint64_t start, uint64_t end
         if (l->v[i - 1].start == start) /* the same allocation seen again: once is enough */
             return MEMDIFF_OK;
     }
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 64;
-        memdiff__plat_heap *v = memdiff__arena_grow(arena, l->v, l->cap * sizeof *v,
-                                                    cap * sizeof *v);
-        if (!v)
-            return MEMDIFF_ENOMEM;
-        l->v = v;
-        l->cap = cap;
-    }
+    memdiff__plat_heap *v = memdiff__arena_room(arena, l->v, &l->cap, l->n, sizeof *v, 64);
+    if (!v)
+        return MEMDIFF_ENOMEM;
+    l->v = v;
     memdiff__plat_heap *h = &l->v[l->n++];
     h->start = start;
     h->end = end;

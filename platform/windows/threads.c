@@ -112,19 +112,15 @@ int memdiff__win_read_threads(memdiff__proc *proc)
             h = OpenThread(THREAD_QUERY_LIMITED_INFORMATION, FALSE, te.th32ThreadID);
         if (!h && GetLastError() == ERROR_INVALID_PARAMETER)
             continue; /* exited since the snapshot */
-        if (proc->thread_count == cap) {
-            size_t ncap = cap ? cap * 2 : 64;
-            memdiff__win_thread *v = memdiff__arena_grow(proc->scratch, proc->threads,
-                                                         cap * sizeof *v, ncap * sizeof *v);
-            if (!v) {
-                rc = MEMDIFF_ENOMEM;
-                if (h)
-                    CloseHandle(h);
-                break;
-            }
-            proc->threads = v;
-            cap = ncap;
+        memdiff__win_thread *grown = memdiff__arena_room(proc->scratch, proc->threads, &cap,
+                                                         proc->thread_count, sizeof *grown, 64);
+        if (!grown) {
+            rc = MEMDIFF_ENOMEM;
+            if (h)
+                CloseHandle(h);
+            break;
         }
+        proc->threads = grown;
         memdiff__win_thread *t = &proc->threads[proc->thread_count++];
         memset(t, 0, sizeof *t);
         t->tid = te.th32ThreadID;
