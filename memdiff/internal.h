@@ -169,6 +169,11 @@ size_t memdiff__runs_bytes(const memdiff_snapshot *s);
  * arena, and marks q present. MEMDIFF_ENOMEM from the arena. */
 int memdiff__seq_append(memdiff__arena *arena, memdiff__seq *q, const uint64_t *v, uint64_t n);
 
+/* Appends count values first + step * k, as memdiff__seq_append would append them one by one
+ * (the same segments), in time independent of count once the stretch is under way. */
+int memdiff__seq_append_stretch(memdiff__arena *arena, memdiff__seq *q, uint64_t first,
+                                int64_t step, uint64_t count);
+
 /* Value i of q (0 when unknown or beyond the values). */
 uint64_t memdiff__seq_get(const memdiff__seq *q, uint64_t i);
 

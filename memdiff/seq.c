@@ -170,19 +170,11 @@ static int absorb(memdiff__arena *arena, memdiff__seq *q, const uint64_t *v, uin
  * which moves by step: the tight loop that takes most values. */
 static uint64_t continuing(const uint64_t *v, uint64_t j, uint64_t n, uint64_t next, int step)
 {
-    uint64_t k = j;
     if (!v)
         return next == 0 && step == 0 ? n - j : next == 0 ? 1 : 0;
-    if (step > 0)
-        while (k < n && v[k] == next + (k - j))
-            k++;
-    else if (step < 0)
-        while (k < n && v[k] == next - (k - j))
-            k++;
-    else
-        while (k < n && v[k] == next)
-            k++;
-    return k - j;
+    if (j >= n || v[j] != next)
+        return 0;
+    return memdiff__stretch_end(v, (size_t)j, (size_t)n, (uint64_t)(int64_t)step) - j;
 }
 
 int memdiff__seq_append(memdiff__arena *arena, memdiff__seq *q, const uint64_t *v, uint64_t n)
@@ -228,6 +220,42 @@ int memdiff__seq_append(memdiff__arena *arena, memdiff__seq *q, const uint64_t *
             return rc;
         q->n++;
         j++;
+    }
+    return MEMDIFF_OK;
+}
+
+int memdiff__seq_append_stretch(memdiff__arena *arena, memdiff__seq *q, uint64_t first,
+                                int64_t step, uint64_t count)
+{
+    /* The first values go the ordinary way, which decides the segments; once the last segment is
+     * this stretch, the rest only extend it (continuing() would take them all). */
+    uint64_t v[64];
+    uint64_t s = (uint64_t)step, start = q->n;
+    while (count > 0) {
+        uint64_t kind = s == 1 ? KIND_UP : s == 0 ? KIND_SAME : KIND_DOWN;
+        if (q->segs && seg_kind(q, q->segs - 1) == kind && q->n > seg_at(q, q->segs - 1) + 1 &&
+            (s == 1 || s == 0 || s == UINT64_MAX)) {
+            size_t k = q->segs - 1;
+            uint64_t len = q->n - seg_at(q, k);
+            if (q->base[k] + s * len == first) {
+                if (q->n + count > AT_MASK)
+                    return memdiff__set_error(MEMDIFF_ENOMEM, "page facts: %llu pages are too many",
+                                              (unsigned long long)(q->n + count));
+                q->present = 1;
+                q->n += count;
+                return MEMDIFF_OK;
+            }
+        }
+        /* Three values make any stretch a segment of its own (absorb); later chunks only come
+         * when something is amiss, and are plain appends. */
+        uint64_t m = MEMDIFF__MIN(count, (uint64_t)(q->n == start ? 3 : sizeof v / sizeof v[0]));
+        for (uint64_t k = 0; k < m; k++)
+            v[k] = first + s * k;
+        int rc = memdiff__seq_append(arena, q, v, m);
+        if (rc)
+            return rc;
+        first += s * m;
+        count -= m;
     }
     return MEMDIFF_OK;
 }

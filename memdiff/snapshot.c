@@ -19,28 +19,35 @@ typedef struct builder {
     int want_pfn, want_kflags, want_mapcount;
 } builder;
 
+/* Clips a run to the region being read: a backend must not report outside it, and a snapshot
+ * must not lie. 0 when nothing is left; else *skip is how many pages were cut at the start. */
+static int clip(const builder *b, uint64_t *start, uint64_t *npages, uint64_t *skip)
+{
+    const memdiff__region *r = &b->s->regions[b->region];
+    uint64_t ps = b->s->info.page_size;
+    uint64_t lo = *start, end = lo + *npages * ps;
+    *skip = 0;
+    if (*npages == 0 || end <= r->start || lo >= r->end)
+        return 0;
+    if (lo < r->start) {
+        *skip = (r->start - lo) / ps;
+        lo = r->start;
+    }
+    if (end > r->end)
+        end = r->end;
+    *start = lo;
+    *npages = (end - lo) / ps;
+    return *npages > 0;
+}
+
 /* The page sink: appends one run (and its frame facts). */
 static int on_run(void *ctx, uint64_t start, uint64_t npages, unsigned attrs, const uint64_t *pfn,
                   const uint64_t *kflags, const uint64_t *mapcount)
 {
     builder *b = ctx;
     memdiff_snapshot *s = b->s;
-    memdiff__region *r = &s->regions[b->region];
-    uint64_t ps = s->info.page_size;
-
-    /* Clip to the region: a backend must not report outside it, and a snapshot must not lie. */
-    uint64_t end = start + npages * ps;
-    if (npages == 0 || end <= r->start || start >= r->end)
-        return MEMDIFF_OK;
-    uint64_t skip = 0;
-    if (start < r->start) {
-        skip = (r->start - start) / ps;
-        start = r->start;
-    }
-    if (end > r->end)
-        end = r->end;
-    npages = (end - start) / ps;
-    if (npages == 0)
+    uint64_t skip;
+    if (!clip(b, &start, &npages, &skip))
         return MEMDIFF_OK;
 
     int aux = (b->want_pfn && pfn) || (b->want_kflags && kflags) || (b->want_mapcount && mapcount);
@@ -61,6 +68,45 @@ static int on_run(void *ctx, uint64_t start, uint64_t npages, unsigned attrs, co
     }
     /* Runs continuing the last one (a backend may split them at batch boundaries) merge there;
      * short ones close together share a bitmap (runs.c). */
+    return memdiff__runs_append(s, (uint32_t)b->region, start, npages, attrs, at);
+}
+
+/* The page sink for a run whose frames come as stretches (no kernel flags or map counts). */
+static int on_run_frames(void *ctx, uint64_t start, uint64_t npages, unsigned attrs,
+                         const memdiff__frame_stretch *frames, size_t nframes)
+{
+    builder *b = ctx;
+    memdiff_snapshot *s = b->s;
+    uint64_t skip;
+    if (!clip(b, &start, &npages, &skip))
+        return MEMDIFF_OK;
+
+    uint64_t at = MEMDIFF__NO_AUX;
+    if (b->want_pfn && nframes > 0) {
+        at = s->aux_count;
+        uint64_t left = npages;
+        for (size_t k = 0; k < nframes && left > 0; k++) {
+            uint64_t n = frames[k].count, first = frames[k].first;
+            if (skip >= n) {
+                skip -= n;
+                continue;
+            }
+            first += (uint64_t)frames[k].step * skip;
+            n = MEMDIFF__MIN(n - skip, left);
+            skip = 0;
+            if (memdiff__seq_append_stretch(&s->arena, &s->frames, first, frames[k].step, n))
+                return MEMDIFF_ENOMEM;
+            left -= n;
+        }
+        /* Frames the backend did not give (it must give all): 0, unknown. */
+        if (left && memdiff__seq_append(&s->arena, &s->frames, NULL, left))
+            return MEMDIFF_ENOMEM;
+        if (b->want_kflags && memdiff__seq_append(&s->arena, &s->kflags, NULL, npages))
+            return MEMDIFF_ENOMEM;
+        if (b->want_mapcount && memdiff__seq_append(&s->arena, &s->mapcount, NULL, npages))
+            return MEMDIFF_ENOMEM;
+        s->aux_count += npages;
+    }
     return memdiff__runs_append(s, (uint32_t)b->region, start, npages, attrs, at);
 }
 
@@ -183,7 +229,7 @@ static int take(const memdiff_options *o, unsigned flags, memdiff_snapshot *s,
     b.want_kflags = depth >= MEMDIFF_DEPTH_DEEP;
     b.want_mapcount = depth >= MEMDIFF_DEPTH_DEEP;
     s->info.page_size = caps.page_size;
-    memdiff__page_sink sink = {on_run, &b};
+    memdiff__page_sink sink = {on_run, &b, on_run_frames};
     for (size_t i = 0; !rc && i < s->region_count; i++) {
         b.region = i;
         rc = memdiff__plat_pages(proc, s->regions[i].start, s->regions[i].end, depth, &sink);

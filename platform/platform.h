@@ -43,6 +43,23 @@
 #define MEMDIFF__PRINTF(fmt, args)
 #endif
 
+/* The end of the stretch v[i..) that goes on from v[i] by step: the first k > i (at most n)
+ * with v[k] != v[i] + (k - i) * step (step 1 for consecutive frames or pagemap entries, 0 for
+ * repeats, UINT64_MAX for descending). The tight loop of dense memory, shared by the backends'
+ * decoding and the core's page facts: four values a test, with no branch among them. */
+static inline size_t memdiff__stretch_end(const uint64_t *v, size_t i, size_t n, uint64_t step)
+{
+    size_t k = i + 1;
+    uint64_t x = v[i] + step; /* the value expected at k */
+    for (; k + 4 <= n; k += 4, x += 4 * step)
+        if ((v[k] ^ x) | (v[k + 1] ^ (x + step)) | (v[k + 2] ^ (x + 2 * step)) |
+            (v[k + 3] ^ (x + 3 * step)))
+            break;
+    for (; k < n && v[k] == x; k++)
+        x += step;
+    return k;
+}
+
 typedef struct memdiff__chunk memdiff__chunk;
 
 /* A bump allocator over memory from memdiff__os_alloc. Every chunk of every live arena is
@@ -252,15 +269,30 @@ int memdiff__plat_heaps(memdiff__proc *proc, memdiff__arena *arena,
  * pages read from an address space being torn down are never passed off as a snapshot. */
 int memdiff__plat_totals(memdiff__proc *proc, memdiff_process_totals *out);
 
+/* Frames of consecutive pages: first, first + step, first + 2 * step, ... (step 1 or -1 as the
+ * page allocator hands frames out, 0 for one frame mapped again and again: the zero page). */
+typedef struct memdiff__frame_stretch {
+    uint64_t first;
+    int64_t step;
+    uint64_t count;
+} memdiff__frame_stretch;
+
 /* Receives page runs from memdiff__plat_pages. npages pages from start share attrs. When the
  * depth gave per-page frame facts (MEMDIFF_SRC_PFN / KPAGEFLAGS / KPAGECOUNT), pfn, kflags and
  * mapcount point at npages entries each (or are NULL when that source was not read); the
  * pointers are valid only during the call. Returns 0 or a negative status, which stops the walk
- * and is returned by memdiff__plat_pages. */
+ * and is returned by memdiff__plat_pages.
+ *
+ * run_frames (may be NULL) takes a run whose only frame facts are frame numbers, given as
+ * stretches whose counts add up to npages: dense memory has one stretch for tens of pages, so
+ * neither side spends time per page. A backend may use it for such runs when it is set, and
+ * must use run otherwise. */
 typedef struct memdiff__page_sink {
     int (*run)(void *ctx, uint64_t start, uint64_t npages, unsigned attrs, const uint64_t *pfn,
                const uint64_t *kflags, const uint64_t *mapcount);
     void *ctx;
+    int (*run_frames)(void *ctx, uint64_t start, uint64_t npages, unsigned attrs,
+                      const memdiff__frame_stretch *frames, size_t nframes);
 } memdiff__page_sink;
 
 /* Reports the pages of [start, end) that are resident or swapped, as runs (MEMDIFF_PAGE_*

@@ -408,6 +408,48 @@ START_TEST(frames_read_back_as_appended)
 }
 END_TEST
 
+/* Frames appended as stretches (the backend's run_frames) are stored exactly as the same
+ * values appended one by one: the same segments and literals. Stretches of every length from 1,
+ * up, down and flat, some continuing the one before. */
+START_TEST(frames_as_stretches_store_as_values)
+{
+    enum { N = 30000 };
+    static uint64_t v[N];
+    memdiff_snapshot *s = empty_snapshot(1, 1), *t = empty_snapshot(1, 1);
+    uint32_t x = 4242u + (uint32_t)_i * 17u;
+#define RND(n) ((x = x * 1103515245u + 12345u), (x >> 8) % (n))
+    size_t i = 0;
+    uint64_t next = 0x300000;
+    while (i < N) {
+        size_t len = RND(3) == 0 ? 1 + RND(4) : 1 + RND(300);
+        len = MEMDIFF__MIN(len, (size_t)N - i);
+        int64_t step = RND(3) == 0 ? 0 : RND(2) ? 1 : -1;
+        uint64_t first = RND(3) == 0 ? next : 0x100000 + RND(1u << 20); /* continuing, or not */
+        for (size_t k = 0; k < len; k++)
+            v[i + k] = first + (uint64_t)step * k;
+        ck_assert_int_eq(memdiff__seq_append_stretch(&s->arena, &s->frames, first, step, len),
+                         MEMDIFF_OK);
+        ck_assert_int_eq(memdiff__seq_append(&t->arena, &t->frames, v + i, len), MEMDIFF_OK);
+        next = first + (uint64_t)step * len;
+        i += len;
+    }
+#undef RND
+    ck_assert_uint_eq(s->frames.n, N);
+    ck_assert_uint_eq(s->frames.segs, t->frames.segs);
+    ck_assert_uint_eq(s->frames.lits, t->frames.lits);
+    ck_assert(memcmp(s->frames.at, t->frames.at, s->frames.segs * sizeof *s->frames.at) == 0);
+    ck_assert(memcmp(s->frames.base, t->frames.base, s->frames.segs * sizeof *s->frames.base) ==
+              0);
+    ck_assert(memcmp(s->frames.lit, t->frames.lit, s->frames.lits * sizeof *s->frames.lit) == 0);
+    uint64_t wrong = 0;
+    for (size_t k = 0; k < N; k++)
+        wrong += memdiff__seq_get(&s->frames, k) != v[k];
+    ck_assert_uint_eq(wrong, 0);
+    memdiff_snapshot_free(t);
+    memdiff_snapshot_free(s);
+}
+END_TEST
+
 /* Consecutive frames cost a segment, not a page: 1M pages in four stretches. */
 START_TEST(consecutive_frames_cost_a_segment)
 {
@@ -458,6 +500,7 @@ Suite *runs_suite(void)
     tcase_add_test(core, bitmap_runs_round_trip_through_a_file);
     tcase_add_test(core, compare_finds_a_replaced_frame_inside_a_bitmap);
     tcase_add_loop_test(core, frames_read_back_as_appended, 0, 4);
+    tcase_add_loop_test(core, frames_as_stretches_store_as_values, 0, 4);
     tcase_add_test(core, consecutive_frames_cost_a_segment);
     tcase_add_test(core, random_values_cost_no_more_than_an_array);
     suite_add_tcase(s, core);

@@ -79,6 +79,9 @@ struct pm_scan_arg {
  * faults of its larger buffers (3.5 MiB, one block). */
 #define MEMDIFF__LINUX_DEEP_BATCH 65536u
 #define MEMDIFF__LINUX_SCAN_VEC 4096u
+/* Frame stretches a run delivered by run_frames holds at most (dense memory: tens of pages a
+ * stretch); a longer run goes out in parts, which the core joins. */
+#define MEMDIFF__LINUX_FS 1024u
 
 /* The backend's view of an open process. Buffers come from the scratch arena given to
  * memdiff__plat_open, created on first use and reused by every later call. */
@@ -113,6 +116,7 @@ struct memdiff__proc {
         uint32_t page, len;   /* pages [page, page + len) of a batch, frames consecutive */
     } *segs;
     uint64_t *frame_flags, *frame_counts; /* one pread of kpageflags / kpagecount */
+    memdiff__frame_stretch *fs; /* the pending run's frames as stretches (MEMDIFF__LINUX_FS) */
     struct page_region *vec;  /* PAGEMAP_SCAN output */
     int scan_off;             /* the kernel refused a scan (EINVAL): pagemap only from then on */
     size_t batch_cap;         /* entries the batch buffers above hold */

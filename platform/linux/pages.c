@@ -78,6 +78,12 @@ typedef struct walker {
     uint64_t start, n;
     unsigned attrs;
     size_t off;
+    /* Frames as stretches (sink->run_frames): standard depth with frame numbers, where nothing
+     * else needs the batch page by page. pending_fs: the pending run's frames are p->fs[0..nfs),
+     * not array entries. */
+    int stretches;
+    int pending_fs;
+    size_t nfs;
 } walker;
 
 static int flush(walker *w)
@@ -86,8 +92,45 @@ static int flush(walker *w)
         return MEMDIFF_OK;
     w->pending = 0;
     memdiff__proc *p = w->proc;
+    if (w->pending_fs)
+        return w->sink->run_frames(w->sink->ctx, w->start, w->n, w->attrs, p->fs, w->nfs);
     return w->sink->run(w->sink->ctx, w->start, w->n, w->attrs, w->pfn ? p->pfn + w->off : NULL,
                         w->deep ? p->kflags + w->off : NULL, w->deep ? p->mapcount + w->off : NULL);
+}
+
+/* Pages [addr, addr + n) with attrs whose frames are first, first + step, ... (stretch mode). */
+static int feed_frames(walker *w, uint64_t addr, uint64_t n, unsigned attrs, uint64_t first,
+                       uint64_t step)
+{
+    memdiff__proc *p = w->proc;
+    if (!(attrs & RESIDENT))
+        return flush(w);
+    if (w->pending && w->pending_fs && w->attrs == attrs &&
+        w->start + w->n * p->page_size == addr) {
+        memdiff__frame_stretch *last = &p->fs[w->nfs - 1];
+        if ((uint64_t)last->step == step && last->first + step * last->count == first) {
+            last->count += n;
+            w->n += n;
+            return MEMDIFF_OK;
+        }
+        if (w->nfs < MEMDIFF__LINUX_FS) {
+            p->fs[w->nfs++] = (memdiff__frame_stretch){first, (int64_t)step, n};
+            w->n += n;
+            return MEMDIFF_OK;
+        }
+    }
+    int rc = flush(w);
+    if (rc)
+        return rc;
+    w->pending = 1;
+    w->pending_fs = 1;
+    w->start = addr;
+    w->n = n;
+    w->attrs = attrs;
+    w->off = 0;
+    p->fs[0] = (memdiff__frame_stretch){first, (int64_t)step, n};
+    w->nfs = 1;
+    return MEMDIFF_OK;
 }
 
 /* Pages [addr, addr + n) with attrs and (when arrays are delivered) entries from index idx. */
@@ -96,7 +139,7 @@ static int feed(walker *w, uint64_t addr, uint64_t n, unsigned attrs, size_t idx
     uint64_t ps = w->proc->page_size;
     if (!(attrs & RESIDENT))
         return flush(w);
-    if (w->pending && w->attrs == attrs && w->start + w->n * ps == addr &&
+    if (w->pending && !w->pending_fs && w->attrs == attrs && w->start + w->n * ps == addr &&
         (!(w->pfn || w->deep) || w->off + w->n == idx)) {
         w->n += n;
         return MEMDIFF_OK;
@@ -105,6 +148,7 @@ static int feed(walker *w, uint64_t addr, uint64_t n, unsigned attrs, size_t idx
     if (rc)
         return rc;
     w->pending = 1;
+    w->pending_fs = 0;
     w->start = addr;
     w->n = n;
     w->attrs = attrs;
@@ -116,7 +160,7 @@ static int feed(walker *w, uint64_t addr, uint64_t n, unsigned attrs, size_t idx
 static void carry(walker *w)
 {
     memdiff__proc *p = w->proc;
-    if (!w->pending || w->off == 0 || !(w->pfn || w->deep))
+    if (!w->pending || w->pending_fs || w->off == 0 || !(w->pfn || w->deep))
         return;
     memmove(p->pfn, p->pfn + w->off, w->n * sizeof *p->pfn);
     if (w->deep) {
@@ -147,6 +191,11 @@ static int buffers(walker *w, int scan)
     }
     if (scan && w->fast)
         return MEMDIFF_OK;
+    if (w->stretches && !p->fs) {
+        p->fs = memdiff__arena_alloc(p->scratch, MEMDIFF__LINUX_FS * sizeof *p->fs);
+        if (!p->fs)
+            return MEMDIFF_ENOMEM;
+    }
     if (p->batch_cap < B) {
         /* First use, or a deeper walk than before on this proc: buffers of a batch's size
          * (the smaller ones stay in the scratch arena until it is released). */
@@ -558,6 +607,42 @@ static int read_pagemap(walker *w, uint64_t addr, size_t base, size_t n)
     return MEMDIFF_OK;
 }
 
+/* The stretch of entries pm[i..j) that starts at i, with frame numbers: present pages whose
+ * frames go on by *step from *first (1 or -1, as the allocator hands frames out, 0 for the zero
+ * page mapped again and again), or equal entries of absent pages (*first 0). In dense memory
+ * most entries are the one before plus or minus 1 (the same flags, the next frame), which one
+ * test of four entries confirms; a stretch's flags are decoded once, into *attrs. Returns j. */
+static size_t stretch_at(const walker *w, const uint64_t *pm, size_t i, size_t n,
+                         unsigned *attrs, uint64_t *first, uint64_t *step)
+{
+    uint64_t e = pm[i];
+    *attrs = w->table[e >> PM_TABLE_SHIFT];
+    *first = 0;
+    *step = 0;
+    if (!(e & MEMDIFF__PM_PRESENT))
+        return memdiff__stretch_end(pm, i, n, 0);
+    uint64_t f = e & MEMDIFF__PM_PFN_MASK, zero = w->proc->zero_pfn;
+    size_t j = memdiff__stretch_end(pm, i, n, 1);
+    *step = 1;
+    if (j == i + 1) {
+        static const uint64_t other[2] = {UINT64_MAX, 0};
+        for (int k = 0; k < 2 && j == i + 1; k++) {
+            j = memdiff__stretch_end(pm, i, n, other[k]);
+            *step = j > i + 1 ? other[k] : 1;
+        }
+    }
+    *first = f;
+    /* The zero page: a stretch of its own (it is never part of one of other frames). */
+    uint64_t dist = *step == 1 ? zero - f : *step == 0 ? (f == zero ? 0 : UINT64_MAX) : f - zero;
+    if (zero && dist < j - i) {
+        if (dist == 0)
+            *attrs |= MEMDIFF_PAGE_ZERO;
+        else
+            j = i + (size_t)dist;
+    }
+    return j;
+}
+
 /* Decodes the entries p->pm[base..base + n) into p->attrs[0..n); with frame numbers, each
  * entry becomes its page's frame in place (p->pfn is p->pm: no copy). Returns how many pages
  * are present or swapped. */
@@ -569,15 +654,17 @@ static size_t decode(walker *w, size_t base, size_t n)
     const uint64_t zero = p->zero_pfn;
     size_t found = 0;
     if (w->pfn) {
-        for (size_t i = 0; i < n; i++) {
-            uint64_t e = pm[i], f = e & MEMDIFF__PM_PFN_MASK;
-            unsigned a = w->table[e >> PM_TABLE_SHIFT];
-            int present = (int)(e >> 63);
-            f = present ? f : 0;
-            a |= (zero && f == zero) ? MEMDIFF_PAGE_ZERO : 0;
-            attrs[i] = a;
-            pm[i] = f;
-            found += a != 0;
+        for (size_t i = 0; i < n;) {
+            unsigned a;
+            uint64_t f, step;
+            size_t j = stretch_at(w, pm, i, n, &a, &f, &step);
+            for (size_t k = i; k < j; k++) {
+                pm[k] = f;
+                attrs[k] = a;
+                f += step;
+            }
+            found += a ? j - i : 0;
+            i = j;
         }
     } else {
         for (size_t i = 0; i < n; i++) {
@@ -590,6 +677,46 @@ static size_t decode(walker *w, size_t base, size_t n)
         }
     }
     return found;
+}
+
+/* Stretch mode: feeds the entries p->pm[base..base + n) for pages from addr as stretches, with
+ * no per-page arrays. Returns how many pages are present or swapped, or a negative status. */
+static int64_t decode_frames(walker *w, uint64_t addr, size_t base, size_t n)
+{
+    memdiff__proc *p = w->proc;
+    const uint64_t *pm = p->pm + base;
+    unsigned shift = p->page_shift;
+    int64_t found = 0;
+    for (size_t i = 0; i < n;) {
+        unsigned a;
+        uint64_t f, step;
+        size_t j = stretch_at(w, pm, i, n, &a, &f, &step);
+        int rc = feed_frames(w, addr + ((uint64_t)i << shift), j - i, a, f, step);
+        if (rc)
+            return rc;
+        found += a ? (int64_t)(j - i) : 0;
+        i = j;
+    }
+    return found;
+}
+
+/* Whether pages [addr, addr + n) (entries pm[0..n)) could hold a huge page: scan_huge_candidates'
+ * test on the ends of each page table's span alone, a necessary condition (present, frames
+ * aligned with the addresses, the last frame as far from the first as its page). */
+static int maybe_huge(const walker *w, uint64_t addr, const uint64_t *pm, size_t n)
+{
+    const memdiff__proc *p = w->proc;
+    const uint64_t per = p->page_size / 8, vpage = addr >> p->page_shift;
+    for (size_t i = 0; i < n;) {
+        size_t j = (size_t)MIN((uint64_t)n, i + (per - ((vpage + i) & (per - 1))));
+        uint64_t a = pm[i], b = pm[j - 1];
+        uint64_t fa = a & MEMDIFF__PM_PFN_MASK, fb = b & MEMDIFF__PM_PFN_MASK;
+        if ((a & b & MEMDIFF__PM_PRESENT) && fa && !((fa - ((vpage + i) & (per - 1))) & (per - 1)) &&
+            fb - fa == j - 1 - i)
+            return 1;
+        i = j;
+    }
+    return 0;
 }
 
 /* Pages [addr, addr + npages) from pagemap, in batches. ranges (may be NULL) are the scan's
@@ -609,7 +736,7 @@ static int walk_pagemap(walker *w, uint64_t addr, uint64_t npages,
             if (rc)
                 return rc;
         }
-        size_t base = arrays && w->pending ? (size_t)w->n : 0;
+        size_t base = arrays && w->pending && !w->pending_fs ? (size_t)w->n : 0;
         if (base == w->batch) {
             /* A run of a whole batch: deliver it, it cannot carry further. */
             int rc = flush(w);
@@ -622,6 +749,17 @@ static int walk_pagemap(walker *w, uint64_t addr, uint64_t npages,
             n = (size_t)npages;
         int rc = read_pagemap(w, addr, base, n);
         if (rc)
+            return rc;
+        if (w->stretches && !ranges && !(extras && maybe_huge(w, addr, p->pm + base, n))) {
+            int64_t got = decode_frames(w, addr, base, n);
+            if (got < 0)
+                return (int)got;
+            *found += (uint64_t)got;
+            addr += n * ps;
+            npages -= n;
+            continue;
+        }
+        if (w->pending && w->pending_fs && (rc = flush(w)))
             return rc;
         size_t got = decode(w, base, n);
         *found += got;
@@ -641,6 +779,9 @@ static int walk_pagemap(walker *w, uint64_t addr, uint64_t npages,
         for (size_t i = 0; i < n;) {
             unsigned a = attrs[i];
             size_t j = i + 1;
+            while (j + 4 <= n &&
+                   !((attrs[j] ^ a) | (attrs[j + 1] ^ a) | (attrs[j + 2] ^ a) | (attrs[j + 3] ^ a)))
+                j += 4;
             while (j < n && attrs[j] == a)
                 j++;
             rc = a ? feed(w, addr + i * ps, j - i, a, base + i) : flush(w);
@@ -796,6 +937,7 @@ int memdiff__plat_pages(memdiff__proc *proc, uint64_t start, uint64_t end, memdi
              (proc->sources & MEMDIFF_SRC_KPAGEFLAGS) && (proc->sources & MEMDIFF_SRC_KPAGECOUNT);
     w.file = region_file_rule(proc, start, end);
     w.batch = w.deep ? MEMDIFF__LINUX_DEEP_BATCH : MEMDIFF__LINUX_BATCH;
+    w.stretches = sink->run_frames && w.pfn && !w.deep && proc->idle_fd < 0;
     int scan = (proc->sources & MEMDIFF_SRC_PAGEMAP_SCAN) && !proc->scan_off;
     int rc = buffers(&w, scan);
     if (rc)
