@@ -1,6 +1,7 @@
 /*
  * os.c - OS memory, clock, host name and thread identity for the Linux backend.
  */
+#include <errno.h>
 #include <malloc.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -27,6 +28,23 @@
  * numbers otherwise (docs/performance.md). A system with THP off ignores the advice. */
 #define HUGE_ADVICE_MIN ((size_t)2 << 20)
 
+/* Set once prctl has refused to name a chunk: a kernel without CONFIG_ANON_VMA_NAME (or before
+ * 5.17) answers EINVAL to every call, and a seccomp policy that forbids it does not relent
+ * either, so one refusal stands for the process instead of a failing syscall per chunk. ENOMEM
+ * (the kernel could not split or allocate a VMA) is momentary and does not count. Relaxed: the
+ * flag guards no other memory, and a thread that misses it only tries once more. */
+static atomic_int naming_refused;
+
+static void name_chunk(void *p, size_t size)
+{
+    if (atomic_load_explicit(&naming_refused, memory_order_relaxed))
+        return;
+    if (prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, (unsigned long)p, (unsigned long)size,
+              (unsigned long)"memdiff") != 0 &&
+        errno != ENOMEM)
+        atomic_store_explicit(&naming_refused, 1, memory_order_relaxed);
+}
+
 void *memdiff__os_alloc(size_t size)
 {
     void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -37,8 +55,7 @@ void *memdiff__os_alloc(size_t size)
     /* The name shows as [anon:memdiff] in maps, which tells memdiff's storage apart, and keeps
      * the kernel from merging our chunks with the program's own anonymous mappings (VMAs with
      * different names never merge). Kernels without the feature just leave it unnamed. */
-    (void)prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, (unsigned long)p, (unsigned long)size,
-                (unsigned long)"memdiff");
+    name_chunk(p, size);
     return p;
 }
 
