@@ -3,6 +3,7 @@
  * reading process memory without disturbing it; telling an exited process from a quiet one.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -104,11 +105,11 @@ static int caller_has_sys_admin(const char *proc_root)
     return (capeff >> CAP_SYS_ADMIN_BIT) & 1;
 }
 
-/* The frame of the shared zero page, learned once per open: a read fault on a private anonymous
- * page maps the zero page (mm/memory.c do_anonymous_page), and our own pagemap then names its
- * frame. This is the one place memdiff maps a page to learn something. Returns 1 with *pfn set,
- * 0 when unknown (no such pagemap under the proc root, e.g. a fixture tree), -1 when the entry
- * is present but its frame reads 0: frame numbers are hidden from this caller. */
+/* The frame of the shared zero page (zero_pfn() keeps the live system's): a read fault on a
+ * private anonymous page maps the zero page (mm/memory.c do_anonymous_page), and our own pagemap
+ * then names its frame. This is the one place memdiff maps a page to learn something. Returns 1
+ * with *pfn set, 0 when unknown (no such pagemap under the proc root, e.g. a fixture tree), -1
+ * when the entry is present but its frame reads 0: frame numbers are hidden from this caller. */
 static int learn_zero_pfn(const char *proc_root, uint32_t page_size, uint64_t *pfn)
 {
     char path[PATH_MAX];
@@ -133,6 +134,53 @@ static int learn_zero_pfn(const char *proc_root, uint32_t page_size, uint64_t *p
     }
     munmap(p, page_size);
     return result;
+}
+
+/* The zero page's frame once learned from the live /proc: it is fixed at boot (mm/memory.c,
+ * zero_pfn), so one process learns it once. A fixture tree's is never cached. Relaxed: the
+ * value is the whole message, and a thread that still reads 0 just learns it again. */
+static _Atomic uint64_t live_zero_pfn;
+
+/* Whether pagemap shows this caller frame numbers, told by its own entry for a page it has
+ * just written (path, on its stack or in its fake frame: resident either way): 1 yes, -1 no
+ * (present, frame 0), 0 cannot tell. Through the process's pagemap when that is the caller's,
+ * so one pread. */
+static int frames_shown(const memdiff__proc *proc, const char *proc_root)
+{
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof path, "%s/self/pagemap", proc_root) >= (int)sizeof path)
+        return 0;
+    int fd = proc->self ? proc->pagemap_fd : memdiff__linux_open(path, 0);
+    if (fd < 0)
+        return 0;
+    uint64_t e = 0;
+    ssize_t r = memdiff__linux_pread_full(fd, &e, sizeof e,
+                                          (uint64_t)(uintptr_t)path / proc->page_size * 8);
+    if (fd != proc->pagemap_fd)
+        close(fd);
+    if (r != (ssize_t)sizeof e || !(e & MEMDIFF__PM_PRESENT))
+        return 0;
+    return (e & MEMDIFF__PM_PFN_MASK) ? 1 : -1;
+}
+
+/* learn_zero_pfn, with the live system's frame kept once known. Whether pagemap shows frames
+ * depends on the caller's credentials when it opened the file (a capability dropped, a user
+ * namespace entered since), so a cached frame is used only after frames_shown() says they
+ * are shown, which costs no mapping and no fault. */
+static int zero_pfn(const memdiff__proc *proc, const char *proc_root, int live, uint64_t *pfn)
+{
+    uint64_t z = live ? atomic_load_explicit(&live_zero_pfn, memory_order_relaxed) : 0;
+    if (z) {
+        int shown = frames_shown(proc, proc_root);
+        if (shown != 0) {
+            *pfn = shown > 0 ? z : 0;
+            return shown;
+        }
+    }
+    int r = learn_zero_pfn(proc_root, proc->page_size, pfn);
+    if (r > 0 && live)
+        atomic_store_explicit(&live_zero_pfn, *pfn, memory_order_relaxed);
+    return r;
 }
 
 int memdiff__plat_open(const memdiff__open_args *args, memdiff__arena *scratch,
@@ -213,7 +261,7 @@ int memdiff__plat_open(const memdiff__open_args *args, memdiff__arena *scratch,
 
     caps->pfn_why = PFN_WHY;
     if (proc->pagemap_fd >= 0 && caller_has_sys_admin(proc_root)) {
-        int z = learn_zero_pfn(proc_root, proc->page_size, &proc->zero_pfn);
+        int z = zero_pfn(proc, proc_root, args->proc_root == NULL, &proc->zero_pfn);
         if (z < 0) {
             /* CapEff can show CAP_SYS_ADMIN held in a user namespace (a container), while
              * pagemap wants it in the initial one: trust what pagemap shows. */
