@@ -47,6 +47,16 @@ static int open_in(const char *dir, const char *name, int flags)
     return memdiff__linux_open(path, flags);
 }
 
+/* Whether <dir>/name opens (flags: 0 or O_DIRECTORY). */
+static int has_entry(const char *dir, const char *name, int flags)
+{
+    int fd = open_in(dir, name, flags);
+    if (fd < 0)
+        return 0;
+    close(fd);
+    return 1;
+}
+
 /* Whether the task is a kernel thread: PF_KTHREAD (0x00200000) in the flags field of stat, the
  * ninth (proc.rst, "stat"; include/linux/sched.h). */
 static int kernel_thread(const memdiff__proc *proc)
@@ -220,27 +230,31 @@ int memdiff__plat_open(const memdiff__open_args *args, memdiff__arena *scratch,
         return memdiff__set_error(MEMDIFF_EINVAL, "open: proc root too long: %s", proc_root);
 
     /* maps decides whether the process can be read at all: its open does the ptrace access
-     * check (PTRACE_MODE_READ), so ENOENT/ESRCH and EACCES come out distinct here. */
-    char path[PATH_MAX];
-    int rc = memdiff__linux_path(path, sizeof path, proc->dir, "maps");
-    if (rc)
-        return rc;
-    int fd = memdiff__linux_open(path, 0);
-    if (fd < 0)
-        return memdiff__linux_fail(errno, "open", path);
-    close(fd);
-
+     * check (PTRACE_MODE_READ), so ENOENT/ESRCH and EACCES come out distinct. pagemap's open
+     * makes the same check (both go through proc_mem_open(), fs/proc/base.c), so a pagemap
+     * that opens says maps would, and maps is asked only when pagemap refuses (or a tree has
+     * none): its error, as ever, is the one reported. */
     unsigned src = MEMDIFF_SRC_MAPS | MEMDIFF_SRC_MODULES;
     proc->pagemap_fd = open_in(proc->dir, "pagemap", 0);
-    if (proc->pagemap_fd < 0 && kernel_thread(proc)) {
-        /* pagemap's open takes the process's mm: a kernel thread has none (its maps is empty),
-         * and a snapshot of it would be an empty one passed off as complete. The open fails
-         * with ESRCH for root and EACCES for another user, whose ptrace check comes first. */
-        return memdiff__set_error(MEMDIFF_ENOTSUP,
-                                  "process %d has no user address space (a kernel thread)",
-                                  proc->pid);
-    }
-    if (proc->pagemap_fd >= 0) {
+    if (proc->pagemap_fd < 0) {
+        char path[PATH_MAX];
+        int rc = memdiff__linux_path(path, sizeof path, proc->dir, "maps");
+        if (rc)
+            return rc;
+        int fd = memdiff__linux_open(path, 0);
+        if (fd < 0)
+            return memdiff__linux_fail(errno, "open", path);
+        close(fd);
+        if (kernel_thread(proc)) {
+            /* pagemap's open takes the process's mm: a kernel thread has none (its maps is
+             * empty), and a snapshot of it would be an empty one passed off as complete. The
+             * open fails with ESRCH for root and EACCES for another user, whose ptrace check
+             * comes first. */
+            return memdiff__set_error(MEMDIFF_ENOTSUP,
+                                      "process %d has no user address space (a kernel thread)",
+                                      proc->pid);
+        }
+    } else {
         src |= MEMDIFF_SRC_PAGEMAP;
         if (probe_scan(proc->pagemap_fd, proc->page_size))
             src |= MEMDIFF_SRC_PAGEMAP_SCAN;
@@ -248,20 +262,17 @@ int memdiff__plat_open(const memdiff__open_args *args, memdiff__arena *scratch,
     proc->mem_fd = open_in(proc->dir, "mem", 0);
     if (proc->mem_fd >= 0)
         src |= MEMDIFF_SRC_HEAPS;
-    fd = open_in(proc->dir, "status", 0);
-    if (fd >= 0) {
+    /* Every process directory of the live /proc has status and task (fs/proc/base.c,
+     * tgid_base_stuff); only a fixture tree may have left them out, which these opens tell. */
+    int live = args->proc_root == NULL;
+    if (live || has_entry(proc->dir, "status", 0))
         src |= MEMDIFF_SRC_STATUS;
-        close(fd);
-    }
-    fd = open_in(proc->dir, "task", O_DIRECTORY);
-    if (fd >= 0) {
+    if (live || has_entry(proc->dir, "task", O_DIRECTORY))
         src |= MEMDIFF_SRC_THREADS;
-        close(fd);
-    }
 
     caps->pfn_why = PFN_WHY;
     if (proc->pagemap_fd >= 0 && caller_has_sys_admin(proc_root)) {
-        int z = zero_pfn(proc, proc_root, args->proc_root == NULL, &proc->zero_pfn);
+        int z = zero_pfn(proc, proc_root, live, &proc->zero_pfn);
         if (z < 0) {
             /* CapEff can show CAP_SYS_ADMIN held in a user namespace (a container), while
              * pagemap wants it in the initial one: trust what pagemap shows. */
@@ -292,6 +303,26 @@ int memdiff__plat_open(const memdiff__open_args *args, memdiff__arena *scratch,
     caps->sources = src;
     *out = proc;
     return MEMDIFF_OK;
+}
+
+/* Whether a status text shows a task that is neither zombie nor dead and still holds its
+ * memory: proc_pid_status() prints the Vm* lines only while get_task_mm() finds an mm
+ * (fs/proc/array.c), which is what memdiff__linux_alive() reads statm for, and the text was read
+ * just now. 0 says nothing either way (a tree may not record these fields). */
+static int status_shows_memory(const char *text, size_t len)
+{
+    const char *end = text + len, *st = NULL;
+    for (const char *line = text; !st && line < end;) {
+        const char *nl = memchr(line, '\n', (size_t)(end - line));
+        if ((size_t)(end - line) > 6 && memcmp(line, "State:", 6) == 0)
+            st = line + 6;
+        line = nl ? nl + 1 : end;
+    }
+    while (st && st < end && (*st == ' ' || *st == '\t'))
+        st++;
+    if (!st || st == end || *st == 'Z' || *st == 'X' || *st == 'x')
+        return 0;
+    return memdiff__linux_status_field(text, len, "VmSize", 10) > 0;
 }
 
 int memdiff__plat_totals(memdiff__proc *proc, memdiff_process_totals *out)
@@ -332,8 +363,9 @@ int memdiff__plat_totals(memdiff__proc *proc, memdiff_process_totals *out)
         *slot = kb * 1024;
     }
     /* The core reads totals last: a process that still has its memory now had it during every
-     * read before (see memdiff__linux_alive), so nothing read was torn down half-way. */
-    if (!memdiff__linux_alive(proc))
+     * read before (see memdiff__linux_alive), so nothing read was torn down half-way. The
+     * status just read tells as much in the common case, without ten more syscalls. */
+    if (!status_shows_memory(proc->text, len) && !memdiff__linux_alive(proc))
         return memdiff__set_error(MEMDIFF_ESRCH, "%s: the process exited during the snapshot",
                                   proc->dir);
     return MEMDIFF_OK;
@@ -344,15 +376,20 @@ int memdiff__linux_alive(memdiff__proc *proc)
     if (proc->self)
         return 1;
     char path[PATH_MAX], buf[1024];
-    int fd = memdiff__linux_open(proc->dir, O_DIRECTORY);
-    if (fd < 0)
-        return 0;
-    close(fd);
-    if (memdiff__linux_path(path, sizeof path, proc->dir, "stat"))
+    ssize_t n = memdiff__linux_path(path, sizeof path, proc->dir, "stat")
+                    ? -ENOENT
+                    : memdiff__linux_read_small(path, buf, sizeof buf);
+    if (n <= 0) {
+        if (n != -ENOENT && n != -ESRCH)
+            return 0;
+        /* A fixture tree need not record stat: the directory tells a process that is gone.
+         * (A stat that reads says the directory is there, hence this order.) */
+        int fd = memdiff__linux_open(proc->dir, O_DIRECTORY);
+        if (fd < 0)
+            return 0;
+        close(fd);
         return 1;
-    ssize_t n = memdiff__linux_read_small(path, buf, sizeof buf);
-    if (n <= 0)
-        return n == -ENOENT || n == -ESRCH ? 1 : 0; /* a fixture tree need not record stat */
+    }
     /* proc.rst "stat": "pid (comm) state ..."; comm may hold ')' so take the last one. */
     const char *rp = NULL;
     for (ssize_t i = 0; i < n; i++)
