@@ -517,6 +517,54 @@ START_TEST(stretches_match_arrays_fixture)
 }
 END_TEST
 
+/* Deep facts follow the frames whatever their order: a tree whose pages map frames up, down,
+ * scattered and repeated, with a different map count and flags word for every frame. */
+START_TEST(fixture_deep_facts_follow_frames)
+{
+    enum { N = 96 };
+    snprintf(tree, sizeof tree, "/tmp/memdiff-pages-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(tree));
+    char sub[128];
+    snprintf(sub, sizeof sub, "%s/self", tree);
+    ck_assert_int_eq(mkdir(sub, 0700), 0);
+    char maps[128];
+    int len = snprintf(maps, sizeof maps, "%08llx-%08llx rw-p 00000000 00:00 0\n",
+                       (unsigned long long)R1, (unsigned long long)(R1 + N * 4096ull));
+    put("self/maps", maps, (size_t)len, 0);
+    const char status[] = "Name:\tx\nCapEff:\t0000000000200000\n";
+    put("self/status", status, sizeof status - 1, 0);
+    uint64_t frame[N], e[N];
+    for (uint32_t i = 0; i < N; i++) {
+        frame[i] = i < 30 ? 0x2000u + i                     /* up */
+                   : i < 60 ? 0x3000u - i                   /* down */
+                   : i < 80 ? 0x4000u + (i * 37u) % 101u    /* scattered */
+                            : 0x2005u;                      /* one frame again and again */
+        e[i] = MEMDIFF__PM_PRESENT | MEMDIFF__PM_EXCLUSIVE | frame[i];
+    }
+    put("self/pagemap", e, sizeof e, R1 / 4096 * 8);
+    for (uint64_t f = 0x1f00; f < 0x4100; f++) { /* every frame its own facts */
+        uint64_t flags = (f & 0xffff) << 32, count = f % 251 + 1;
+        put("kpageflags", &flags, 8, f * 8);
+        put("kpagecount", &count, 8, f * 8);
+    }
+    memdiff__open_args args = {0, tree, NULL};
+    memdiff__proc *proc;
+    memdiff__caps caps;
+    ck_assert_int_eq(memdiff__plat_open(&args, &arena, &proc, &caps), MEMDIFF_OK);
+    ck_assert_int_eq(walk(proc, R1, R1 + N * 4096ull, MEMDIFF_DEPTH_DEEP), MEMDIFF_OK);
+    size_t page = 0;
+    for (size_t r = 0; r < rec->count; r++)
+        for (uint64_t k = 0; k < rec->runs[r].n; k++, page++) {
+            ck_assert_uint_eq(pfn_of(r, (size_t)k), frame[page]);
+            ck_assert_uint_eq(kflags_of(r, (size_t)k), (frame[page] & 0xffff) << 32);
+            ck_assert_uint_eq(mapcount_of(r, (size_t)k), frame[page] % 251 + 1);
+        }
+    ck_assert_uint_eq(page, N);
+    memdiff__plat_close(proc);
+    remove_tree();
+}
+END_TEST
+
 /* ---- the real kernel ------------------------------------------------------------------ */
 
 static int kernel_at_least(int major, int minor)
@@ -654,6 +702,74 @@ START_TEST(real_stretches_match_arrays)
                         "unused, arrays only compared with themselves\n");
     }
     memdiff__plat_close(proc);
+    munmap(p, (size_t)ps * n);
+}
+END_TEST
+
+/* Deep depth puts each frame's facts on its own page: a mapping whose pages alternate in
+ * stretches between frames shared with a forked child (map count 2) and copies the parent wrote
+ * after the fork (map count 1), frames up and down as the allocator gives them. */
+START_TEST(real_deep_facts_in_place)
+{
+    long ps = sysconf(_SC_PAGESIZE);
+    const size_t n = 3000;
+    char *p = mmap(NULL, (size_t)ps * n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                   -1, 0);
+    ck_assert_ptr_ne(p, MAP_FAILED);
+    madvise(p, (size_t)ps * n, MADV_NOHUGEPAGE);
+    for (size_t i = 0; i < n; i++)
+        p[i * (size_t)ps] = 1;
+    int ready[2];
+    ck_assert_int_eq(pipe(ready), 0);
+    pid_t child = fork();
+    ck_assert_int_ge(child, 0);
+    if (child == 0) {
+        (void)!write(ready[1], "r", 1);
+        for (;;)
+            pause();
+    }
+    char c;
+    ck_assert_int_eq(read(ready[0], &c, 1), 1);
+#define COPIED(i) ((i) % 7 == 0 || ((i) >= 1000 && (i) < 1400) || (i) % 50 == 3)
+    size_t copied = 0;
+    for (size_t i = 0; i < n; i++)
+        if (COPIED(i)) {
+            p[i * (size_t)ps] = 2; /* copy on write: a frame of its own */
+            copied++;
+        }
+    memdiff__caps caps;
+    memdiff__proc *proc = open_self(&caps);
+    if (caps.sources & MEMDIFF_SRC_KPAGECOUNT) {
+        uint64_t a = (uint64_t)(uintptr_t)p;
+        ck_assert_int_eq(walk(proc, a, a + (uint64_t)ps * n, MEMDIFF_DEPTH_DEEP), MEMDIFF_OK);
+        int fc = open("/proc/kpagecount", O_RDONLY);
+        ck_assert_int_ge(fc, 0);
+        size_t pages = 0, ones = 0;
+        for (size_t r = 0; r < rec->count; r++)
+            for (uint64_t k = 0; k < rec->runs[r].n; k++, pages++) {
+                size_t i = (size_t)((rec->runs[r].start - a) / (uint64_t)ps + k);
+                uint64_t want = COPIED(i) ? 1 : 2, direct = 0;
+                ck_assert_msg(mapcount_of(r, (size_t)k) == want,
+                              "page %zu: map count %llu, want %llu", i,
+                              (unsigned long long)mapcount_of(r, (size_t)k),
+                              (unsigned long long)want);
+                ck_assert_int_eq(pread(fc, &direct, 8, (off_t)(pfn_of(r, (size_t)k) * 8)), 8);
+                ck_assert_uint_eq(direct, want);
+                ck_assert_uint_ne(kflags_of(r, (size_t)k) & (1u << 12), 0); /* KPF_ANON */
+                ones += want == 1;
+            }
+        close(fc);
+        ck_assert_uint_eq(pages, n);
+        ck_assert_uint_eq(ones, copied);
+    } else {
+        fprintf(stderr, "real_deep_facts_in_place: no kpagecount (not root); checked nothing\n");
+    }
+#undef COPIED
+    memdiff__plat_close(proc);
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+    close(ready[0]);
+    close(ready[1]);
     munmap(p, (size_t)ps * n);
 }
 END_TEST
@@ -821,12 +937,14 @@ Suite *linux_pages_suite(void)
     tcase_add_test(tc, fixture_snapshot);
     tcase_add_test(tc, runs_carry_across_batches);
     tcase_add_test(tc, stretches_match_arrays_fixture);
+    tcase_add_test(tc, fixture_deep_facts_follow_frames);
     suite_add_tcase(s, tc);
     tc = tcase_create("Kernel");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, real_touched_pages);
     tcase_add_test(tc, real_zero_page);
     tcase_add_test(tc, real_stretches_match_arrays);
+    tcase_add_test(tc, real_deep_facts_in_place);
     tcase_add_test(tc, real_huge_page);
     tcase_add_test(tc, real_unmapped_range_reports_nothing);
     tcase_add_test(tc, unprivileged_caller);

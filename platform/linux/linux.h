@@ -114,6 +114,8 @@ struct memdiff__proc {
     uint64_t *frames, *frame_tmp; /* sort keys of a batch's segments of consecutive frames */
     struct memdiff__linux_seg {
         uint32_t page, len;   /* pages [page, page + len) of a batch, frames consecutive */
+        uint32_t down;        /* 1: frames descending from page on, else ascending */
+        uint32_t off;         /* where its facts were read to (UINT32_MAX: not yet) */
     } *segs;
     uint64_t *frame_flags, *frame_counts; /* one pread of kpageflags / kpagecount */
     memdiff__frame_stretch *fs; /* the pending run's frames as stretches (MEMDIFF__LINUX_FS) */

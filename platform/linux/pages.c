@@ -43,6 +43,9 @@
  * on the test machine), so only the smallest holes are worth reading through. */
 #define FRAME_GAP 2u
 
+/* Entries of kpageflags and of kpagecount read before their facts go to their pages. */
+#define FACT_BUF 16384u
+
 /* A batch with fewer present or swapped pages than 1/SPARSE_DIVISOR of it hands the walk to
  * the scan; a scan that finds at least half of its stretch present hands it back to pagemap. */
 #define SPARSE_DIVISOR 8u
@@ -215,16 +218,20 @@ static int buffers(walker *w, int scan)
         p->pfn = p->pm; /* decode() turns entries into frames in place */
     if (!rc && w->deep && !p->kflags) {
         /* Deep's seven arrays as one block: at 64K pages a batch they are 3.5 MiB, which the
-         * arena asks to back with huge pages (a few faults, not 900 per snapshot). */
-        uint64_t *block = memdiff__arena_alloc(p->scratch, (6 * sizeof(uint64_t) +
-                                                            sizeof *p->segs) * B);
+         * arena asks to back with huge pages (a few faults, not 900 per snapshot). The read
+         * buffers are smaller than a batch: they fill and empty several times a batch, and
+         * stay in the CPU's cache meanwhile. */
+        uint64_t *block = memdiff__arena_alloc(p->scratch, (4 * sizeof(uint64_t) +
+                                                            sizeof *p->segs) * B +
+                                                               2 * sizeof(uint64_t) * FACT_BUF);
         if (!block)
             return MEMDIFF_ENOMEM;
-        uint64_t **arrays[6] = {&p->kflags,    &p->mapcount,   &p->frames,
-                                &p->frame_tmp, &p->frame_flags, &p->frame_counts};
-        for (int k = 0; k < 6; k++)
+        uint64_t **arrays[4] = {&p->kflags, &p->mapcount, &p->frames, &p->frame_tmp};
+        for (int k = 0; k < 4; k++)
             *arrays[k] = block + (size_t)k * B;
-        p->segs = (struct memdiff__linux_seg *)(block + 6 * B);
+        p->frame_flags = block + 4 * B;
+        p->frame_counts = p->frame_flags + FACT_BUF;
+        p->segs = (struct memdiff__linux_seg *)(p->frame_counts + FACT_BUF);
     }
     return rc;
 }
@@ -476,11 +483,11 @@ static unsigned kpf_attrs(uint64_t f)
 }
 
 /* Reads entries [first, first + count) of kpageflags and kpagecount into frame_flags and
- * frame_counts; entries past the end of the files (beyond max_pfn) read as 0. */
-static int read_frames(memdiff__proc *p, uint64_t first, size_t count)
+ * frame_counts from index at; entries past the end of the files (beyond max_pfn) read as 0. */
+static int read_frames(memdiff__proc *p, size_t at, uint64_t first, size_t count)
 {
     int fds[2] = {p->kpageflags_fd, p->kpagecount_fd};
-    uint64_t *out[2] = {p->frame_flags, p->frame_counts};
+    uint64_t *out[2] = {p->frame_flags + at, p->frame_counts + at};
     static const char *const names[2] = {"kpageflags", "kpagecount"};
     for (int k = 0; k < 2; k++) {
         ssize_t r = memdiff__linux_pread_full(fds[k], out[k], count * 8, first * 8);
@@ -494,61 +501,107 @@ static int read_frames(memdiff__proc *p, uint64_t first, size_t count)
     return MEMDIFF_OK;
 }
 
+#define NOT_READ UINT32_MAX
+
+/* Copies the facts of the segments read into frame_flags / frame_counts (off set) to their pages,
+ * in page order: the writes go through kflags, mapcount and attrs front to back. */
+static void place_facts(memdiff__proc *p, size_t base, size_t m)
+{
+    uint64_t *kflags = p->kflags + base, *mapcount = p->mapcount + base;
+    const uint64_t *ff = p->frame_flags, *fc = p->frame_counts;
+    for (size_t u = 0; u < m; u++) {
+        struct memdiff__linux_seg *g = &p->segs[u];
+        if (g->off == NOT_READ)
+            continue;
+        size_t at = g->off, len = g->len, pg = g->page;
+        g->off = NOT_READ;
+        if (!g->down) {
+            memcpy(kflags + pg, ff + at, len * sizeof *kflags);
+            memcpy(mapcount + pg, fc + at, len * sizeof *mapcount);
+        } else {
+            for (size_t k = 0; k < len; k++) {
+                kflags[pg + k] = ff[at + len - 1 - k];
+                mapcount[pg + k] = fc[at + len - 1 - k];
+            }
+        }
+        /* Neighbouring pages mostly share their flags: decoded once a value. */
+        unsigned *attrs = p->attrs + pg;
+        uint64_t last = kflags[pg];
+        unsigned a = kpf_attrs(last);
+        for (size_t k = 0; k < len; k++) {
+            if (kflags[pg + k] != last) {
+                last = kflags[pg + k];
+                a = kpf_attrs(last);
+            }
+            attrs[k] |= a;
+        }
+    }
+}
+
 /* Fills kflags / mapcount at [base, base + n) for the batch's pages and merges the flags into
- * attrs[0..n). The batch's pages are cut into segments of consecutive frames (a fresh allocation
- * has long ones, a huge page 512 at least); the segments are sorted by frame, and neighbouring
- * ones share a pread of each file, at most a batch of entries long. */
+ * attrs[0..n). The batch's pages are cut into segments of consecutive frames, ascending or
+ * descending (the allocator hands out both; a huge page is 512 up at least); the segments are
+ * sorted by their lowest frame, and neighbouring ones share a pread of each file. The reads fill
+ * the buffers front to back; when they are full, the facts go to their pages (in page order) and
+ * the next reads start at the front again. */
 static int frame_facts(walker *w, size_t base, size_t n)
 {
     memdiff__proc *p = w->proc;
     const uint64_t *pfn = p->pfn + base;
     uint64_t *kflags = p->kflags + base, *mapcount = p->mapcount + base;
-    memset(kflags, 0, n * sizeof *kflags);
-    memset(mapcount, 0, n * sizeof *mapcount);
     size_t m = 0;
     for (size_t i = 0; i < n;) {
-        if (!(p->attrs[i] & MEMDIFF_PAGE_PRESENT) || !pfn[i] || pfn[i] >= (UINT64_C(1) << (63 - SEG_BITS))) {
+        if (!(p->attrs[i] & MEMDIFF_PAGE_PRESENT) || !pfn[i] ||
+            pfn[i] >= (UINT64_C(1) << (63 - SEG_BITS))) {
+            kflags[i] = mapcount[i] = 0; /* no frame to ask about */
             i++;
             continue;
         }
         size_t j = i + 1;
-        while (j < n && (p->attrs[j] & MEMDIFF_PAGE_PRESENT) && pfn[j] == pfn[j - 1] + 1)
+        int down = 0;
+        size_t end = MIN(n, i + FACT_BUF); /* a segment's facts fit the read buffers */
+        while (j < end && (p->attrs[j] & MEMDIFF_PAGE_PRESENT) && pfn[j] == pfn[j - 1] + 1)
             j++;
-        p->segs[m].page = (uint32_t)i;
-        p->segs[m].len = (uint32_t)(j - i);
-        p->frames[m] = pfn[i] << SEG_BITS | m;
+        if (j == i + 1) {
+            while (j < end && (p->attrs[j] & MEMDIFF_PAGE_PRESENT) && pfn[j] == pfn[j - 1] - 1 &&
+                   pfn[j])
+                j++;
+            down = j > i + 1;
+        }
+        p->segs[m] = (struct memdiff__linux_seg){(uint32_t)i, (uint32_t)(j - i), (uint32_t)down,
+                                                 NOT_READ};
+        p->frames[m] = (down ? pfn[j - 1] : pfn[i]) << SEG_BITS | m;
         m++;
         i = j;
     }
     if (m == 0)
         return MEMDIFF_OK;
     const uint64_t *keys = memdiff__linux_radix_sort(p->frames, p->frame_tmp, m);
-    size_t s = 0;
+    size_t s = 0, used = 0;
+    const size_t cap = FACT_BUF;
     while (s < m) {
         uint64_t lo = keys[s] >> SEG_BITS, hi = lo + p->segs[keys[s] & SEG_MASK].len;
+        if (hi - lo > cap - used) {
+            place_facts(p, base, m); /* the buffers are full */
+            used = 0;
+        }
         size_t t = s + 1;
         while (t < m) {
             uint64_t f = keys[t] >> SEG_BITS, e = f + p->segs[keys[t] & SEG_MASK].len;
-            if (f > hi + FRAME_GAP || MAX(hi, e) - lo > w->batch)
+            if (f > hi + FRAME_GAP || MAX(hi, e) - lo > cap - used)
                 break;
             hi = MAX(hi, e);
             t++;
         }
-        int rc = read_frames(p, lo, (size_t)(hi - lo));
+        int rc = read_frames(p, used, lo, (size_t)(hi - lo));
         if (rc)
             return rc;
-        for (size_t u = s; u < t; u++) {
-            const struct memdiff__linux_seg *g = &p->segs[keys[u] & SEG_MASK];
-            size_t at = (size_t)((keys[u] >> SEG_BITS) - lo);
-            for (size_t k = 0; k < g->len; k++) {
-                uint64_t f = p->frame_flags[at + k];
-                kflags[g->page + k] = f;
-                mapcount[g->page + k] = p->frame_counts[at + k];
-                p->attrs[g->page + k] |= kpf_attrs(f);
-            }
-        }
+        for (size_t u = s; u < t; u++)
+            p->segs[keys[u] & SEG_MASK].off = (uint32_t)(used + (keys[u] >> SEG_BITS) - lo);
+        used += (size_t)(hi - lo);
         s = t;
     }
+    place_facts(p, base, m);
     return MEMDIFF_OK;
 }
 
