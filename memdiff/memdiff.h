@@ -628,7 +628,8 @@ typedef struct memdiff_refset_info {
     uint64_t peak_bytes;       /* peak resident size during the bracket (diffs only) */
     uint64_t peak_slack_bytes; /* by how much the OS's peak figure may be off (Linux: the
                                   per-CPU batching of its RSS counters) */
-    uint64_t transient_bytes;  /* peak above both ends: peak - max(begin, end) (diffs only) */
+    uint64_t transient_bytes;  /* peak above both ends: peak - max(begin, end) (diffs only);
+                                  off by up to 2 * peak_slack_bytes */
     uint64_t untracked_bytes;  /* per-page tracking: resident bytes at begin whose frames the
                                   kernel does not track; if resident at the end, they count as
                                   touched */

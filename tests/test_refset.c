@@ -381,8 +381,9 @@ enum { BIG = 64 << 20 };
  * only the peak sees it. The peak is VmHWM: the kernel raises it from its RSS counter just
  * before unmapping (update_hiwater_rss()), and that counter is a per-CPU batched one
  * (percpu_counter, Linux 6.2): it lags the true count by less than the slack memdiff reports
- * (batch times CPUs), so transient is the block's 16,385 pages (64 MiB and glibc's header page)
- * within that slack. Measured on 6.18, 2 CPUs: 0 to 53 pages short of 16,385. */
+ * (batch times CPUs), and so may the RSS read at the end, so transient is the block's 16,385
+ * pages (64 MiB and glibc's header page) within twice that slack. Measured on 6.18, 2 CPUs: 0
+ * to 66 pages short of 16,385 (slack 64 pages; 66 seen once in 12 parallel ctest runs). */
 START_TEST(transient_block)
 {
     size_t ps = scn_page();
@@ -406,12 +407,13 @@ START_TEST(transient_block)
             (unsigned long long)(want / ps), (unsigned long long)(in.peak_slack_bytes / ps),
             (unsigned long long)in.peak_bytes, (unsigned long long)in.begin_rss_bytes,
             (unsigned long long)in.end_rss_bytes);
-    ck_assert_msg(in.transient_bytes + in.peak_slack_bytes >= want,
-                  "transient %llu + slack %llu < %llu", (unsigned long long)in.transient_bytes,
+    /* The transient is the peak less an RSS reading, each off by up to the slack. */
+    ck_assert_msg(in.transient_bytes + 2 * in.peak_slack_bytes >= want,
+                  "transient %llu + 2 x slack %llu < %llu", (unsigned long long)in.transient_bytes,
                   (unsigned long long)in.peak_slack_bytes, (unsigned long long)want);
     /* Above: what else the code between begin and end had resident at the peak (a sanitizer's
      * shadow of the block: an eighth of it). */
-    ck_assert_uint_le(in.transient_bytes, want + want / 8 + in.peak_slack_bytes);
+    ck_assert_uint_le(in.transient_bytes, want + want / 8 + 2 * in.peak_slack_bytes);
     memdiff_impact im;
     ck_assert_int_eq(memdiff_diff_impact(d, &im), MEMDIFF_OK);
     ck_assert_uint_eq(im.transient_bytes, in.transient_bytes);

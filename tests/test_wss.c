@@ -263,8 +263,12 @@ START_TEST(cli_profile)
         last--;
     ck_assert_int_eq(sscanf(last, "%lf %lf %lf %lf %lf %lf", &slp, &dur, &est, &rss, &pss, &ref),
                      6);
-    ck_assert_msg(ref >= 7.8 && ref <= 9.0, "the last step's Ref(MB) %.2f, want 8 (+ the loop)",
-                  ref);
+    /* 8 MiB swept, plus what else the kernel calls referenced: the loop's own pages, and pages
+     * of its libraries that other processes touched meanwhile (Referenced counts the page's
+     * PG_referenced flag, which every process mapping the page shares: under a parallel ctest,
+     * measured 9.11 and 9.14 MB). Never more than is resident. */
+    ck_assert_msg(ref >= 7.8 && ref <= rss, "the last step's Ref(MB) %.2f, want 8 (+ the loop), "
+                  "at most RSS %.2f", ref, rss);
 }
 END_TEST
 
