@@ -231,6 +231,31 @@ int memdiff__seq_append_stretch(memdiff__arena *arena, memdiff__seq *q, uint64_t
      * this stretch, the rest only extend it (continuing() would take them all). */
     uint64_t v[64];
     uint64_t s = (uint64_t)step, start = q->n;
+    if (count == 0)
+        return MEMDIFF_OK;
+    if (q->n + count > AT_MASK)
+        return memdiff__set_error(MEMDIFF_ENOMEM, "page facts: %llu pages are too many",
+                                  (unsigned long long)(q->n + count));
+    if (s == 1 || s == 0 || s == UINT64_MAX) {
+        /* The common case, a stretch after a stretch it does not continue: it starts a segment
+         * of its own, as its first value would (new_segment, the kind decided by the second). */
+        int fresh = q->segs == 0;
+        if (!fresh) {
+            size_t k = q->segs - 1;
+            uint64_t kind = seg_kind(q, k), len = q->n - seg_at(q, k);
+            uint64_t ks = kind == KIND_UP ? 1 : kind == KIND_DOWN ? UINT64_MAX : 0;
+            fresh = kind != KIND_LIT && len > SHORT && q->base[k] + ks * len != first;
+        }
+        if (fresh) {
+            uint64_t mine = count == 1 || s == 1 ? KIND_UP : s == 0 ? KIND_SAME : KIND_DOWN;
+            int rc = new_segment(arena, q, q->n, mine, first);
+            if (rc)
+                return rc;
+            q->present = 1;
+            q->n += count;
+            return MEMDIFF_OK;
+        }
+    }
     while (count > 0) {
         uint64_t kind = s == 1 ? KIND_UP : s == 0 ? KIND_SAME : KIND_DOWN;
         if (q->segs && seg_kind(q, q->segs - 1) == kind && q->n > seg_at(q, q->segs - 1) + 1 &&

@@ -93,9 +93,13 @@ static int on_run_frames(void *ctx, uint64_t start, uint64_t npages, unsigned at
             }
             first += (uint64_t)frames[k].step * skip;
             n = MEMDIFF__MIN(n - skip, left);
-            skip = 0;
-            if (memdiff__seq_append_stretch(&s->arena, &s->frames, first, frames[k].step, n))
+            int rc = frames[k].values
+                         ? memdiff__seq_append(&s->arena, &s->frames, frames[k].values + skip, n)
+                         : memdiff__seq_append_stretch(&s->arena, &s->frames, first,
+                                                       frames[k].step, n);
+            if (rc)
                 return MEMDIFF_ENOMEM;
+            skip = 0;
             left -= n;
         }
         /* Frames the backend did not give (it must give all): 0, unknown. */

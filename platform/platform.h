@@ -269,12 +269,14 @@ int memdiff__plat_heaps(memdiff__proc *proc, memdiff__arena *arena,
  * pages read from an address space being torn down are never passed off as a snapshot. */
 int memdiff__plat_totals(memdiff__proc *proc, memdiff_process_totals *out);
 
-/* Frames of consecutive pages: first, first + step, first + 2 * step, ... (step 1 or -1 as the
- * page allocator hands frames out, 0 for one frame mapped again and again: the zero page). */
+/* Frames of count consecutive pages: first, first + step, first + 2 * step, ... (step 1 or -1 as
+ * the page allocator hands frames out, 0 for one frame mapped again and again: the zero page);
+ * or, when values is not NULL, values[0..count) (frames that form no stretch worth one). */
 typedef struct memdiff__frame_stretch {
     uint64_t first;
     int64_t step;
     uint64_t count;
+    const uint64_t *values;
 } memdiff__frame_stretch;
 
 /* Receives page runs from memdiff__plat_pages. npages pages from start share attrs. When the
@@ -285,8 +287,8 @@ typedef struct memdiff__frame_stretch {
  *
  * run_frames (may be NULL) takes a run whose only frame facts are frame numbers, given as
  * stretches whose counts add up to npages: dense memory has one stretch for tens of pages, so
- * neither side spends time per page. A backend may use it for such runs when it is set, and
- * must use run otherwise. */
+ * neither side spends time per page on those. A backend may use it for such runs when it is
+ * set, and must use run otherwise. */
 typedef struct memdiff__page_sink {
     int (*run)(void *ctx, uint64_t start, uint64_t npages, unsigned attrs, const uint64_t *pfn,
                const uint64_t *kflags, const uint64_t *mapcount);

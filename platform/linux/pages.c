@@ -101,23 +101,27 @@ static int flush(walker *w)
                         w->deep ? p->kflags + w->off : NULL, w->deep ? p->mapcount + w->off : NULL);
 }
 
-/* Pages [addr, addr + n) with attrs whose frames are first, first + step, ... (stretch mode). */
+/* Pages [addr, addr + n) with attrs whose frames are first, first + step, ... or, when values
+ * is not NULL, values[0..n) (stretch mode). */
 static int feed_frames(walker *w, uint64_t addr, uint64_t n, unsigned attrs, uint64_t first,
-                       uint64_t step)
+                       uint64_t step, const uint64_t *values)
 {
     memdiff__proc *p = w->proc;
     if (!(attrs & RESIDENT))
         return flush(w);
+    memdiff__frame_stretch piece = {first, (int64_t)step, n, values};
     if (w->pending && w->pending_fs && w->attrs == attrs &&
         w->start + w->n * p->page_size == addr) {
         memdiff__frame_stretch *last = &p->fs[w->nfs - 1];
-        if ((uint64_t)last->step == step && last->first + step * last->count == first) {
+        if (values ? last->values && last->values + last->count == values
+                   : !last->values && (uint64_t)last->step == step &&
+                         last->first + step * last->count == first) {
             last->count += n;
             w->n += n;
             return MEMDIFF_OK;
         }
         if (w->nfs < MEMDIFF__LINUX_FS) {
-            p->fs[w->nfs++] = (memdiff__frame_stretch){first, (int64_t)step, n};
+            p->fs[w->nfs++] = piece;
             w->n += n;
             return MEMDIFF_OK;
         }
@@ -131,7 +135,7 @@ static int feed_frames(walker *w, uint64_t addr, uint64_t n, unsigned attrs, uin
     w->n = n;
     w->attrs = attrs;
     w->off = 0;
-    p->fs[0] = (memdiff__frame_stretch){first, (int64_t)step, n};
+    p->fs[0] = piece;
     w->nfs = 1;
     return MEMDIFF_OK;
 }
@@ -675,15 +679,9 @@ static size_t stretch_at(const walker *w, const uint64_t *pm, size_t i, size_t n
     if (!(e & MEMDIFF__PM_PRESENT))
         return memdiff__stretch_end(pm, i, n, 0);
     uint64_t f = e & MEMDIFF__PM_PFN_MASK, zero = w->proc->zero_pfn;
-    size_t j = memdiff__stretch_end(pm, i, n, 1);
-    *step = 1;
-    if (j == i + 1) {
-        static const uint64_t other[2] = {UINT64_MAX, 0};
-        for (int k = 0; k < 2 && j == i + 1; k++) {
-            j = memdiff__stretch_end(pm, i, n, other[k]);
-            *step = j > i + 1 ? other[k] : 1;
-        }
-    }
+    uint64_t d = i + 1 < n ? pm[i + 1] - e : 2; /* the next entry tells the way */
+    *step = d == 1 || d == 0 || d == UINT64_MAX ? d : 1;
+    size_t j = *step == d ? memdiff__stretch_end(pm, i, n, d) : i + 1;
     *first = f;
     /* The zero page: a stretch of its own (it is never part of one of other frames). */
     uint64_t dist = *step == 1 ? zero - f : *step == 0 ? (f == zero ? 0 : UINT64_MAX) : f - zero;
@@ -732,25 +730,36 @@ static size_t decode(walker *w, size_t base, size_t n)
     return found;
 }
 
-/* Stretch mode: feeds the entries p->pm[base..base + n) for pages from addr as stretches, with
- * no per-page arrays. Returns how many pages are present or swapped, or a negative status. */
+/* Stretch mode: feeds the entries p->pm[base..base + n) for pages from addr with their frames
+ * as stretches, and where stretches are this short, as the frames themselves (decoded in place:
+ * memory the allocator handed out piecemeal has one page in two in a stretch of its own, which
+ * would cost a stretch each). The pending run is delivered at the end: it may point into pm.
+ * Returns how many pages are present or swapped, or a negative status. */
+#define LITERAL_MAX 2u
 static int64_t decode_frames(walker *w, uint64_t addr, size_t base, size_t n)
 {
     memdiff__proc *p = w->proc;
-    const uint64_t *pm = p->pm + base;
+    uint64_t *pm = p->pm + base;
     unsigned shift = p->page_shift;
     int64_t found = 0;
     for (size_t i = 0; i < n;) {
         unsigned a;
         uint64_t f, step;
         size_t j = stretch_at(w, pm, i, n, &a, &f, &step);
-        int rc = feed_frames(w, addr + ((uint64_t)i << shift), j - i, a, f, step);
+        const uint64_t *values = NULL;
+        if (j - i <= LITERAL_MAX && a) {
+            for (size_t k = i; k < j; k++, f += step)
+                pm[k] = f;
+            values = pm + i;
+        }
+        int rc = feed_frames(w, addr + ((uint64_t)i << shift), j - i, a, f, step, values);
         if (rc)
             return rc;
         found += a ? (int64_t)(j - i) : 0;
         i = j;
     }
-    return found;
+    int rc = flush(w);
+    return rc ? rc : found;
 }
 
 /* Whether pages [addr, addr + n) (entries pm[0..n)) could hold a huge page: scan_huge_candidates'
