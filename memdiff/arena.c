@@ -23,6 +23,7 @@ struct memdiff__chunk {
     size_t size;                        /* bytes mapped, header included */
     size_t cap;                         /* usable bytes after the header */
     int dedicated;                      /* holds one block (from memdiff__arena_grow) */
+    int roomy;                          /* from memdiff__arena_reserve: large blocks too */
     _Alignas(16) unsigned char data[];
 };
 
@@ -96,6 +97,7 @@ static memdiff__chunk *chunk_new(size_t cap, int dedicated, int counted)
     c->size = size;
     c->cap = size - header;
     c->dedicated = dedicated;
+    c->roomy = 0;
     registry_add(c);
     return c;
 }
@@ -145,21 +147,25 @@ static void link_dedicated(memdiff__arena *arena, memdiff__chunk *c)
 }
 
 /* memdiff__arena_alloc; counted says whether the chunk it may map counts as an OS allocation
- * for memdiff__test_fail_alloc_after (a grow counts once, whichever way it goes). */
-static void *arena_alloc(memdiff__arena *arena, size_t size, int counted)
+ * for memdiff__test_fail_alloc_after (a grow counts once, whichever way it goes); growable,
+ * whether the block comes from memdiff__arena_grow. */
+static void *arena_alloc(memdiff__arena *arena, size_t size, int counted, int growable)
 {
     if (size == 0)
         size = 1;
     size = (size + ALIGN - 1) & ~(size_t)(ALIGN - 1);
-    if (size >= DEDICATED_MIN) {
+    memdiff__chunk *head = arena->chunks;
+    int fits = head && !head->dedicated && head->cap - arena->used >= size;
+    /* A large block gets a mapping of its own, unless it is fixed in size and fits the room
+     * reserved for such blocks: one that grows moves its pages (grow_chunk), never a copy. */
+    if (size >= DEDICATED_MIN && !(fits && head->roomy && !growable)) {
         memdiff__chunk *c = chunk_new(size, 1, counted);
         if (!c)
             return NULL;
         link_dedicated(arena, c);
         return c->data;
     }
-    memdiff__chunk *head = arena->chunks;
-    if (!head || head->dedicated || head->cap - arena->used < size) {
+    if (!fits) {
         memdiff__chunk *c = chunk_new(CHUNK_MIN, 0, counted);
         if (!c)
             return NULL;
@@ -175,7 +181,19 @@ static void *arena_alloc(memdiff__arena *arena, size_t size, int counted)
 
 void *memdiff__arena_alloc(memdiff__arena *arena, size_t size)
 {
-    return arena_alloc(arena, size, 1);
+    return arena_alloc(arena, size, 1, 0);
+}
+
+int memdiff__arena_reserve(memdiff__arena *arena, size_t bytes)
+{
+    memdiff__chunk *c = chunk_new(bytes, 0, 1);
+    if (!c)
+        return MEMDIFF_ENOMEM;
+    c->roomy = 1;
+    c->next = arena->chunks;
+    arena->chunks = c;
+    arena->used = 0;
+    return MEMDIFF_OK;
 }
 
 char *memdiff__arena_strndup(memdiff__arena *arena, const char *s, size_t len)
@@ -212,7 +230,7 @@ void *memdiff__arena_grow(memdiff__arena *arena, void *old, size_t old_size, siz
         if (q)
             return q;
     }
-    void *p = arena_alloc(arena, new_size, owner == NULL);
+    void *p = arena_alloc(arena, new_size, owner == NULL, 1);
     if (!p)
         return NULL;
     if (old) {

@@ -75,12 +75,21 @@ typedef struct memdiff__arena {
 /* size bytes, 16-byte aligned and zeroed; NULL (with MEMDIFF_ENOMEM detail set) on failure. */
 void *memdiff__arena_alloc(memdiff__arena *arena, size_t size);
 
+/* Maps one chunk with room for at least bytes and makes it the arena's bump chunk: the next
+ * blocks, large ones from memdiff__arena_alloc included, are carved from it while they fit,
+ * instead of a mapping each (blocks from memdiff__arena_grow still get their own, which grow by
+ * moving pages). Pages are touched only as blocks use them. For an arena that holds many large
+ * buffers for a short while, such as a snapshot's scratch; on an arena already in use, the room
+ * left in its bump chunk is given up. MEMDIFF_ENOMEM (with detail) when it cannot be mapped. */
+int memdiff__arena_reserve(memdiff__arena *arena, size_t bytes);
+
 /* A NUL-terminated copy of s[0..len); NULL on failure. */
 char *memdiff__arena_strndup(memdiff__arena *arena, const char *s, size_t len);
 
-/* Grows a block obtained from memdiff__arena_grow (or NULL) to at least new_size bytes, keeping
- * its contents; large blocks get chunks of their own, which are returned to the OS when they
- * move. NULL on failure, with the old block still valid. For arrays that grow (runs, regions). */
+/* Grows a block of the arena (or NULL) to at least new_size bytes, keeping its contents; the
+ * large blocks it returns get chunks of their own, which grow by moving their pages (a block
+ * carved from a bump chunk is copied the first time). NULL on failure, with the old block still
+ * valid. For arrays that grow (runs, regions). */
 void *memdiff__arena_grow(memdiff__arena *arena, void *old, size_t old_size, size_t new_size);
 
 /* Room for one more element in an array that grows by doubling: returns v itself while

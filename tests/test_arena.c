@@ -113,6 +113,58 @@ START_TEST(forced_failure_reports_enomem)
 }
 END_TEST
 
+/* Reserved room takes large fixed blocks without a mapping each; blocks that grow still get
+ * their own, and the room is memdiff's storage like any chunk. */
+START_TEST(reserve_takes_large_blocks)
+{
+    memdiff__arena a = MEMDIFF__ARENA_INIT;
+    ck_assert_int_eq(memdiff__arena_reserve(&a, 256 * 1024), MEMDIFF_OK);
+    size_t room = memdiff__arena_footprint(&a);
+    ck_assert_uint_ge(room, 256 * 1024);
+    unsigned char *small = memdiff__arena_alloc(&a, 100);
+    unsigned char *big = memdiff__arena_alloc(&a, 96 * 1024);
+    unsigned char *big2 = memdiff__arena_alloc(&a, 64 * 1024);
+    ck_assert_ptr_nonnull(small);
+    ck_assert_ptr_nonnull(big);
+    ck_assert_ptr_nonnull(big2);
+    ck_assert_uint_eq((uintptr_t)big % 16, 0);
+    ck_assert_uint_eq(big[96 * 1024 - 1], 0);
+    ck_assert_uint_eq(memdiff__arena_footprint(&a), room); /* no mapping of their own */
+    ck_assert(big > small && big2 >= big + 96 * 1024);
+
+    /* A block that grows maps its own, and a carved one moves there with its contents. */
+    unsigned char *g = memdiff__arena_grow(&a, NULL, 0, 32 * 1024);
+    ck_assert_ptr_nonnull(g);
+    ck_assert_uint_gt(memdiff__arena_footprint(&a), room);
+    memset(big2, 7, 64 * 1024);
+    unsigned char *moved = memdiff__arena_grow(&a, big2, 64 * 1024, 128 * 1024);
+    ck_assert_ptr_nonnull(moved);
+    ck_assert_uint_eq(moved[0], 7);
+    ck_assert_uint_eq(moved[64 * 1024 - 1], 7);
+    ck_assert_uint_eq(moved[64 * 1024], 0);
+
+    /* What does not fit the room left maps its own, as without a reserve. */
+    size_t before = memdiff__arena_footprint(&a);
+    ck_assert_ptr_nonnull(memdiff__arena_alloc(&a, 200 * 1024));
+    ck_assert_uint_ge(memdiff__arena_footprint(&a), before + 200 * 1024);
+
+    memdiff__arena scratch = MEMDIFF__ARENA_INIT;
+    memdiff__range *own = NULL;
+    size_t n = 0;
+    ck_assert_int_eq(memdiff__own_ranges(&scratch, &own, &n), MEMDIFF_OK);
+    ck_assert(own_contains(own, n, big));
+    memdiff__arena_release(&scratch);
+    memdiff__arena_release(&a);
+    ck_assert_uint_eq(memdiff__arena_footprint(&a), 0);
+
+    memdiff__test_fail_alloc_after(1);
+    ck_assert_int_eq(memdiff__arena_reserve(&a, 256 * 1024), MEMDIFF_ENOMEM);
+    memdiff__test_fail_alloc_after(0);
+    ck_assert_ptr_nonnull(strstr(memdiff_last_error(), "arena"));
+    ck_assert_uint_eq(memdiff__arena_footprint(&a), 0);
+}
+END_TEST
+
 static void *churn(void *arg)
 {
     (void)arg;
@@ -150,6 +202,7 @@ Suite *arena_suite(void)
     tcase_add_test(core, alloc_is_aligned_zeroed_and_registered);
     tcase_add_test(core, strndup_copies_exactly);
     tcase_add_test(core, grow_keeps_contents_and_returns_old_chunks);
+    tcase_add_test(core, reserve_takes_large_blocks);
     suite_add_tcase(s, core);
     TCase *limits = tcase_create("Limits");
     tcase_add_test(limits, forced_failure_reports_enomem);

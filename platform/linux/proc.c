@@ -14,6 +14,8 @@
 #include "linux.h"
 
 #define CAP_SYS_ADMIN_BIT 21 /* include/uapi/linux/capability.h */
+/* Under 2 MiB: with THP "always", a huge page would be zeroed whole for the few pages used. */
+#define SCRATCH_ROOM ((size_t)512 * 1024)
 
 static const char PFN_WHY[] = "frame numbers need CAP_SYS_ADMIN (pagemap hides them since Linux 4.2)";
 static const char PFN_HIDDEN_WHY[] = "frame numbers are hidden: pagemap needs CAP_SYS_ADMIN in the "
@@ -200,6 +202,12 @@ int memdiff__plat_open(const memdiff__open_args *args, memdiff__arena *scratch,
     memset(caps, 0, sizeof *caps);
     if (args->pid < 0)
         return memdiff__set_error(MEMDIFF_EINVAL, "open: invalid pid %d", args->pid);
+    /* One mapping for the scratch buffers of a snapshot instead of one each (pages.c's batch
+     * buffers, the /proc text buffer, the thread and module lists: about 460 KiB at standard
+     * depth), its pages touched only as used. Deep's larger block, and a text buffer that
+     * outgrows its first 64 KiB, map their own. */
+    if (memdiff__arena_reserve(scratch, SCRATCH_ROOM))
+        return MEMDIFF_ENOMEM;
     memdiff__proc *proc = memdiff__arena_alloc(scratch, sizeof *proc);
     if (!proc)
         return MEMDIFF_ENOMEM;

@@ -88,10 +88,13 @@ int memdiff__linux_read_file(memdiff__arena *arena, const char *path, char **buf
     size_t n = 0;
     for (;;) {
         /* Keep room for the terminating NUL and for a large read: /proc seq files hand out
-         * at most a page or so per read, regular fixture files everything at once. */
+         * at most a page or so per read, regular fixture files everything at once. The first
+         * buffer is carved from the arena's reserved room where it has some (most files fit
+         * it); a file that outgrows it moves once to a mapping that then grows in place. */
         if (!*buf || *cap - n < 4096 + 1) {
             size_t ncap = *cap ? *cap * 2 : 64 * 1024;
-            char *p = memdiff__arena_grow(arena, *buf, *cap, ncap);
+            char *p = *buf ? memdiff__arena_grow(arena, *buf, *cap, ncap)
+                           : memdiff__arena_alloc(arena, ncap);
             if (!p) {
                 close(fd);
                 return memdiff__set_error(MEMDIFF_ENOMEM, "reading %s: out of memory", path);
