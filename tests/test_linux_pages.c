@@ -24,7 +24,7 @@
 #define Z MEMDIFF_PAGE_ZERO
 #define SD MEMDIFF_PAGE_SOFT_DIRTY
 
-#define MAX_RUNS 4096
+#define MAX_RUNS 8192
 #define MAX_AUX 200000
 
 typedef struct recorded {
@@ -776,6 +776,79 @@ START_TEST(real_deep_facts_in_place)
 }
 END_TEST
 
+/* Walks [a, a + n pages) at depth d unbroken, then with the scan's call number at (from 1)
+ * refused with EINVAL: the same pages, attributes and frames either way. Returns whether the
+ * second walk switched the scan off. */
+static int walk_refused_at(uint64_t a, uint64_t ps, size_t n, memdiff_depth d, unsigned at,
+                           size_t want_resident)
+{
+    unsigned *want = calloc(n, sizeof *want), *got = calloc(n, sizeof *got);
+    uint64_t *wf = calloc(n, sizeof *wf), *gf = calloc(n, sizeof *gf);
+    ck_assert(want && got && wf && gf);
+    memdiff__caps caps;
+    memdiff__proc *proc = open_self(&caps);
+    ck_assert_int_eq(walk(proc, a, a + ps * n, d), MEMDIFF_OK);
+    per_page(a, ps, n, want, wf);
+    ck_assert(!proc->scan_off);
+    proc->scan_refuse_at = at;
+    ck_assert_int_eq(walk(proc, a, a + ps * n, d), MEMDIFF_OK);
+    per_page(a, ps, n, got, gf);
+    size_t resident = 0;
+    for (size_t i = 0; i < n; i++) {
+        ck_assert_msg(want[i] == got[i] && wf[i] == gf[i],
+                      "depth %d, call %u refused: page %zu attrs 0x%x/0x%x frame 0x%llx/0x%llx", d,
+                      at, i, want[i], got[i], (unsigned long long)wf[i], (unsigned long long)gf[i]);
+        resident += got[i] != 0;
+    }
+    ck_assert_uint_eq(resident, want_resident);
+    int off = proc->scan_off;
+    memdiff__plat_close(proc);
+    free(want);
+    free(got);
+    free(wf);
+    free(gf);
+    return off;
+}
+
+/* A kernel that refuses PAGEMAP_SCAN with EINVAL partway through a walk (simulated: the n-th
+ * call fails): the walk goes on with pagemap from where the scan stopped, delivers what an
+ * unbroken walk does, and uses no scan from then on. Fast depth: 10,000 pages, every other one
+ * written (5,000 ranges, more than one call's vector holds). Standard depth scans only sparse
+ * memory: 160,000 pages, one in 32 written (5,000 ranges again). */
+START_TEST(real_scan_refused_midway)
+{
+    long ps = sysconf(_SC_PAGESIZE);
+    memdiff__caps caps;
+    memdiff__proc *proc = open_self(&caps);
+    memdiff__plat_close(proc);
+    if (!(caps.sources & MEMDIFF_SRC_PAGEMAP_SCAN)) {
+        fprintf(stderr, "real_scan_refused_midway: no PAGEMAP_SCAN here; checked nothing\n");
+        return;
+    }
+    const size_t n = 10000, sparse = 160000;
+    char *p = mmap(NULL, (size_t)ps * n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                   -1, 0);
+    char *q = mmap(NULL, (size_t)ps * sparse, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    ck_assert(p != MAP_FAILED && q != MAP_FAILED);
+    madvise(p, (size_t)ps * n, MADV_NOHUGEPAGE);
+    madvise(q, (size_t)ps * sparse, MADV_NOHUGEPAGE);
+    for (size_t i = 0; i < n; i += 2)
+        p[i * (size_t)ps] = 1;
+    for (size_t i = 0; i < sparse; i += 32)
+        q[i * (size_t)ps] = 1;
+    /* Each walk makes at least two calls: the first refused, or the second (mid-walk). */
+    for (unsigned at = 1; at <= 2; at++) {
+        ck_assert(walk_refused_at((uint64_t)(uintptr_t)p, (uint64_t)ps, n, MEMDIFF_DEPTH_FAST, at,
+                                  n / 2));
+        ck_assert(walk_refused_at((uint64_t)(uintptr_t)q, (uint64_t)ps, sparse,
+                                  MEMDIFF_DEPTH_STANDARD, at, sparse / 32));
+    }
+    munmap(p, (size_t)ps * n);
+    munmap(q, (size_t)ps * sparse);
+}
+END_TEST
+
 /* A transparent huge page, where the kernel grants one: every depth must call the same pages
  * huge (fast and standard from PAGEMAP_SCAN, deep from kpageflags too). */
 START_TEST(real_huge_page)
@@ -947,6 +1020,7 @@ Suite *linux_pages_suite(void)
     tcase_add_test(tc, real_zero_page);
     tcase_add_test(tc, real_stretches_match_arrays);
     tcase_add_test(tc, real_deep_facts_in_place);
+    tcase_add_test(tc, real_scan_refused_midway);
     tcase_add_test(tc, real_huge_page);
     tcase_add_test(tc, real_unmapped_range_reports_nothing);
     tcase_add_test(tc, unprivileged_caller);

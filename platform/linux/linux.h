@@ -121,6 +121,8 @@ struct memdiff__proc {
     memdiff__frame_stretch *fs; /* the pending run's frames as stretches (MEMDIFF__LINUX_FS) */
     struct page_region *vec;  /* PAGEMAP_SCAN output */
     int scan_off;             /* the kernel refused a scan (EINVAL): pagemap only from then on */
+    unsigned scan_refuse_at;  /* tests only: the scan call that fails with EINVAL, counting
+                                 from 1 (0: none), as a kernel may refuse mid-walk */
     size_t batch_cap;         /* entries the batch buffers above hold */
 
     /* reference tracking (refs.c) */

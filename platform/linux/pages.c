@@ -298,6 +298,8 @@ static int scan_once(memdiff__proc *p, uint64_t start, uint64_t end, uint64_t an
 {
     struct pm_scan_arg arg;
     int n;
+    if (p->scan_refuse_at && --p->scan_refuse_at == 0)
+        return -EINVAL;
     do {
         memset(&arg, 0, sizeof arg);
         arg.size = sizeof arg;
