@@ -24,11 +24,23 @@ struct memdiff__chunk {
     size_t cap;                         /* usable bytes after the header */
     int dedicated;                      /* holds one block (from memdiff__arena_grow) */
     int roomy;                          /* from memdiff__arena_reserve: large blocks too */
+    size_t dirty;                       /* data bytes an earlier use may have written (kept) */
     _Alignas(16) unsigned char data[];
 };
 
 static memdiff__chunk *registry;
 static atomic_flag registry_lock = ATOMIC_FLAG_INIT;
+
+/* Scratch kept between snapshots. An arena given a reserve (a snapshot's or a bracket's scratch)
+ * hands its chunks here when released, and the next such arena takes them instead of mapping,
+ * faulting in and unmapping its buffers again: measured, that was 6% of a standard snapshot of
+ * 1 GiB resident and 18% of one of 64 MiB. At most CACHE_SLOTS chunks and CACHE_MAX bytes are
+ * kept; they stay registered (Own, like all of memdiff's storage) until memdiff_trim(). Guarded
+ * by the registry's lock. */
+#define CACHE_SLOTS 4
+#define CACHE_MAX ((size_t)8 << 20)
+static memdiff__chunk *cache[CACHE_SLOTS];
+static size_t cached_bytes;
 static atomic_long fail_countdown;
 
 static void lock(void)
@@ -80,7 +92,43 @@ static void registry_remove(memdiff__chunk *c)
     unlock();
 }
 
-static memdiff__chunk *chunk_new(size_t cap, int dedicated, int counted)
+/* The smallest kept chunk with room for cap bytes, out of the cache; NULL when none. */
+static memdiff__chunk *cache_take(size_t cap)
+{
+    lock();
+    int best = -1;
+    for (int i = 0; i < CACHE_SLOTS; i++)
+        if (cache[i] && cache[i]->cap >= cap && (best < 0 || cache[i]->cap < cache[best]->cap))
+            best = i;
+    memdiff__chunk *c = NULL;
+    if (best >= 0) {
+        c = cache[best];
+        cache[best] = NULL;
+        cached_bytes -= c->size;
+    }
+    unlock();
+    return c;
+}
+
+/* Keeps c (still registered) for a later cache_take; 0 when there is no room for it. */
+static int cache_put(memdiff__chunk *c)
+{
+    int kept = 0;
+    lock();
+    for (int i = 0; i < CACHE_SLOTS && !kept; i++) {
+        if (!cache[i] && cached_bytes + c->size <= CACHE_MAX) {
+            cache[i] = c;
+            cached_bytes += c->size;
+            kept = 1;
+        }
+    }
+    unlock();
+    return kept;
+}
+
+/* A chunk with room for cap bytes: kept scratch when the arena recycles and one fits, else new
+ * OS pages (dirty 0: zeroed). */
+static memdiff__chunk *chunk_new(size_t cap, int dedicated, int counted, int recycle)
 {
     size_t page = memdiff__os_page_size();
     size_t header = offsetof(memdiff__chunk, data);
@@ -89,7 +137,18 @@ static memdiff__chunk *chunk_new(size_t cap, int dedicated, int counted)
         return NULL;
     }
     size_t size = (header + cap + page - 1) / page * page;
-    memdiff__chunk *c = counted && injected_failure() ? NULL : memdiff__os_alloc(size);
+    if (counted && injected_failure()) {
+        memdiff__set_error(MEMDIFF_ENOMEM, "arena: cannot map %zu bytes", size);
+        return NULL;
+    }
+    memdiff__chunk *c = recycle ? cache_take(cap) : NULL;
+    if (c) {
+        c->dedicated = dedicated;
+        c->roomy = 0;
+        c->next = NULL;
+        return c;
+    }
+    c = memdiff__os_alloc(size);
     if (!c) {
         memdiff__set_error(MEMDIFF_ENOMEM, "arena: cannot map %zu bytes", size);
         return NULL;
@@ -98,6 +157,7 @@ static memdiff__chunk *chunk_new(size_t cap, int dedicated, int counted)
     c->cap = size - header;
     c->dedicated = dedicated;
     c->roomy = 0;
+    c->dirty = 0;
     registry_add(c);
     return c;
 }
@@ -149,7 +209,7 @@ static void link_dedicated(memdiff__arena *arena, memdiff__chunk *c)
 /* memdiff__arena_alloc; counted says whether the chunk it may map counts as an OS allocation
  * for memdiff__test_fail_alloc_after (a grow counts once, whichever way it goes); growable,
  * whether the block comes from memdiff__arena_grow. */
-static void *arena_alloc(memdiff__arena *arena, size_t size, int counted, int growable)
+static void *arena_alloc(memdiff__arena *arena, size_t size, int counted, int growable, int zero)
 {
     if (size == 0)
         size = 1;
@@ -159,14 +219,16 @@ static void *arena_alloc(memdiff__arena *arena, size_t size, int counted, int gr
     /* A large block gets a mapping of its own, unless it is fixed in size and fits the room
      * reserved for such blocks: one that grows moves its pages (grow_chunk), never a copy. */
     if (size >= DEDICATED_MIN && !(fits && head->roomy && !growable)) {
-        memdiff__chunk *c = chunk_new(size, 1, counted);
+        memdiff__chunk *c = chunk_new(size, 1, counted, arena->recycle);
         if (!c)
             return NULL;
         link_dedicated(arena, c);
+        if (zero && c->dirty)
+            memset(c->data, 0, size < c->dirty ? size : c->dirty);
         return c->data;
     }
     if (!fits) {
-        memdiff__chunk *c = chunk_new(CHUNK_MIN, 0, counted);
+        memdiff__chunk *c = chunk_new(CHUNK_MIN, 0, counted, arena->recycle);
         if (!c)
             return NULL;
         c->next = arena->chunks;
@@ -175,18 +237,26 @@ static void *arena_alloc(memdiff__arena *arena, size_t size, int counted, int gr
         head = c;
     }
     void *p = head->data + arena->used;
+    if (zero && head->dirty > arena->used) /* kept scratch: what an earlier use wrote */
+        memset(p, 0, size < head->dirty - arena->used ? size : head->dirty - arena->used);
     arena->used += size;
-    return p; /* zeroed: fresh OS pages, never reused */
+    return p;
 }
 
 void *memdiff__arena_alloc(memdiff__arena *arena, size_t size)
 {
-    return arena_alloc(arena, size, 1, 0);
+    return arena_alloc(arena, size, 1, 0, 1);
+}
+
+void *memdiff__arena_alloc_raw(memdiff__arena *arena, size_t size)
+{
+    return arena_alloc(arena, size, 1, 0, 0);
 }
 
 int memdiff__arena_reserve(memdiff__arena *arena, size_t bytes)
 {
-    memdiff__chunk *c = chunk_new(bytes, 0, 1);
+    arena->recycle = 1;
+    memdiff__chunk *c = chunk_new(bytes, 0, 1, 1);
     if (!c)
         return MEMDIFF_ENOMEM;
     c->roomy = 1;
@@ -230,7 +300,7 @@ void *memdiff__arena_grow(memdiff__arena *arena, void *old, size_t old_size, siz
         if (q)
             return q;
     }
-    void *p = arena_alloc(arena, new_size, owner == NULL, 1);
+    void *p = arena_alloc(arena, new_size, owner == NULL, 1, 1);
     if (!p)
         return NULL;
     if (old) {
@@ -274,11 +344,37 @@ void memdiff__arena_release(memdiff__arena *arena)
     memdiff__chunk *c = arena->chunks;
     while (c) {
         memdiff__chunk *next = c->next;
-        chunk_free(c);
+        if (arena->recycle) {
+            /* What may hold data now: the bump chunk up to its use, the others whole. */
+            size_t used = c == arena->chunks && !c->dedicated ? arena->used : c->cap;
+            c->dirty = used > c->dirty ? used : c->dirty;
+        }
+        if (!arena->recycle || !cache_put(c))
+            chunk_free(c);
         c = next;
     }
     arena->chunks = NULL;
     arena->used = 0;
+    arena->recycle = 0;
+}
+
+void memdiff_trim(void)
+{
+    for (;;) {
+        lock();
+        memdiff__chunk *c = NULL;
+        for (int i = 0; i < CACHE_SLOTS && !c; i++) {
+            if (cache[i]) {
+                c = cache[i];
+                cache[i] = NULL;
+                cached_bytes -= c->size;
+            }
+        }
+        unlock();
+        if (!c)
+            return;
+        chunk_free(c);
+    }
 }
 
 size_t memdiff__arena_footprint(const memdiff__arena *arena)

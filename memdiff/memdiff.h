@@ -156,6 +156,13 @@ int memdiff_snapshot_self(memdiff_depth depth, memdiff_snapshot **out);
 /* Releases the snapshot and all its storage. NULL is allowed. */
 void memdiff_snapshot_free(memdiff_snapshot *snapshot);
 
+/* Unmaps the scratch memory memdiff keeps between snapshots. A snapshot's working buffers (about
+ * 0.5 MiB at standard depth, 4 MiB at deep) are kept when it is done, for the next snapshot to
+ * use without mapping and faulting them in again; they count as memdiff's own (Own), never as
+ * the program's. Call this when done taking snapshots if that memory matters; any thread, any
+ * time. Snapshots are not affected. */
+void memdiff_trim(void);
+
 /* Figures the process itself reports (Linux: /proc/PID/status), in bytes; 0 when unknown. */
 typedef struct memdiff_process_totals {
     uint64_t vm_size;    /* VmSize: mapped virtual memory */

@@ -68,19 +68,26 @@ typedef struct memdiff__chunk memdiff__chunk;
 typedef struct memdiff__arena {
     memdiff__chunk *chunks; /* newest first */
     size_t used;            /* bytes used in chunks->data */
+    int recycle;            /* set by memdiff__arena_reserve: chunks are kept when released */
 } memdiff__arena;
 
-#define MEMDIFF__ARENA_INIT {0, 0}
+#define MEMDIFF__ARENA_INIT {0, 0, 0}
 
 /* size bytes, 16-byte aligned and zeroed; NULL (with MEMDIFF_ENOMEM detail set) on failure. */
 void *memdiff__arena_alloc(memdiff__arena *arena, size_t size);
+
+/* As memdiff__arena_alloc, but the bytes are not zeroed when the memory is kept scratch: for
+ * buffers that are always written before they are read. */
+void *memdiff__arena_alloc_raw(memdiff__arena *arena, size_t size);
 
 /* Maps one chunk with room for at least bytes and makes it the arena's bump chunk: the next
  * blocks, large ones from memdiff__arena_alloc included, are carved from it while they fit,
  * instead of a mapping each (blocks from memdiff__arena_grow still get their own, which grow by
  * moving pages). Pages are touched only as blocks use them. For an arena that holds many large
  * buffers for a short while, such as a snapshot's scratch; on an arena already in use, the room
- * left in its bump chunk is given up. MEMDIFF_ENOMEM (with detail) when it cannot be mapped. */
+ * left in its bump chunk is given up. Such an arena also recycles: its chunks are kept when it is
+ * released, for the next one to take (at most 8 MiB; memdiff_trim() unmaps them). MEMDIFF_ENOMEM
+ * (with detail) when it cannot be mapped. */
 int memdiff__arena_reserve(memdiff__arena *arena, size_t bytes);
 
 /* A NUL-terminated copy of s[0..len); NULL on failure. */

@@ -165,6 +165,60 @@ START_TEST(reserve_takes_large_blocks)
 }
 END_TEST
 
+static size_t own_total(void)
+{
+    memdiff__arena q = MEMDIFF__ARENA_INIT;
+    memdiff__range *own = NULL;
+    size_t n = 0, total = 0;
+    ck_assert_int_eq(memdiff__own_ranges(&q, &own, &n), MEMDIFF_OK);
+    for (size_t i = 0; i < n; i++)
+        total += (size_t)(own[i].end - own[i].start);
+    total -= memdiff__arena_footprint(&q);
+    memdiff__arena_release(&q);
+    return total;
+}
+
+/* An arena with a reserve keeps its chunks when released (still memdiff's own), the next one
+ * takes them instead of mapping new ones, zeroed where asked, and memdiff_trim() unmaps them. */
+START_TEST(reserved_scratch_is_kept_for_the_next)
+{
+    memdiff_trim();
+    size_t base = own_total();
+    memdiff__arena a = MEMDIFF__ARENA_INIT;
+    ck_assert_int_eq(memdiff__arena_reserve(&a, 256 * 1024), MEMDIFF_OK);
+    unsigned char *z = memdiff__arena_alloc(&a, 8192), *r = memdiff__arena_alloc_raw(&a, 8192);
+    unsigned char *d = memdiff__arena_alloc(&a, 1 << 20); /* a chunk of its own */
+    ck_assert(z && r && d);
+    memset(z, 0xab, 8192);
+    memset(r, 0xcd, 8192);
+    memset(d, 0xef, 1 << 20);
+    size_t held = memdiff__arena_footprint(&a);
+    memdiff__arena_release(&a);
+    ck_assert_uint_eq(own_total(), base + held); /* kept, and still counted as Own */
+
+    memdiff__arena b = MEMDIFF__ARENA_INIT;
+    ck_assert_int_eq(memdiff__arena_reserve(&b, 256 * 1024), MEMDIFF_OK);
+    unsigned char *z2 = memdiff__arena_alloc(&b, 8192), *r2 = memdiff__arena_alloc_raw(&b, 8192);
+    unsigned char *d2 = memdiff__arena_alloc(&b, 1 << 20);
+    ck_assert(z2 == z && r2 == r && d2 == d); /* the same chunks again, no new mapping */
+    ck_assert_uint_eq(own_total(), base + held);
+    for (size_t i = 0; i < 8192; i++)
+        ck_assert_uint_eq(z2[i], 0);
+    for (size_t i = 0; i < (1u << 20); i += 4096)
+        ck_assert_uint_eq(d2[i], 0);
+    ck_assert_uint_eq(r2[0], 0xcd); /* raw: left as the last use wrote it */
+    memdiff__arena_release(&b);
+
+    memdiff_trim();
+    ck_assert_uint_eq(own_total(), base);
+    /* An arena without a reserve keeps nothing. */
+    memdiff__arena c = MEMDIFF__ARENA_INIT;
+    ck_assert_ptr_nonnull(memdiff__arena_alloc(&c, 1 << 20));
+    memdiff__arena_release(&c);
+    ck_assert_uint_eq(own_total(), base);
+}
+END_TEST
+
 static void *churn(void *arg)
 {
     (void)arg;
@@ -203,6 +257,7 @@ Suite *arena_suite(void)
     tcase_add_test(core, strndup_copies_exactly);
     tcase_add_test(core, grow_keeps_contents_and_returns_old_chunks);
     tcase_add_test(core, reserve_takes_large_blocks);
+tcase_add_test(core, reserved_scratch_is_kept_for_the_next);
     suite_add_tcase(s, core);
     TCase *limits = tcase_create("Limits");
     tcase_add_test(limits, forced_failure_reports_enomem);

@@ -29,9 +29,11 @@
 /* ---- helpers ------------------------------------------------------------------------------ */
 
 /* Bytes of memdiff's own storage now registered, less the query's own chunk (the same size on
- * every call, so figures taken this way compare exactly). */
+ * every call, so figures taken this way compare exactly). Scratch kept for the next snapshot is
+ * unmapped first (memdiff_trim): what is left is what live objects hold, or what leaked. */
 static uint64_t own_bytes(void)
 {
+    memdiff_trim();
     memdiff__arena tmp = MEMDIFF__ARENA_INIT;
     memdiff__range *r = NULL;
     size_t n = 0;

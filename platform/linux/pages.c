@@ -87,6 +87,7 @@ typedef struct walker {
     int stretches;
     int pending_fs;
     size_t nfs;
+    size_t nseg; /* deep: segments of the batch in p->segs (add_segments) */
 } walker;
 
 static int flush(walker *w)
@@ -180,7 +181,7 @@ static void carry(walker *w)
 static int alloc_u64(memdiff__proc *p, uint64_t **slot, size_t count)
 {
     if (!*slot) {
-        *slot = memdiff__arena_alloc(p->scratch, count * sizeof **slot);
+        *slot = memdiff__arena_alloc_raw(p->scratch, count * sizeof **slot);
         if (!*slot)
             return MEMDIFF_ENOMEM;
     }
@@ -192,14 +193,14 @@ static int buffers(walker *w, int scan)
     memdiff__proc *p = w->proc;
     const size_t B = w->batch;
     if (scan && !p->vec) {
-        p->vec = memdiff__arena_alloc(p->scratch, MEMDIFF__LINUX_SCAN_VEC * sizeof *p->vec);
+        p->vec = memdiff__arena_alloc_raw(p->scratch, MEMDIFF__LINUX_SCAN_VEC * sizeof *p->vec);
         if (!p->vec)
             return MEMDIFF_ENOMEM;
     }
     if (scan && w->fast)
         return MEMDIFF_OK;
     if (w->stretches && !p->fs) {
-        p->fs = memdiff__arena_alloc(p->scratch, MEMDIFF__LINUX_FS * sizeof *p->fs);
+        p->fs = memdiff__arena_alloc_raw(p->scratch, MEMDIFF__LINUX_FS * sizeof *p->fs);
         if (!p->fs)
             return MEMDIFF_ENOMEM;
     }
@@ -213,7 +214,7 @@ static int buffers(walker *w, int scan)
         p->batch_cap = B;
     }
     if (!p->attrs) {
-        p->attrs = memdiff__arena_alloc(p->scratch, B * sizeof *p->attrs);
+        p->attrs = memdiff__arena_alloc_raw(p->scratch, B * sizeof *p->attrs);
         if (!p->attrs)
             return MEMDIFF_ENOMEM;
     }
@@ -225,7 +226,7 @@ static int buffers(walker *w, int scan)
          * arena asks to back with huge pages (a few faults, not 900 per snapshot). The read
          * buffers are smaller than a batch: they fill and empty several times a batch, and
          * stay in the CPU's cache meanwhile. */
-        uint64_t *block = memdiff__arena_alloc(p->scratch, (4 * sizeof(uint64_t) +
+        uint64_t *block = memdiff__arena_alloc_raw(p->scratch, (4 * sizeof(uint64_t) +
                                                             sizeof *p->segs) * B +
                                                                2 * sizeof(uint64_t) * FACT_BUF);
         if (!block)
@@ -544,42 +545,53 @@ static void place_facts(memdiff__proc *p, size_t base, size_t m)
     }
 }
 
-/* Fills kflags / mapcount at [base, base + n) for the batch's pages and merges the flags into
- * attrs[0..n). The batch's pages are cut into segments of consecutive frames, ascending or
- * descending (the allocator hands out both; a huge page is 512 up at least); the segments are
- * sorted by their lowest frame, and neighbouring ones share a pread of each file. The reads fill
- * the buffers front to back; when they are full, the facts go to their pages (in page order) and
- * the next reads start at the front again. */
-static int frame_facts(walker *w, size_t base, size_t n)
+/* Deep depth: the pages [i, j) of the batch from base, a stretch whose frames go from f by step
+ * (decode's), become segments for frame_facts: runs of consecutive frames, up or down, at most
+ * FACT_BUF long; pages without a frame to ask about get no facts (0). Returns the new count. */
+static size_t add_segments(walker *w, size_t base, size_t i, size_t j, unsigned a, uint64_t f,
+                           uint64_t step, size_t m)
 {
     memdiff__proc *p = w->proc;
-    const uint64_t *pfn = p->pfn + base;
-    uint64_t *kflags = p->kflags + base, *mapcount = p->mapcount + base;
-    size_t m = 0;
-    for (size_t i = 0; i < n;) {
-        if (!(p->attrs[i] & MEMDIFF_PAGE_PRESENT) || !pfn[i] ||
-            pfn[i] >= (UINT64_C(1) << (63 - SEG_BITS))) {
-            kflags[i] = mapcount[i] = 0; /* no frame to ask about */
-            i++;
+    const uint64_t limit = UINT64_C(1) << (63 - SEG_BITS); /* frames a key holds */
+    uint64_t len = j - i, low = step == 1 ? f : f - (step ? len - 1 : 0);
+    if (!(a & MEMDIFF_PAGE_PRESENT) || low == 0 || f + (step == 1 ? len - 1 : 0) >= limit) {
+        for (size_t k = i; k < j; k++) /* absent, or frames out of reach: page by page */
+            p->kflags[base + k] = p->mapcount[base + k] = 0;
+        if (!(a & MEMDIFF_PAGE_PRESENT) || len == 1)
+            return m;
+        for (size_t k = i; k < j; k++, f += step)
+            m = f && f < limit ? add_segments(w, base, k, k + 1, a, f, 1, m) : m;
+        return m;
+    }
+    for (size_t c = i; c < j; c += FACT_BUF) {
+        size_t d = MIN(j, c + FACT_BUF), n = d - c;
+        uint64_t first = f + step * (c - i); /* the frame of page c */
+        if (step == 0) { /* one frame again and again (the zero page): a segment a page */
+            for (size_t k = c; k < d; k++) {
+                p->segs[m] = (struct memdiff__linux_seg){(uint32_t)k, 1, 0, NOT_READ};
+                p->frames[m] = first << SEG_BITS | m;
+                m++;
+            }
             continue;
         }
-        size_t j = i + 1;
-        int down = 0;
-        size_t end = MIN(n, i + FACT_BUF); /* a segment's facts fit the read buffers */
-        while (j < end && (p->attrs[j] & MEMDIFF_PAGE_PRESENT) && pfn[j] == pfn[j - 1] + 1)
-            j++;
-        if (j == i + 1) {
-            while (j < end && (p->attrs[j] & MEMDIFF_PAGE_PRESENT) && pfn[j] == pfn[j - 1] - 1 &&
-                   pfn[j])
-                j++;
-            down = j > i + 1;
-        }
-        p->segs[m] = (struct memdiff__linux_seg){(uint32_t)i, (uint32_t)(j - i), (uint32_t)down,
+        int down = step != 1 && n > 1;
+        p->segs[m] = (struct memdiff__linux_seg){(uint32_t)c, (uint32_t)n, (uint32_t)down,
                                                  NOT_READ};
-        p->frames[m] = (down ? pfn[j - 1] : pfn[i]) << SEG_BITS | m;
+        p->frames[m] = (down ? first - (n - 1) : first) << SEG_BITS | m;
         m++;
-        i = j;
     }
+    return m;
+}
+
+/* Fills kflags / mapcount at [base, base + n) for the batch's pages and merges the flags into
+ * attrs[0..n), from the segments decode() cut (w->nseg): sorted by their lowest frame,
+ * neighbouring ones share a pread of each file. The reads fill the buffers front to back; when
+ * they are full, the facts go to their pages (in page order) and the next reads start at the
+ * front again. */
+static int frame_facts(walker *w, size_t base)
+{
+    memdiff__proc *p = w->proc;
+    size_t m = w->nseg;
     if (m == 0)
         return MEMDIFF_OK;
     const uint64_t *keys = memdiff__linux_radix_sort(p->frames, p->frame_tmp, m);
@@ -707,10 +719,13 @@ static size_t decode(walker *w, size_t base, size_t n)
     const uint64_t zero = p->zero_pfn;
     size_t found = 0;
     if (w->pfn) {
+        w->nseg = 0;
         for (size_t i = 0; i < n;) {
             unsigned a;
             uint64_t f, step;
             size_t j = stretch_at(w, pm, i, n, &a, &f, &step);
+            if (w->deep)
+                w->nseg = add_segments(w, base, i, j, a, f, step, w->nseg);
             for (size_t k = i; k < j; k++) {
                 pm[k] = f;
                 attrs[k] = a;
@@ -744,6 +759,7 @@ static int64_t decode_frames(walker *w, uint64_t addr, size_t base, size_t n)
     uint64_t *pm = p->pm + base;
     unsigned shift = p->page_shift;
     int64_t found = 0;
+    const uint64_t zero = p->zero_pfn;
     for (size_t i = 0; i < n;) {
         unsigned a;
         uint64_t f, step;
@@ -752,6 +768,16 @@ static int64_t decode_frames(walker *w, uint64_t addr, size_t base, size_t n)
         if (j - i <= LITERAL_MAX && a) {
             for (size_t k = i; k < j; k++, f += step)
                 pm[k] = f;
+            /* More pages of these attrs where no stretch of three starts go with them: how the
+             * values are cut does not change what the snapshot stores (seq.c). */
+            while (!(a & MEMDIFF_PAGE_ZERO) && j + 2 < n) {
+                uint64_t e = pm[j], d = pm[j + 1] - e;
+                if (w->table[e >> PM_TABLE_SHIFT] != a || !(e & MEMDIFF__PM_PRESENT) ||
+                    (e & MEMDIFF__PM_PFN_MASK) == zero ||
+                    ((d == 1 || d == 0 || d == UINT64_MAX) && pm[j + 2] - pm[j + 1] == d))
+                    break;
+                pm[j++] = e & MEMDIFF__PM_PFN_MASK;
+            }
             values = pm + i;
         }
         int rc = feed_frames(w, addr + ((uint64_t)i << shift), j - i, a, f, step, values);
@@ -834,7 +860,7 @@ static int walk_pagemap(walker *w, uint64_t addr, uint64_t npages,
         else if (got && extras)
             rc = scan_extras(w, addr, n, p->attrs);
         if (!rc && got && w->deep)
-            rc = frame_facts(w, base, n);
+            rc = frame_facts(w, base);
         if (!rc && got && w->pfn && p->idle_fd >= 0)
             rc = memdiff__linux_idle_attrs(p, p->pfn + base, p->attrs, n);
         if (rc)
