@@ -578,16 +578,23 @@ static int kernel_at_least(int major, int minor)
     return ma > major || (ma == major && mi >= minor);
 }
 
+/* n private anonymous pages, not yet touched, in small pages only (no THP: a huge or
+ * multi-size folio would make untouched neighbours resident too). extra: more mmap flags. */
+static char *map_pages(long ps, size_t n, int extra)
+{
+    char *p = mmap(NULL, (size_t)ps * n, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | extra, -1, 0);
+    ck_assert_ptr_ne(p, MAP_FAILED);
+    madvise(p, (size_t)ps * n, MADV_NOHUGEPAGE);
+    return p;
+}
+
 static const long touched[] = {0, 3, 4, 9, 15};
 
-/* 16 private anonymous pages, exactly 5 of them written. No THP: a huge or multi-size folio
- * would make untouched neighbours resident too. */
+/* 16 private anonymous pages, exactly 5 of them written. */
 static char *map_sixteen(long ps)
 {
-    char *p = mmap(NULL, (size_t)ps * 16, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                   -1, 0);
-    ck_assert_ptr_ne(p, MAP_FAILED);
-    madvise(p, (size_t)ps * 16, MADV_NOHUGEPAGE);
+    char *p = map_pages(ps, 16, 0);
     for (size_t i = 0; i < sizeof touched / sizeof touched[0]; i++)
         p[touched[i] * ps] = 1;
     return p;
@@ -676,10 +683,7 @@ START_TEST(real_stretches_match_arrays)
 {
     long ps = sysconf(_SC_PAGESIZE);
     const size_t n = 700;
-    char *p = mmap(NULL, (size_t)ps * n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                   -1, 0);
-    ck_assert_ptr_ne(p, MAP_FAILED);
-    madvise(p, (size_t)ps * n, MADV_NOHUGEPAGE);
+    char *p = map_pages(ps, n, 0);
     size_t written = 0;
     for (size_t i = 0; i < 500; i++)
         if (i < 300 || i % 3 == 0) {
@@ -715,10 +719,7 @@ START_TEST(real_deep_facts_in_place)
 {
     long ps = sysconf(_SC_PAGESIZE);
     const size_t n = 3000;
-    char *p = mmap(NULL, (size_t)ps * n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                   -1, 0);
-    ck_assert_ptr_ne(p, MAP_FAILED);
-    madvise(p, (size_t)ps * n, MADV_NOHUGEPAGE);
+    char *p = map_pages(ps, n, 0);
     for (size_t i = 0; i < n; i++)
         p[i * (size_t)ps] = 1;
     int ready[2];
@@ -826,13 +827,7 @@ START_TEST(real_scan_refused_midway)
         return;
     }
     const size_t n = 10000, sparse = 160000;
-    char *p = mmap(NULL, (size_t)ps * n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                   -1, 0);
-    char *q = mmap(NULL, (size_t)ps * sparse, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    ck_assert(p != MAP_FAILED && q != MAP_FAILED);
-    madvise(p, (size_t)ps * n, MADV_NOHUGEPAGE);
-    madvise(q, (size_t)ps * sparse, MADV_NOHUGEPAGE);
+    char *p = map_pages(ps, n, 0), *q = map_pages(ps, sparse, MAP_NORESERVE);
     for (size_t i = 0; i < n; i += 2)
         p[i * (size_t)ps] = 1;
     for (size_t i = 0; i < sparse; i += 32)

@@ -102,6 +102,22 @@ static int flush(walker *w)
                         w->deep ? p->kflags + w->off : NULL, w->deep ? p->mapcount + w->off : NULL);
 }
 
+/* Delivers the pending run and opens one of pages [addr, addr + n) with attrs: its frames as
+ * stretches (fs), or array entries from index idx. */
+static int open_run(walker *w, uint64_t addr, uint64_t n, unsigned attrs, int fs, size_t idx)
+{
+    int rc = flush(w);
+    if (rc)
+        return rc;
+    w->pending = 1;
+    w->pending_fs = fs;
+    w->start = addr;
+    w->n = n;
+    w->attrs = attrs;
+    w->off = idx;
+    return MEMDIFF_OK;
+}
+
 /* Pages [addr, addr + n) with attrs whose frames are first, first + step, ... or, when values
  * is not NULL, values[0..n) (stretch mode). */
 static int feed_frames(walker *w, uint64_t addr, uint64_t n, unsigned attrs, uint64_t first,
@@ -127,15 +143,9 @@ static int feed_frames(walker *w, uint64_t addr, uint64_t n, unsigned attrs, uin
             return MEMDIFF_OK;
         }
     }
-    int rc = flush(w);
+    int rc = open_run(w, addr, n, attrs, 1, 0);
     if (rc)
         return rc;
-    w->pending = 1;
-    w->pending_fs = 1;
-    w->start = addr;
-    w->n = n;
-    w->attrs = attrs;
-    w->off = 0;
     p->fs[0] = piece;
     w->nfs = 1;
     return MEMDIFF_OK;
@@ -152,16 +162,7 @@ static int feed(walker *w, uint64_t addr, uint64_t n, unsigned attrs, size_t idx
         w->n += n;
         return MEMDIFF_OK;
     }
-    int rc = flush(w);
-    if (rc)
-        return rc;
-    w->pending = 1;
-    w->pending_fs = 0;
-    w->start = addr;
-    w->n = n;
-    w->attrs = attrs;
-    w->off = idx;
-    return MEMDIFF_OK;
+    return open_run(w, addr, n, attrs, 0, idx);
 }
 
 /* Moves the pending run's array entries to index 0 so that the next batch can extend it. */
