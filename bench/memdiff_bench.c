@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
@@ -511,7 +512,9 @@ static void usage(FILE *f)
                "  --reps N     repetitions per measurement (default 11, at least 3)\n"
                "  --only S     targets whose name contains S (e.g. \"alternate\")\n"
                "  --profile D  only take N snapshots at depth D (fast, standard, deep) or\n"
-               "               compares (compare) of the first target selected, for perf\n");
+               "               compares (compare) of the first target selected, for perf\n"
+               "  --pair D     memdiff at depth D and its floor, alternately on the first target\n"
+               "               selected: wall medians and this process's user / system CPU\n");
 }
 
 /* --profile: the snapshots alone, for a profiler to look at (floors and peers left out). */
@@ -548,12 +551,79 @@ static int profile(const bench_target_spec *spec, const char *what)
     return 0;
 }
 
+static double cpu_ms(const struct timeval *t)
+{
+    return (double)t->tv_sec * 1e3 + (double)t->tv_usec / 1e3;
+}
+
+/* --pair: a snapshot at depth what and its floor (PAGEMAP_SCAN, batched pagemap, or kpage sorted
+ * runs), one after the other on one target, N times each, the order swapped every repetition.
+ * Besides wall times, getrusage tells user and system CPU apart: where memdiff's extra time goes
+ * (its own code, or more of the kernel's). */
+static int pair(const bench_target_spec *spec, const char *what)
+{
+    memdiff_depth d = strcmp(what, "fast") == 0   ? MEMDIFF_DEPTH_FAST
+                      : strcmp(what, "deep") == 0 ? MEMDIFF_DEPTH_DEEP
+                                                  : MEMDIFF_DEPTH_STANDARD;
+    bench_target t;
+    if (bench_target_start(spec, &t))
+        return 1;
+    bench_frame_runs runs;
+    memset(&runs, 0, sizeof runs);
+    if (d == MEMDIFF_DEPTH_DEEP && bench_frame_runs_prepare(t.pid, &runs)) {
+        bench_target_stop(&t);
+        return 1;
+    }
+    double *wall[2], *ratio = calloc((size_t)reps, sizeof *ratio), user[2] = {0, 0},
+                     sys[2] = {0, 0};
+    wall[0] = calloc((size_t)reps, sizeof(double));
+    wall[1] = calloc((size_t)reps, sizeof(double));
+    for (int i = 0; ratio && wall[0] && wall[1] && i < reps; i++) {
+        for (int k = 0; k < 2; k++) {
+            int which = (i + k) % 2; /* 0: memdiff, 1: the floor */
+            struct rusage r0, r1;
+            memdiff_snapshot *s = NULL;
+            getrusage(RUSAGE_SELF, &r0);
+            double t0 = now_ms();
+            if (which == 0)
+                s = snap(t.pid, d); /* the free is not timed, as in the tables */
+            else if (d == MEMDIFF_DEPTH_FAST)
+                (void)floor_scan(t.pid);
+            else if (d == MEMDIFF_DEPTH_STANDARD)
+                (void)floor_pagemap(t.pid, 0);
+            else
+                (void)floor_kpage_sorted(t.pid, &runs);
+            wall[which][i] = now_ms() - t0;
+            getrusage(RUSAGE_SELF, &r1);
+            memdiff_snapshot_free(s);
+            user[which] += cpu_ms(&r1.ru_utime) - cpu_ms(&r0.ru_utime);
+            sys[which] += cpu_ms(&r1.ru_stime) - cpu_ms(&r0.ru_stime);
+        }
+        ratio[i] = wall[1][i] > 0 ? wall[0][i] / wall[1][i] : 0;
+    }
+    if (ratio && wall[0] && wall[1]) {
+        static const char *const floors[] = {"PAGEMAP_SCAN", "pagemap", "kpage sorted runs"};
+        printf("%s, memdiff %s against floor: %s, %d repetitions\n", spec->name, what, floors[d],
+               reps);
+        for (int k = 0; k < 2; k++)
+            printf("  %-8s wall median %8.3f ms   user %7.3f ms   system %7.3f ms (means)\n",
+                   k ? "floor" : "memdiff", median(wall[k], reps), user[k] / reps, sys[k] / reps);
+        printf("  median of the paired ratios: %.3f\n", median(ratio, reps));
+    }
+    free(ratio);
+    free(wall[0]);
+    free(wall[1]);
+    bench_frame_runs_free(&runs);
+    bench_target_stop(&t);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], BENCH_TARGET_ARG) == 0)
         bench_target_main(argc, argv);
     int quick = 0, json = 0;
-    const char *only = NULL, *prof = NULL;
+    const char *only = NULL, *prof = NULL, *pairing = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0) {
             quick = 1;
@@ -569,6 +639,8 @@ int main(int argc, char **argv)
             only = argv[++i];
         } else if (strcmp(argv[i], "--profile") == 0 && i + 1 < argc) {
             prof = argv[++i];
+        } else if (strcmp(argv[i], "--pair") == 0 && i + 1 < argc) {
+            pairing = argv[++i];
         } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             usage(stdout);
             return 0;
@@ -597,6 +669,8 @@ int main(int argc, char **argv)
             continue;
         if (prof)
             return profile(spec, prof);
+        if (pairing)
+            return pair(spec, pairing);
         result *r = &res[n++];
         r->spec = spec;
         fprintf(stderr, "memdiff_bench: target %s...\n", spec->name);
