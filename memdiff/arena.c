@@ -288,6 +288,15 @@ void *memdiff__arena_grow(memdiff__arena *arena, void *old, size_t old_size, siz
                 break;
             }
         }
+        if (owner && owner->dirty > old_size) {
+            /* Kept scratch: what an earlier use left beyond the block is cleared as it grows. */
+            size_t end = owner->dirty < new_size ? owner->dirty : new_size;
+            end = end < owner->cap ? end : owner->cap;
+            if (end > old_size)
+                memset((unsigned char *)old + old_size, 0, end - old_size);
+            if (owner->cap < new_size)
+                owner->dirty = old_size; /* the pages it gains come zeroed */
+        }
         if (owner && owner->cap >= new_size)
             return old;
     }

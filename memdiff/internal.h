@@ -174,6 +174,11 @@ int memdiff__seq_append(memdiff__arena *arena, memdiff__seq *q, const uint64_t *
 int memdiff__seq_append_stretch(memdiff__arena *arena, memdiff__seq *q, uint64_t first,
                                 int64_t step, uint64_t count);
 
+/* Appends count values from pieces ps[0..n) (memdiff__values), the first skip values passed
+ * over; values the pieces do not give are 0 (unknown). */
+int memdiff__seq_append_pieces(memdiff__arena *arena, memdiff__seq *q, const memdiff__values *ps,
+                               size_t n, uint64_t skip, uint64_t count);
+
 /* Value i of q (0 when unknown or beyond the values). */
 uint64_t memdiff__seq_get(const memdiff__seq *q, uint64_t i);
 

@@ -224,8 +224,8 @@ int memdiff__seq_append(memdiff__arena *arena, memdiff__seq *q, const uint64_t *
     return MEMDIFF_OK;
 }
 
-int memdiff__seq_append_stretch(memdiff__arena *arena, memdiff__seq *q, uint64_t first,
-                                int64_t step, uint64_t count)
+static inline int append_stretch(memdiff__arena *arena, memdiff__seq *q, uint64_t first,
+                                 int64_t step, uint64_t count)
 {
     /* The first values go the ordinary way, which decides the segments; once the last segment is
      * this stretch, the rest only extend it (continuing() would take them all). */
@@ -283,6 +283,55 @@ int memdiff__seq_append_stretch(memdiff__arena *arena, memdiff__seq *q, uint64_t
         count -= m;
     }
     return MEMDIFF_OK;
+}
+
+int memdiff__seq_append_stretch(memdiff__arena *arena, memdiff__seq *q, uint64_t first,
+                                int64_t step, uint64_t count)
+{
+    return append_stretch(arena, q, first, step, count);
+}
+
+/* Values v[k * -1] for k in [0, n): reversed, appended through a small buffer. */
+static int append_reversed(memdiff__arena *arena, memdiff__seq *q, const uint64_t *v, uint64_t n)
+{
+    uint64_t buf[64];
+    while (n > 0) {
+        uint64_t m = MEMDIFF__MIN(n, (uint64_t)(sizeof buf / sizeof buf[0]));
+        for (uint64_t k = 0; k < m; k++)
+            buf[k] = *(v - k);
+        int rc = memdiff__seq_append(arena, q, buf, m);
+        if (rc)
+            return rc;
+        v -= m;
+        n -= m;
+    }
+    return MEMDIFF_OK;
+}
+
+int memdiff__seq_append_pieces(memdiff__arena *arena, memdiff__seq *q, const memdiff__values *ps,
+                               size_t n, uint64_t skip, uint64_t count)
+{
+    for (size_t k = 0; k < n && count > 0; k++) {
+        uint64_t len = ps[k].count;
+        if (skip >= len) {
+            skip -= len;
+            continue;
+        }
+        len = MEMDIFF__MIN(len - skip, count);
+        int rc;
+        if (!ps[k].values)
+            rc = append_stretch(arena, q, ps[k].first + (uint64_t)ps[k].step * skip, ps[k].step,
+                                len);
+        else if (ps[k].step >= 0)
+            rc = memdiff__seq_append(arena, q, ps[k].values + skip, len);
+        else
+            rc = append_reversed(arena, q, ps[k].values - skip, len);
+        if (rc)
+            return rc;
+        skip = 0;
+        count -= len;
+    }
+    return count ? memdiff__seq_append(arena, q, NULL, count) : MEMDIFF_OK;
 }
 
 /* ---- reading ------------------------------------------------------------------------------ */

@@ -71,9 +71,11 @@ static int on_run(void *ctx, uint64_t start, uint64_t npages, unsigned attrs, co
     return memdiff__runs_append(s, (uint32_t)b->region, start, npages, attrs, at);
 }
 
-/* The page sink for a run whose frames come as stretches (no kernel flags or map counts). */
+/* The page sink for a run whose facts come as pieces (frames; kernel flags and map counts at
+ * deep depth). */
 static int on_run_frames(void *ctx, uint64_t start, uint64_t npages, unsigned attrs,
-                         const memdiff__frame_stretch *frames, size_t nframes)
+                         const memdiff__values *frames, size_t nframes, const memdiff__values *kflags,
+                         size_t nkflags, const memdiff__values *mapcount, size_t nmapcount)
 {
     builder *b = ctx;
     memdiff_snapshot *s = b->s;
@@ -82,33 +84,20 @@ static int on_run_frames(void *ctx, uint64_t start, uint64_t npages, unsigned at
         return MEMDIFF_OK;
 
     uint64_t at = MEMDIFF__NO_AUX;
-    if (b->want_pfn && nframes > 0) {
+    int aux = (b->want_pfn && nframes) || (b->want_kflags && nkflags) ||
+              (b->want_mapcount && nmapcount);
+    if (aux) {
+        /* A fact the backend did not give for this run is 0, unknown, as in on_run. */
         at = s->aux_count;
-        uint64_t left = npages;
-        for (size_t k = 0; k < nframes && left > 0; k++) {
-            uint64_t n = frames[k].count, first = frames[k].first;
-            if (skip >= n) {
-                skip -= n;
-                continue;
-            }
-            first += (uint64_t)frames[k].step * skip;
-            n = MEMDIFF__MIN(n - skip, left);
-            int rc = frames[k].values
-                         ? memdiff__seq_append(&s->arena, &s->frames, frames[k].values + skip, n)
-                         : memdiff__seq_append_stretch(&s->arena, &s->frames, first,
-                                                       frames[k].step, n);
-            if (rc)
+        memdiff__seq *dst[3] = {&s->frames, &s->kflags, &s->mapcount};
+        const memdiff__values *src[3] = {frames, kflags, mapcount};
+        const size_t nsrc[3] = {nframes, nkflags, nmapcount};
+        const int want[3] = {b->want_pfn, b->want_kflags, b->want_mapcount};
+        for (int k = 0; k < 3; k++)
+            if (want[k] && memdiff__seq_append_pieces(&s->arena, dst[k], src[k], src[k] ? nsrc[k]
+                                                                                       : 0,
+                                                      skip, npages))
                 return MEMDIFF_ENOMEM;
-            skip = 0;
-            left -= n;
-        }
-        /* Frames the backend did not give (it must give all): 0, unknown. */
-        if (left && memdiff__seq_append(&s->arena, &s->frames, NULL, left))
-            return MEMDIFF_ENOMEM;
-        if (b->want_kflags && memdiff__seq_append(&s->arena, &s->kflags, NULL, npages))
-            return MEMDIFF_ENOMEM;
-        if (b->want_mapcount && memdiff__seq_append(&s->arena, &s->mapcount, NULL, npages))
-            return MEMDIFF_ENOMEM;
         s->aux_count += npages;
     }
     return memdiff__runs_append(s, (uint32_t)b->region, start, npages, attrs, at);
@@ -282,8 +271,10 @@ int memdiff__snapshot_take_flags(const memdiff_options *options, unsigned flags,
     if (o.pid < 0)
         return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_snapshot_take: invalid pid %d", o.pid);
 
-    /* The snapshot lives inside its own arena: one release frees everything. */
+    /* The snapshot lives inside its own arena: one release frees everything, and keeps the
+     * chunks for the next snapshot (memdiff_trim). */
     memdiff__arena a = MEMDIFF__ARENA_INIT;
+    a.recycle = 1;
     memdiff_snapshot *s = memdiff__arena_alloc(&a, sizeof *s);
     if (!s)
         return MEMDIFF_ENOMEM;

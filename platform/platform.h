@@ -285,32 +285,36 @@ int memdiff__plat_heaps(memdiff__proc *proc, memdiff__arena *arena,
  * pages read from an address space being torn down are never passed off as a snapshot. */
 int memdiff__plat_totals(memdiff__proc *proc, memdiff_process_totals *out);
 
-/* Frames of count consecutive pages: first, first + step, first + 2 * step, ... (step 1 or -1 as
- * the page allocator hands frames out, 0 for one frame mapped again and again: the zero page);
- * or, when values is not NULL, values[0..count) (frames that form no stretch worth one). */
-typedef struct memdiff__frame_stretch {
+/* One fact of count consecutive pages (their frames, kernel flags or map counts): first,
+ * first + step, first + 2 * step, ... (step 1 or -1, as the page allocator hands frames out, 0
+ * for one value again and again); or, when values is not NULL, values[k * step] for page k (step
+ * 1, or -1 for values stored in the opposite order). */
+typedef struct memdiff__values {
     uint64_t first;
     int64_t step;
     uint64_t count;
     const uint64_t *values;
-} memdiff__frame_stretch;
+} memdiff__values;
 
-/* Receives page runs from memdiff__plat_pages. npages pages from start share attrs. When the
- * depth gave per-page frame facts (MEMDIFF_SRC_PFN / KPAGEFLAGS / KPAGECOUNT), pfn, kflags and
- * mapcount point at npages entries each (or are NULL when that source was not read); the
- * pointers are valid only during the call. Returns 0 or a negative status, which stops the walk
- * and is returned by memdiff__plat_pages.
+/* Receives page runs from memdiff__plat_pages. npages pages from start share attrs. Returns 0
+ * or a negative status, which stops the walk and is returned by memdiff__plat_pages.
  *
- * run_frames (may be NULL) takes a run whose only frame facts are frame numbers, given as
- * stretches whose counts add up to npages: dense memory has one stretch for tens of pages, so
- * neither side spends time per page on those. A backend may use it for such runs when it is
- * set, and must use run otherwise. */
+ * run takes a run with its frame numbers, if the depth gave them (MEMDIFF_SRC_PFN), as pfn[0..
+ * npages) (NULL otherwise); kflags and mapcount are NULL, as are all three from backends without
+ * frame facts.
+ *
+ * run_frames takes a run with its facts as pieces whose counts add up to npages each: frames
+ * (nframes pieces), and at deep depth kernel flags and map counts (NULL and 0 when not read).
+ * Dense memory has a piece for tens of pages, so neither side spends time per page on those.
+ * Sinks that want kernel flags and map counts must set it; without it (NULL), runs come through
+ * run only. Pointers are valid only during the call. */
 typedef struct memdiff__page_sink {
     int (*run)(void *ctx, uint64_t start, uint64_t npages, unsigned attrs, const uint64_t *pfn,
                const uint64_t *kflags, const uint64_t *mapcount);
     void *ctx;
     int (*run_frames)(void *ctx, uint64_t start, uint64_t npages, unsigned attrs,
-                      const memdiff__frame_stretch *frames, size_t nframes);
+                      const memdiff__values *frames, size_t nframes, const memdiff__values *kflags,
+                      size_t nkflags, const memdiff__values *mapcount, size_t nmapcount);
 } memdiff__page_sink;
 
 /* Reports the pages of [start, end) that are resident or swapped, as runs (MEMDIFF_PAGE_*

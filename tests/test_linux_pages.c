@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fixture_tree.h"
 #include "internal.h"
 #include "linux.h"
 #include "suites.h"
@@ -81,30 +82,47 @@ static int on_run(void *ctx, uint64_t start, uint64_t npages, unsigned attrs, co
     return MEMDIFF_OK;
 }
 
-static int walk(memdiff__proc *proc, uint64_t start, uint64_t end, memdiff_depth depth)
+/* Expands pieces ps[0..n) into out[0..npages): they must cover the run exactly (none: NULL). */
+static const uint64_t *expand(const memdiff__values *ps, size_t n, uint64_t npages, uint64_t *out)
 {
-    memdiff__page_sink sink = {on_run, rec, NULL};
-    rec->count = 0;
-    rec->aux = 0;
-    return memdiff__plat_pages(proc, start, end, depth, &sink);
+    if (!ps)
+        return NULL;
+    uint64_t at = 0;
+    for (size_t k = 0; k < n; k++) {
+        ck_assert_uint_gt(ps[k].count, 0);
+        ck_assert(ps[k].step == 1 || ps[k].step == -1 || (ps[k].step == 0 && !ps[k].values));
+        for (uint64_t i = 0; i < ps[k].count && at < npages; i++)
+            out[at++] = ps[k].values ? ps[k].values[(int64_t)i * ps[k].step]
+                                     : ps[k].first + (uint64_t)ps[k].step * i;
+    }
+    ck_assert_uint_eq(at, npages);
+    return out;
 }
 
-/* Records a run whose frames come as stretches as on_run records one with an array. */
+/* Records a run whose facts come as pieces as on_run records one with arrays. */
 static int on_run_frames(void *ctx, uint64_t start, uint64_t npages, unsigned attrs,
-                         const memdiff__frame_stretch *fs, size_t nfs)
+                         const memdiff__values *fs, size_t nfs, const memdiff__values *kf,
+                         size_t nkf, const memdiff__values *mc, size_t nmc)
 {
     recorder *r = ctx;
     if (r->aux + npages > MAX_AUX)
         return MEMDIFF_ENOMEM;
-    uint64_t *pfn = r->pfn + r->aux, at = 0;
-    for (size_t k = 0; k < nfs; k++) {
-        ck_assert_uint_gt(fs[k].count, 0);
-        ck_assert(fs[k].values || fs[k].step == 1 || fs[k].step == -1 || fs[k].step == 0);
-        for (uint64_t i = 0; i < fs[k].count && at < npages; i++)
-            pfn[at++] = fs[k].values ? fs[k].values[i] : fs[k].first + (uint64_t)fs[k].step * i;
-    }
-    ck_assert_uint_eq(at, npages); /* the stretches cover the run exactly */
-    return on_run(ctx, start, npages, attrs, pfn, NULL, NULL); /* copies pfn onto itself */
+    /* on_run copies the arrays to the same places: expanded there, they are copied onto
+     * themselves. */
+    const uint64_t *pfn = expand(fs, nfs, npages, r->pfn + r->aux);
+    const uint64_t *flags = expand(kf, nkf, npages, r->kflags + r->aux);
+    const uint64_t *counts = expand(mc, nmc, npages, r->mapcount + r->aux);
+    return on_run(ctx, start, npages, attrs, pfn, flags, counts);
+}
+
+/* The page walk into the recorder; at deep depth through run_frames, the only way kernel flags
+ * come (standard gets arrays: what walk_stretches is compared with). */
+static int walk(memdiff__proc *proc, uint64_t start, uint64_t end, memdiff_depth depth)
+{
+    memdiff__page_sink sink = {on_run, rec, depth == MEMDIFF_DEPTH_DEEP ? on_run_frames : NULL};
+    rec->count = 0;
+    rec->aux = 0;
+    return memdiff__plat_pages(proc, start, end, depth, &sink);
 }
 
 /* walk() with a sink that takes frames as stretches where the backend gives them so. */
@@ -424,19 +442,29 @@ START_TEST(runs_carry_across_batches)
     ck_assert_uint_eq(rec->count, 1);
     expect_run(0, R2, BIG, P);
 
-    /* With frame arrays the run that straddles the batch boundary still comes out whole. */
+    /* With frame arrays the run that straddles the batch boundary still comes out whole.
+     * Deep delivers a batch's runs at its end (their facts point into the batch's buffers):
+     * there it comes in two, which the snapshot joins. */
     for (memdiff_depth d = MEMDIFF_DEPTH_STANDARD; d <= MEMDIFF_DEPTH_DEEP; d++) {
         ck_assert_int_eq(walk(proc, R1, end1, d), MEMDIFF_OK);
-        ck_assert_uint_eq(rec->count, 2);
         expect_run(0, R1, HOLE, P | X);
-        expect_run(1, R1 + (HOLE + 1) * 4096ull, BIG - HOLE - 1, P | X);
-        for (uint32_t i = 0; i < BIG - HOLE - 1; i++)
-            ck_assert_uint_eq(pfn_of(1, i), 0x1000u + HOLE + 1 + i);
+        if (d == MEMDIFF_DEPTH_DEEP) {
+            ck_assert_uint_eq(rec->count, 3);
+            expect_run(1, R1 + (HOLE + 1) * 4096ull, MEMDIFF__LINUX_DEEP_BATCH - HOLE - 1, P | X);
+            expect_run(2, R1 + MEMDIFF__LINUX_DEEP_BATCH * 4096ull,
+                       BIG - MEMDIFF__LINUX_DEEP_BATCH, P | X);
+            for (uint32_t i = 0; i < BIG - MEMDIFF__LINUX_DEEP_BATCH; i++)
+                ck_assert_uint_eq(pfn_of(2, i), 0x1000u + MEMDIFF__LINUX_DEEP_BATCH + i);
+        } else {
+            ck_assert_uint_eq(rec->count, 2);
+            expect_run(1, R1 + (HOLE + 1) * 4096ull, BIG - HOLE - 1, P | X);
+            for (uint32_t i = 0; i < BIG - HOLE - 1; i++)
+                ck_assert_uint_eq(pfn_of(1, i), 0x1000u + HOLE + 1 + i);
+        }
         ck_assert_uint_eq(pfn_of(0, HOLE - 1), 0x1000u + HOLE - 1);
         ck_assert(rec->runs[1].has_kflags == (d == MEMDIFF_DEPTH_DEEP));
 
-        /* A run longer than a batch is delivered in batch-sized pieces, frames in order. Deep
-         * reads in larger batches (MEMDIFF__LINUX_DEEP_BATCH), which this run fits in. */
+        /* A run longer than a batch is delivered in batch-sized pieces, frames in order. */
         ck_assert_int_eq(walk(proc, R2, end2, d), MEMDIFF_OK);
         if (d == MEMDIFF_DEPTH_DEEP && BIG <= MEMDIFF__LINUX_DEEP_BATCH) {
             ck_assert_uint_eq(rec->count, 1);
@@ -520,7 +548,9 @@ START_TEST(stretches_match_arrays_fixture)
 END_TEST
 
 /* Deep facts follow the frames whatever their order: a tree whose pages map frames up, down,
- * scattered and repeated, with a different map count and flags word for every frame. */
+ * scattered and repeated, with a different map count and flags word for every frame. Every
+ * seventh frame is referenced (KPF_REFERENCED), which splits runs inside runs of frames. */
+#define FLAGS_OF(f) (((uint64_t)(f) & 0xffff) << 32 | ((f) % 7 == 0 ? UINT64_C(1) << 2 : 0))
 START_TEST(fixture_deep_facts_follow_frames)
 {
     enum { N = 96 };
@@ -545,7 +575,7 @@ START_TEST(fixture_deep_facts_follow_frames)
     }
     put("self/pagemap", e, sizeof e, R1 / 4096 * 8);
     for (uint64_t f = 0x1f00; f < 0x4100; f++) { /* every frame its own facts */
-        uint64_t flags = (f & 0xffff) << 32, count = f % 251 + 1;
+        uint64_t flags = FLAGS_OF(f), count = f % 251 + 1;
         put("kpageflags", &flags, 8, f * 8);
         put("kpagecount", &count, 8, f * 8);
     }
@@ -558,12 +588,37 @@ START_TEST(fixture_deep_facts_follow_frames)
     for (size_t r = 0; r < rec->count; r++)
         for (uint64_t k = 0; k < rec->runs[r].n; k++, page++) {
             ck_assert_uint_eq(pfn_of(r, (size_t)k), frame[page]);
-            ck_assert_uint_eq(kflags_of(r, (size_t)k), (frame[page] & 0xffff) << 32);
+            ck_assert_uint_eq(kflags_of(r, (size_t)k), FLAGS_OF(frame[page]));
+            ck_assert_uint_eq(!!(rec->runs[r].attrs & MEMDIFF_PAGE_REFERENCED),
+                              frame[page] % 7 == 0);
             ck_assert_uint_eq(mapcount_of(r, (size_t)k), frame[page] % 251 + 1);
         }
     ck_assert_uint_eq(page, N);
     memdiff__plat_close(proc);
     remove_tree();
+}
+END_TEST
+
+/* The recorded process (tests/fixtures/recorded): every region gives page for page the same
+ * attributes and frames through stretches as through arrays. */
+START_TEST(recorded_stretches_match_arrays)
+{
+    char err[256];
+    char *root = fixture_tree_expand(MEMDIFF_TEST_FIXTURES "/recorded", err, sizeof err);
+    ck_assert_msg(root != NULL, "%s", err);
+    memdiff__open_args args = {4194305, root, NULL};
+    memdiff__proc *proc;
+    memdiff__caps caps;
+    ck_assert_int_eq(memdiff__plat_open(&args, &arena, &proc, &caps), MEMDIFF_OK);
+    memdiff__plat_region *r = NULL;
+    size_t nr = 0, framed = 0;
+    ck_assert_int_eq(memdiff__plat_regions(proc, &arena, &r, &nr), MEMDIFF_OK);
+    for (size_t i = 0; i < nr; i++)
+        if (r[i].end - r[i].start <= (uint64_t)MAX_AUX * 4096)
+            framed += expect_stretches_match(proc, r[i].start, 4096, (r[i].end - r[i].start) / 4096);
+    ck_assert_uint_gt(framed, 1000);
+    memdiff__plat_close(proc);
+    fixture_tree_remove(root);
 }
 END_TEST
 
@@ -1008,6 +1063,7 @@ Suite *linux_pages_suite(void)
     tcase_add_test(tc, runs_carry_across_batches);
     tcase_add_test(tc, stretches_match_arrays_fixture);
     tcase_add_test(tc, fixture_deep_facts_follow_frames);
+    tcase_add_test(tc, recorded_stretches_match_arrays);
     suite_add_tcase(s, tc);
     tc = tcase_create("Kernel");
     tcase_add_checked_fixture(tc, setup, teardown);

@@ -75,9 +75,10 @@ struct pm_scan_arg {
  * scratch buffers stay small enough that faulting them in costs little. */
 #define MEMDIFF__LINUX_BATCH 16384u
 /* Deep depth reads kpageflags and kpagecount per span of the sorted frames of a batch: larger
- * batches join more frames into one span (fewer preads), and deep's per-page cost dwarfs the
- * faults of its larger buffers (3.5 MiB, one block). */
-#define MEMDIFF__LINUX_DEEP_BATCH 65536u
+ * batches join more frames into one span (fewer preads), smaller ones keep the batch's arrays
+ * in the CPU's cache (about 1 MiB at 16K). Measured on one target at a time (memdiff_bench
+ * --pair deep), 16K was never slower than 32K or 64K. */
+#define MEMDIFF__LINUX_DEEP_BATCH 16384u
 #define MEMDIFF__LINUX_SCAN_VEC 4096u
 /* Frame stretches a run delivered by run_frames holds at most (dense memory: tens of pages a
  * stretch); a longer run goes out in parts, which the core joins. */
@@ -109,16 +110,18 @@ struct memdiff__proc {
     /* page walk scratch (pages.c) */
     uint64_t *pm;             /* pagemap entries of one batch, the pending run's at the front */
     unsigned *attrs;          /* decoded attrs of one batch */
-    uint64_t *pfn, *kflags, *mapcount; /* per-page arrays: pending run carried at the front;
-                                          pfn is pm, decoded in place */
+    uint64_t *pfn;            /* frames of a batch: pm, decoded in place; the pending run's at
+                                 the front */
     uint64_t *frames, *frame_tmp; /* sort keys of a batch's segments of consecutive frames */
     struct memdiff__linux_seg {
         uint32_t page, len;   /* pages [page, page + len) of a batch, frames consecutive */
-        uint32_t down;        /* 1: frames descending from page on, else ascending */
-        uint32_t off;         /* where its facts were read to (UINT32_MAX: not yet) */
+        uint32_t down;        /* bit 0: frames descending from page on, else ascending; more
+                                 bits from pages.c (SEG_SAME_*) */
+        uint32_t off;         /* where its facts were read to in frame_flags / frame_counts */
     } *segs;
     uint64_t *frame_flags, *frame_counts; /* one pread of kpageflags / kpagecount */
-    memdiff__frame_stretch *fs; /* the pending run's frames as stretches (MEMDIFF__LINUX_FS) */
+    memdiff__values *fs; /* the pending run's frames as stretches (MEMDIFF__LINUX_FS) */
+    memdiff__values *kp, *mp;  /* deep: one run's kernel flags and map counts as pieces */
     struct page_region *vec;  /* PAGEMAP_SCAN output */
     int scan_off;             /* the kernel refused a scan (EINVAL): pagemap only from then on */
     unsigned scan_refuse_at;  /* tests only: the scan call that fails with EINVAL, counting

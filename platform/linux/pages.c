@@ -22,7 +22,9 @@
  *  - without the scan (older kernels, a scan refused with EINVAL, fixture files): pagemap in
  *    batches over the whole range.
  * Deep adds kpageflags and kpagecount, read per span of nearby frames after sorting a batch's
- * runs of consecutive frames. No path makes a syscall per page.
+ * runs of consecutive frames into buffers that hold the whole batch; the facts go to the sink as
+ * pieces pointing there (one per run of frames, or one value for all its pages), never copied
+ * page by page. No path makes a syscall per page.
  */
 #include <errno.h>
 #include <string.h>
@@ -43,8 +45,12 @@
  * on the test machine), so only the smallest holes are worth reading through. */
 #define FRAME_GAP 2u
 
-/* Entries of kpageflags and of kpagecount read before their facts go to their pages. */
-#define FACT_BUF 16384u
+/* The read buffers hold FACT_ROOM entries a page of the batch: its frames, and as many again
+ * read through holes between them (FRAME_GAP), while that room lasts. */
+#define FACT_ROOM 2u
+/* A segment's map count and flags: all its pages alike (place_facts). */
+#define SEG_SAME_FLAGS 2u
+#define SEG_SAME_COUNT 4u
 
 /* A batch with fewer present or swapped pages than 1/SPARSE_DIVISOR of it hands the walk to
  * the scan; a scan that finds at least half of its stretch present hands it back to pagemap. */
@@ -97,9 +103,10 @@ static int flush(walker *w)
     w->pending = 0;
     memdiff__proc *p = w->proc;
     if (w->pending_fs)
-        return w->sink->run_frames(w->sink->ctx, w->start, w->n, w->attrs, p->fs, w->nfs);
+        return w->sink->run_frames(w->sink->ctx, w->start, w->n, w->attrs, p->fs, w->nfs, NULL, 0,
+                                   NULL, 0);
     return w->sink->run(w->sink->ctx, w->start, w->n, w->attrs, w->pfn ? p->pfn + w->off : NULL,
-                        w->deep ? p->kflags + w->off : NULL, w->deep ? p->mapcount + w->off : NULL);
+                        NULL, NULL);
 }
 
 /* Delivers the pending run and opens one of pages [addr, addr + n) with attrs: its frames as
@@ -126,10 +133,10 @@ static int feed_frames(walker *w, uint64_t addr, uint64_t n, unsigned attrs, uin
     memdiff__proc *p = w->proc;
     if (!(attrs & RESIDENT))
         return flush(w);
-    memdiff__frame_stretch piece = {first, (int64_t)step, n, values};
+    memdiff__values piece = {first, (int64_t)step, n, values};
     if (w->pending && w->pending_fs && w->attrs == attrs &&
         w->start + w->n * p->page_size == addr) {
-        memdiff__frame_stretch *last = &p->fs[w->nfs - 1];
+        memdiff__values *last = &p->fs[w->nfs - 1];
         if (values ? last->values && last->values + last->count == values
                    : !last->values && (uint64_t)last->step == step &&
                          last->first + step * last->count == first) {
@@ -169,13 +176,9 @@ static int feed(walker *w, uint64_t addr, uint64_t n, unsigned attrs, size_t idx
 static void carry(walker *w)
 {
     memdiff__proc *p = w->proc;
-    if (!w->pending || w->pending_fs || w->off == 0 || !(w->pfn || w->deep))
+    if (!w->pending || w->pending_fs || w->off == 0 || !w->pfn)
         return;
     memmove(p->pfn, p->pfn + w->off, w->n * sizeof *p->pfn);
-    if (w->deep) {
-        memmove(p->kflags, p->kflags + w->off, w->n * sizeof *p->kflags);
-        memmove(p->mapcount, p->mapcount + w->off, w->n * sizeof *p->mapcount);
-    }
     w->off = 0;
 }
 
@@ -208,7 +211,7 @@ static int buffers(walker *w, int scan)
     if (p->batch_cap < B) {
         /* First use, or a deeper walk than before on this proc: buffers of a batch's size
          * (the smaller ones stay in the scratch arena until it is released). */
-        p->pm = p->pfn = p->kflags = p->mapcount = NULL;
+        p->pm = p->pfn = NULL;
         p->frames = p->frame_tmp = p->frame_flags = p->frame_counts = NULL;
         p->attrs = NULL;
         p->segs = NULL;
@@ -222,22 +225,23 @@ static int buffers(walker *w, int scan)
     int rc = alloc_u64(p, &p->pm, B);
     if (!rc && w->pfn)
         p->pfn = p->pm; /* decode() turns entries into frames in place */
-    if (!rc && w->deep && !p->kflags) {
-        /* Deep's seven arrays as one block: at 64K pages a batch they are 3.5 MiB, which the
-         * arena asks to back with huge pages (a few faults, not 900 per snapshot). The read
-         * buffers are smaller than a batch: they fill and empty several times a batch, and
-         * stay in the CPU's cache meanwhile. */
-        uint64_t *block = memdiff__arena_alloc_raw(p->scratch, (4 * sizeof(uint64_t) +
-                                                            sizeof *p->segs) * B +
-                                                               2 * sizeof(uint64_t) * FACT_BUF);
+    if (!rc && w->deep && !p->frames) {
+        /* Deep's arrays as one block, about 1 MiB at 16K pages a batch: the sort keys and their
+         * scratch, the segments, the read buffers (room for a batch of frames and as many
+         * entries again read through holes) and the pieces of one run. */
+        size_t bytes = (2 * sizeof(uint64_t) + sizeof *p->segs + 2 * FACT_ROOM * sizeof(uint64_t)) *
+                           B +
+                       2 * MEMDIFF__LINUX_FS * sizeof *p->kp;
+        uint64_t *block = memdiff__arena_alloc_raw(p->scratch, bytes);
         if (!block)
             return MEMDIFF_ENOMEM;
-        uint64_t **arrays[4] = {&p->kflags, &p->mapcount, &p->frames, &p->frame_tmp};
-        for (int k = 0; k < 4; k++)
-            *arrays[k] = block + (size_t)k * B;
-        p->frame_flags = block + 4 * B;
-        p->frame_counts = p->frame_flags + FACT_BUF;
-        p->segs = (struct memdiff__linux_seg *)(p->frame_counts + FACT_BUF);
+        p->frames = block;
+        p->frame_tmp = block + B;
+        p->frame_flags = block + 2 * B;
+        p->frame_counts = p->frame_flags + FACT_ROOM * B;
+        p->segs = (struct memdiff__linux_seg *)(p->frame_counts + FACT_ROOM * B);
+        p->kp = (memdiff__values *)(p->segs + B);
+        p->mp = p->kp + MEMDIFF__LINUX_FS;
     }
     return rc;
 }
@@ -509,106 +513,105 @@ static int read_frames(memdiff__proc *p, size_t at, uint64_t first, size_t count
     return MEMDIFF_OK;
 }
 
-#define NOT_READ UINT32_MAX
-
-/* Copies the facts of the segments read into frame_flags / frame_counts (off set) to their pages,
- * in page order: the writes go through kflags, mapcount and attrs front to back. */
-static void place_facts(memdiff__proc *p, size_t base, size_t m)
+/* Deep depth: the pages [i, j) of the batch, a stretch whose frames go from f by step
+ * (decode's), become segments for frame_facts: runs of consecutive frames, up or down, in page
+ * order. Pages without a frame to ask about get no segment (their facts are 0). Returns the new
+ * count. */
+static size_t add_segments(walker *w, size_t i, size_t j, unsigned a, uint64_t f, uint64_t step,
+                           size_t m)
 {
-    uint64_t *kflags = p->kflags + base, *mapcount = p->mapcount + base;
+    memdiff__proc *p = w->proc;
+    const uint64_t limit = UINT64_C(1) << (63 - SEG_BITS); /* frames a key holds */
+    uint64_t len = j - i, low = step == 1 ? f : f - (step ? len - 1 : 0);
+    if (!(a & MEMDIFF_PAGE_PRESENT))
+        return m;
+    if (low == 0 || f + (step == 1 ? len - 1 : 0) >= limit) {
+        if (len == 1) /* frame 0, or beyond what a key holds: nothing to ask about */
+            return m;
+        for (size_t k = i; k < j; k++, f += step) /* page by page */
+            m = add_segments(w, k, k + 1, a, f, 1, m);
+        return m;
+    }
+    if (step == 0) { /* one frame again and again (the zero page): a segment a page */
+        for (size_t k = i; k < j; k++) {
+            p->segs[m] = (struct memdiff__linux_seg){(uint32_t)k, 1, 0, 0};
+            p->frames[m] = f << SEG_BITS | m;
+            m++;
+        }
+        return m;
+    }
+    int down = step != 1 && len > 1;
+    p->segs[m] = (struct memdiff__linux_seg){(uint32_t)i, (uint32_t)len, (uint32_t)down, 0};
+    p->frames[m] = low << SEG_BITS | m;
+    return m + 1;
+}
+
+/* The facts of segment g's page k (from its first), in the read buffer buf. */
+static uint64_t seg_value(const uint64_t *buf, const struct memdiff__linux_seg *g, size_t k)
+{
+    return buf[g->off + ((g->down & 1) ? g->len - 1 - k : k)];
+}
+
+/* After the reads: merges each segment's kernel flags into its pages' attrs and notes which
+ * segments have one flags word or map count for all their pages (one piece each later). */
+static void place_facts(memdiff__proc *p, size_t m)
+{
     const uint64_t *ff = p->frame_flags, *fc = p->frame_counts;
     for (size_t u = 0; u < m; u++) {
         struct memdiff__linux_seg *g = &p->segs[u];
-        if (g->off == NOT_READ)
-            continue;
-        size_t at = g->off, len = g->len, pg = g->page;
-        g->off = NOT_READ;
-        if (!g->down) {
-            memcpy(kflags + pg, ff + at, len * sizeof *kflags);
-            memcpy(mapcount + pg, fc + at, len * sizeof *mapcount);
-        } else {
-            for (size_t k = 0; k < len; k++) {
-                kflags[pg + k] = ff[at + len - 1 - k];
-                mapcount[pg + k] = fc[at + len - 1 - k];
-            }
+        unsigned *attrs = p->attrs + g->page;
+        const uint64_t *kf = ff + g->off, *mc = fc + g->off;
+        size_t len = g->len;
+        uint64_t f0 = kf[0], c0 = mc[0], fdiff = 0, cdiff = 0;
+        for (size_t k = 1; k < len; k++) {
+            fdiff |= kf[k] ^ f0;
+            cdiff |= mc[k] ^ c0;
         }
-        /* Neighbouring pages mostly share their flags: decoded once a value. */
-        unsigned *attrs = p->attrs + pg;
-        uint64_t last = kflags[pg];
+        g->down |= (fdiff ? 0 : SEG_SAME_FLAGS) | (cdiff ? 0 : SEG_SAME_COUNT);
+        if (!fdiff) {
+            unsigned a = kpf_attrs(f0);
+            for (size_t k = 0; k < len; k++)
+                attrs[k] |= a;
+            continue;
+        }
+        uint64_t last = seg_value(ff, g, 0); /* neighbouring pages mostly share their flags */
         unsigned a = kpf_attrs(last);
         for (size_t k = 0; k < len; k++) {
-            if (kflags[pg + k] != last) {
-                last = kflags[pg + k];
-                a = kpf_attrs(last);
+            uint64_t v = seg_value(ff, g, k);
+            if (v != last) {
+                last = v;
+                a = kpf_attrs(v);
             }
             attrs[k] |= a;
         }
     }
 }
 
-/* Deep depth: the pages [i, j) of the batch from base, a stretch whose frames go from f by step
- * (decode's), become segments for frame_facts: runs of consecutive frames, up or down, at most
- * FACT_BUF long; pages without a frame to ask about get no facts (0). Returns the new count. */
-static size_t add_segments(walker *w, size_t base, size_t i, size_t j, unsigned a, uint64_t f,
-                           uint64_t step, size_t m)
-{
-    memdiff__proc *p = w->proc;
-    const uint64_t limit = UINT64_C(1) << (63 - SEG_BITS); /* frames a key holds */
-    uint64_t len = j - i, low = step == 1 ? f : f - (step ? len - 1 : 0);
-    if (!(a & MEMDIFF_PAGE_PRESENT) || low == 0 || f + (step == 1 ? len - 1 : 0) >= limit) {
-        for (size_t k = i; k < j; k++) /* absent, or frames out of reach: page by page */
-            p->kflags[base + k] = p->mapcount[base + k] = 0;
-        if (!(a & MEMDIFF_PAGE_PRESENT) || len == 1)
-            return m;
-        for (size_t k = i; k < j; k++, f += step)
-            m = f && f < limit ? add_segments(w, base, k, k + 1, a, f, 1, m) : m;
-        return m;
-    }
-    for (size_t c = i; c < j; c += FACT_BUF) {
-        size_t d = MIN(j, c + FACT_BUF), n = d - c;
-        uint64_t first = f + step * (c - i); /* the frame of page c */
-        if (step == 0) { /* one frame again and again (the zero page): a segment a page */
-            for (size_t k = c; k < d; k++) {
-                p->segs[m] = (struct memdiff__linux_seg){(uint32_t)k, 1, 0, NOT_READ};
-                p->frames[m] = first << SEG_BITS | m;
-                m++;
-            }
-            continue;
-        }
-        int down = step != 1 && n > 1;
-        p->segs[m] = (struct memdiff__linux_seg){(uint32_t)c, (uint32_t)n, (uint32_t)down,
-                                                 NOT_READ};
-        p->frames[m] = (down ? first - (n - 1) : first) << SEG_BITS | m;
-        m++;
-    }
-    return m;
-}
-
-/* Fills kflags / mapcount at [base, base + n) for the batch's pages and merges the flags into
- * attrs[0..n), from the segments decode() cut (w->nseg): sorted by their lowest frame,
- * neighbouring ones share a pread of each file. The reads fill the buffers front to back; when
- * they are full, the facts go to their pages (in page order) and the next reads start at the
- * front again. */
-static int frame_facts(walker *w, size_t base)
+/* Reads kpageflags and kpagecount for the batch's segments (w->nseg, from decode()) and merges
+ * the flags into attrs: the segments sorted by their lowest frame, neighbouring ones share a
+ * pread of each file, into read buffers that hold the whole batch. */
+static int frame_facts(walker *w)
 {
     memdiff__proc *p = w->proc;
     size_t m = w->nseg;
     if (m == 0)
         return MEMDIFF_OK;
     const uint64_t *keys = memdiff__linux_radix_sort(p->frames, p->frame_tmp, m);
-    size_t s = 0, used = 0;
-    const size_t cap = FACT_BUF;
+    /* Room: every segment's frames, and what is left of it for holes read through. */
+    size_t need = 0;
+    for (size_t u = 0; u < m; u++)
+        need += p->segs[u].len;
+    size_t room = (size_t)FACT_ROOM * w->batch - need, used = 0, s = 0;
     while (s < m) {
-        uint64_t lo = keys[s] >> SEG_BITS, hi = lo + p->segs[keys[s] & SEG_MASK].len;
-        if (hi - lo > cap - used) {
-            place_facts(p, base, m); /* the buffers are full */
-            used = 0;
-        }
+        const struct memdiff__linux_seg *g = &p->segs[keys[s] & SEG_MASK];
+        uint64_t lo = keys[s] >> SEG_BITS, hi = lo + g->len;
         size_t t = s + 1;
         while (t < m) {
             uint64_t f = keys[t] >> SEG_BITS, e = f + p->segs[keys[t] & SEG_MASK].len;
-            if (f > hi + FRAME_GAP || MAX(hi, e) - lo > cap - used)
+            if (f > hi + FRAME_GAP || (f > hi && f - hi > room))
                 break;
+            if (f > hi)
+                room -= (size_t)(f - hi);
             hi = MAX(hi, e);
             t++;
         }
@@ -620,7 +623,56 @@ static int frame_facts(walker *w, size_t base)
         used += (size_t)(hi - lo);
         s = t;
     }
-    place_facts(p, base, m);
+    place_facts(p, m);
+    return MEMDIFF_OK;
+}
+
+/* The pieces of segment g's facts for its pages [k, k + n) (k from its first), from buf. */
+static memdiff__values seg_piece(const uint64_t *buf, const struct memdiff__linux_seg *g, size_t k,
+                                size_t n, unsigned same)
+{
+    if (g->down & same)
+        return (memdiff__values){buf[g->off], 0, n, NULL};
+    if (g->down & 1)
+        return (memdiff__values){0, -1, n, buf + g->off + g->len - 1 - k};
+    return (memdiff__values){0, 1, n, buf + g->off + k};
+}
+
+/* Deep: delivers pages [i, j) of the batch (one run: attrs a, from addr) with their facts as
+ * pieces, the segments from *u on (in page order) giving kernel flags and map counts; pages
+ * between segments have none (0). A run of more pieces than fit goes in parts. */
+static int deep_run(walker *w, uint64_t addr, size_t i, size_t j, unsigned a, size_t *u)
+{
+    memdiff__proc *p = w->proc;
+    const struct memdiff__linux_seg *segs = p->segs;
+    const size_t m = w->nseg;
+    uint64_t ps = p->page_size;
+    size_t from = i, np = 0;
+    for (size_t k = i; k <= j;) {
+        while (*u < m && segs[*u].page + segs[*u].len <= k)
+            (*u)++;
+        if (k == j || np == MEMDIFF__LINUX_FS) {
+            memdiff__values fp = {0, 1, k - from, p->pfn + from};
+            int rc = w->sink->run_frames(w->sink->ctx, addr + from * ps, k - from, a, &fp, 1,
+                                         p->kp, np, p->mp, np);
+            if (rc || k == j)
+                return rc;
+            from = k;
+            np = 0;
+        }
+        size_t n;
+        if (*u < m && segs[*u].page <= k) {
+            const struct memdiff__linux_seg *g = &segs[*u];
+            n = MIN(j, (size_t)g->page + g->len) - k;
+            p->kp[np] = seg_piece(p->frame_flags, g, k - g->page, n, SEG_SAME_FLAGS);
+            p->mp[np] = seg_piece(p->frame_counts, g, k - g->page, n, SEG_SAME_COUNT);
+        } else {
+            n = (*u < m && segs[*u].page < j ? segs[*u].page : j) - k;
+            p->kp[np] = p->mp[np] = (memdiff__values){0, 0, n, NULL};
+        }
+        np++;
+        k += n;
+    }
     return MEMDIFF_OK;
 }
 
@@ -671,7 +723,9 @@ static int read_pagemap(walker *w, uint64_t addr, size_t base, size_t n)
     }
     size_t got = (size_t)r / 8;
     if (got < n) {
-        if (got == 0 && !memdiff__linux_alive(p))
+        /* Addresses with the top bit set are the kernel's on every 64-bit Linux: pagemap never
+         * answers there ([vsyscall]), which says nothing of the process. */
+        if (got == 0 && !(addr >> 63) && !memdiff__linux_alive(p))
             return memdiff__set_error(MEMDIFF_ESRCH, "read %s/pagemap: the process has exited",
                                       p->dir);
         memset(pm + got, 0, (n - got) * sizeof *pm);
@@ -726,7 +780,7 @@ static size_t decode(walker *w, size_t base, size_t n)
             uint64_t f, step;
             size_t j = stretch_at(w, pm, i, n, &a, &f, &step);
             if (w->deep)
-                w->nseg = add_segments(w, base, i, j, a, f, step, w->nseg);
+                w->nseg = add_segments(w, i, j, a, f, step, w->nseg);
             for (size_t k = i; k < j; k++) {
                 pm[k] = f;
                 attrs[k] = a;
@@ -780,6 +834,7 @@ static int64_t decode_frames(walker *w, uint64_t addr, size_t base, size_t n)
                 pm[j++] = e & MEMDIFF__PM_PFN_MASK;
             }
             values = pm + i;
+            step = 1; /* the values in page order */
         }
         int rc = feed_frames(w, addr + ((uint64_t)i << shift), j - i, a, f, step, values);
         if (rc)
@@ -861,12 +916,13 @@ static int walk_pagemap(walker *w, uint64_t addr, uint64_t npages,
         else if (got && extras)
             rc = scan_extras(w, addr, n, p->attrs);
         if (!rc && got && w->deep)
-            rc = frame_facts(w, base);
+            rc = frame_facts(w);
         if (!rc && got && w->pfn && p->idle_fd >= 0)
             rc = memdiff__linux_idle_attrs(p, p->pfn + base, p->attrs, n);
         if (rc)
             return rc;
         const unsigned *attrs = p->attrs;
+        size_t seg = 0;
         for (size_t i = 0; i < n;) {
             unsigned a = attrs[i];
             size_t j = i + 1;
@@ -875,7 +931,11 @@ static int walk_pagemap(walker *w, uint64_t addr, uint64_t npages,
                 j += 4;
             while (j < n && attrs[j] == a)
                 j++;
-            rc = a ? feed(w, addr + i * ps, j - i, a, base + i) : flush(w);
+            /* Deep delivers each run now, its pieces pointing into this batch's buffers (base
+             * is 0: nothing is carried); the others extend the pending run. */
+            rc = !a        ? flush(w)
+                 : w->deep ? deep_run(w, addr, i, j, a, &seg)
+                           : feed(w, addr + i * ps, j - i, a, base + i);
             if (rc)
                 return rc;
             i = j;
@@ -1029,6 +1089,10 @@ int memdiff__plat_pages(memdiff__proc *proc, uint64_t start, uint64_t end, memdi
     w.file = region_file_rule(proc, start, end);
     w.batch = w.deep ? MEMDIFF__LINUX_DEEP_BATCH : MEMDIFF__LINUX_BATCH;
     w.stretches = sink->run_frames && w.pfn && !w.deep && proc->idle_fd < 0;
+    if (w.deep && !sink->run_frames) {
+        w.deep = 0; /* kernel flags go through run_frames only: a sink without it gets frames */
+        w.batch = MEMDIFF__LINUX_BATCH;
+    }
     int scan = (proc->sources & MEMDIFF_SRC_PAGEMAP_SCAN) && !proc->scan_off;
     int rc = buffers(&w, scan);
     if (rc)
