@@ -92,13 +92,15 @@ static void registry_remove(memdiff__chunk *c)
     unlock();
 }
 
-/* The smallest kept chunk with room for cap bytes, out of the cache; NULL when none. */
+/* The smallest kept chunk with room for cap bytes and not twice as much (a snapshot must not
+ * hold on to a chunk far larger than it asked for), out of the cache; NULL when none. */
 static memdiff__chunk *cache_take(size_t cap)
 {
     lock();
     int best = -1;
     for (int i = 0; i < CACHE_SLOTS; i++)
-        if (cache[i] && cache[i]->cap >= cap && (best < 0 || cache[i]->cap < cache[best]->cap))
+        if (cache[i] && cache[i]->cap >= cap && cache[i]->cap / 2 <= cap &&
+            (best < 0 || cache[i]->cap < cache[best]->cap))
             best = i;
     memdiff__chunk *c = NULL;
     if (best >= 0) {
