@@ -121,7 +121,8 @@ struct memdiff__proc {
     } *segs;
     uint64_t *frame_flags, *frame_counts; /* one pread of kpageflags / kpagecount */
     memdiff__values *fs; /* the pending run's frames as stretches (MEMDIFF__LINUX_FS) */
-    memdiff__values *kp, *mp;  /* deep: one run's kernel flags and map counts as pieces */
+    memdiff__values *kp, *mp, *fp; /* deep: one run's kernel flags, map counts and frames as
+                                      pieces */
     struct page_region *vec;  /* PAGEMAP_SCAN output */
     int scan_off;             /* the kernel refused a scan (EINVAL): pagemap only from then on */
     unsigned scan_refuse_at;  /* tests only: the scan call that fails with EINVAL, counting
@@ -205,10 +206,11 @@ int memdiff__linux_idle_attrs(memdiff__proc *proc, const uint64_t *pfn, unsigned
 
 /* ---- frames (pages.c) ------------------------------------------------------------------- */
 
-/* LSD radix sort of a[0..n) (tmp: scratch of n), 11 bits a pass, as many passes as the largest
- * key needs: a batch of frame numbers sorts in a few linear passes, without allocation. Returns
- * the buffer that holds the result (a or tmp). */
-uint64_t *memdiff__linux_radix_sort(uint64_t *a, uint64_t *tmp, size_t n);
+/* LSD radix sort of a[0..n) (tmp: scratch of n) by their bits from bit `from` up (stable: keys
+ * equal there keep their order), 11 bits a pass, as many passes as the largest key needs: a
+ * batch of frame numbers sorts in a few linear passes, without allocation. Returns the buffer
+ * that holds the result (a or tmp). */
+uint64_t *memdiff__linux_radix_sort(uint64_t *a, uint64_t *tmp, size_t n, unsigned from);
 
 /* ---- maps (maps.c) ---------------------------------------------------------------------- */
 

@@ -231,7 +231,7 @@ static int buffers(walker *w, int scan)
          * entries again read through holes) and the pieces of one run. */
         size_t bytes = (2 * sizeof(uint64_t) + sizeof *p->segs + 2 * FACT_ROOM * sizeof(uint64_t)) *
                            B +
-                       2 * MEMDIFF__LINUX_FS * sizeof *p->kp;
+                       3 * MEMDIFF__LINUX_FS * sizeof *p->kp;
         uint64_t *block = memdiff__arena_alloc_raw(p->scratch, bytes);
         if (!block)
             return MEMDIFF_ENOMEM;
@@ -242,6 +242,7 @@ static int buffers(walker *w, int scan)
         p->segs = (struct memdiff__linux_seg *)(p->frame_counts + FACT_ROOM * B);
         p->kp = (memdiff__values *)(p->segs + B);
         p->mp = p->kp + MEMDIFF__LINUX_FS;
+        p->fp = p->mp + MEMDIFF__LINUX_FS;
     }
     return rc;
 }
@@ -451,13 +452,13 @@ static int scan_huge_candidates(walker *w, uint64_t addr, size_t count, const ui
 
 /* ---- deep: frame facts ------------------------------------------------------------------- */
 
-uint64_t *memdiff__linux_radix_sort(uint64_t *a, uint64_t *tmp, size_t n)
+uint64_t *memdiff__linux_radix_sort(uint64_t *a, uint64_t *tmp, size_t n, unsigned from)
 {
     uint64_t max = 0;
     for (size_t i = 0; i < n; i++)
         max |= a[i];
     uint32_t count[2048];
-    for (unsigned shift = 0; shift < 64 && (max >> shift); shift += 11) {
+    for (unsigned shift = from; shift < 64 && (max >> shift); shift += 11) {
         memset(count, 0, sizeof count);
         for (size_t i = 0; i < n; i++)
             count[(a[i] >> shift) & 2047]++;
@@ -596,7 +597,9 @@ static int frame_facts(walker *w)
     size_t m = w->nseg;
     if (m == 0)
         return MEMDIFF_OK;
-    const uint64_t *keys = memdiff__linux_radix_sort(p->frames, p->frame_tmp, m);
+    /* By frame alone: the index below it only breaks ties, which a stable sort of keys made in
+     * index order breaks the same way (two of the four passes). */
+    const uint64_t *keys = memdiff__linux_radix_sort(p->frames, p->frame_tmp, m, SEG_BITS);
     /* Room: every segment's frames, and what is left of it for holes read through. */
     size_t need = 0;
     for (size_t u = 0; u < m; u++)
@@ -652,8 +655,7 @@ static int deep_run(walker *w, uint64_t addr, size_t i, size_t j, unsigned a, si
         while (*u < m && segs[*u].page + segs[*u].len <= k)
             (*u)++;
         if (k == j || np == MEMDIFF__LINUX_FS) {
-            memdiff__values fp = {0, 1, k - from, p->pfn + from};
-            int rc = w->sink->run_frames(w->sink->ctx, addr + from * ps, k - from, a, &fp, 1,
+            int rc = w->sink->run_frames(w->sink->ctx, addr + from * ps, k - from, a, p->fp, np,
                                          p->kp, np, p->mp, np);
             if (rc || k == j)
                 return rc;
@@ -666,9 +668,12 @@ static int deep_run(walker *w, uint64_t addr, size_t i, size_t j, unsigned a, si
             n = MIN(j, (size_t)g->page + g->len) - k;
             p->kp[np] = seg_piece(p->frame_flags, g, k - g->page, n, SEG_SAME_FLAGS);
             p->mp[np] = seg_piece(p->frame_counts, g, k - g->page, n, SEG_SAME_COUNT);
+            /* The segment's frames: a stretch from the frame of page k. */
+            p->fp[np] = (memdiff__values){p->pfn[k], (g->down & 1) ? -1 : 1, n, NULL};
         } else {
             n = (*u < m && segs[*u].page < j ? segs[*u].page : j) - k;
             p->kp[np] = p->mp[np] = (memdiff__values){0, 0, n, NULL};
+            p->fp[np] = (memdiff__values){0, 1, n, p->pfn + k}; /* as decoded */
         }
         np++;
         k += n;

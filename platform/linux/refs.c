@@ -184,7 +184,7 @@ static size_t batch_frames(memdiff__proc *p, const uint64_t *pfn, const unsigned
         if (f && f != p->zero_pfn)
             p->idle_frames[m++] = f;
     }
-    uint64_t *sorted = memdiff__linux_radix_sort(p->idle_frames, p->idle_tmp, m);
+    uint64_t *sorted = memdiff__linux_radix_sort(p->idle_frames, p->idle_tmp, m, 0);
     if (sorted != p->idle_frames) {
         p->idle_tmp = p->idle_frames;
         p->idle_frames = sorted;
