@@ -92,16 +92,22 @@ static void registry_remove(memdiff__chunk *c)
     unlock();
 }
 
-/* The smallest kept chunk with room for cap bytes and not twice as much (a snapshot must not
- * hold on to a chunk far larger than it asked for), out of the cache; NULL when none. */
-static memdiff__chunk *cache_take(size_t cap)
+/* A kept chunk for a mapping of size bytes (cap usable), out of the cache; NULL when none. Below
+ * 1 MiB only one of that very size (a snapshot must not hold on to more than it would have
+ * mapped: a fast snapshot of 4 GiB stays in its one 64 KiB chunk); above, the smallest with room
+ * and not twice as much. */
+#define CACHE_EXACT_BELOW ((size_t)1 << 20)
+static memdiff__chunk *cache_take(size_t size, size_t cap)
 {
     lock();
     int best = -1;
-    for (int i = 0; i < CACHE_SLOTS; i++)
-        if (cache[i] && cache[i]->cap >= cap && cache[i]->cap / 2 <= cap &&
-            (best < 0 || cache[i]->cap < cache[best]->cap))
+    for (int i = 0; i < CACHE_SLOTS; i++) {
+        const memdiff__chunk *c = cache[i];
+        int fits = c && (size < CACHE_EXACT_BELOW ? c->size == size
+                                                   : c->cap >= cap && c->cap / 2 <= cap);
+        if (fits && (best < 0 || c->cap < cache[best]->cap))
             best = i;
+    }
     memdiff__chunk *c = NULL;
     if (best >= 0) {
         c = cache[best];
@@ -143,7 +149,7 @@ static memdiff__chunk *chunk_new(size_t cap, int dedicated, int counted, int rec
         memdiff__set_error(MEMDIFF_ENOMEM, "arena: cannot map %zu bytes", size);
         return NULL;
     }
-    memdiff__chunk *c = recycle ? cache_take(cap) : NULL;
+    memdiff__chunk *c = recycle ? cache_take(size, cap) : NULL;
     if (c) {
         c->dedicated = dedicated;
         c->roomy = 0;
