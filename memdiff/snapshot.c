@@ -74,8 +74,9 @@ static int on_run(void *ctx, uint64_t start, uint64_t npages, unsigned attrs, co
 /* The page sink for a run whose facts come as pieces (frames; kernel flags and map counts at
  * deep depth). */
 static int on_run_frames(void *ctx, uint64_t start, uint64_t npages, unsigned attrs,
-                         const memdiff__values *frames, size_t nframes, const memdiff__values *kflags,
-                         size_t nkflags, const memdiff__values *mapcount, size_t nmapcount)
+                         const memdiff__values *frames, size_t nframes,
+                         const memdiff__values *kflags, size_t nkflags,
+                         const memdiff__values *mapcount, size_t nmapcount)
 {
     builder *b = ctx;
     memdiff_snapshot *s = b->s;

@@ -615,7 +615,8 @@ START_TEST(recorded_stretches_match_arrays)
     ck_assert_int_eq(memdiff__plat_regions(proc, &arena, &r, &nr), MEMDIFF_OK);
     for (size_t i = 0; i < nr; i++)
         if (r[i].end - r[i].start <= (uint64_t)MAX_AUX * 4096)
-            framed += expect_stretches_match(proc, r[i].start, 4096, (r[i].end - r[i].start) / 4096);
+            framed += expect_stretches_match(proc, r[i].start, 4096,
+                                             (r[i].end - r[i].start) / 4096);
     ck_assert_uint_gt(framed, 1000);
     memdiff__plat_close(proc);
     fixture_tree_remove(root);

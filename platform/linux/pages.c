@@ -862,8 +862,8 @@ static int maybe_huge(const walker *w, uint64_t addr, const uint64_t *pm, size_t
         size_t j = (size_t)MIN((uint64_t)n, i + (per - ((vpage + i) & (per - 1))));
         uint64_t a = pm[i], b = pm[j - 1];
         uint64_t fa = a & MEMDIFF__PM_PFN_MASK, fb = b & MEMDIFF__PM_PFN_MASK;
-        if ((a & b & MEMDIFF__PM_PRESENT) && fa && !((fa - ((vpage + i) & (per - 1))) & (per - 1)) &&
-            fb - fa == j - 1 - i)
+        uint64_t misaligned = (fa - ((vpage + i) & (per - 1))) & (per - 1);
+        if ((a & b & MEMDIFF__PM_PRESENT) && fa && !misaligned && fb - fa == j - 1 - i)
             return 1;
         i = j;
     }
