@@ -37,7 +37,7 @@ static atomic_flag registry_lock = ATOMIC_FLAG_INIT;
  * 1 GiB resident and 18% of one of 64 MiB. At most CACHE_SLOTS chunks and CACHE_MAX bytes are
  * kept; they stay registered (Own, like all of memdiff's storage) until memdiff_trim(). Guarded
  * by the registry's lock. */
-#define CACHE_SLOTS 8
+#define CACHE_SLOTS 4
 #define CACHE_MAX ((size_t)8 << 20)
 static memdiff__chunk *cache[CACHE_SLOTS];
 static size_t cached_bytes;
@@ -95,19 +95,16 @@ static void registry_remove(memdiff__chunk *c)
 /* A kept chunk for a mapping of size bytes (cap usable), out of the cache; NULL when none. Below
  * 1 MiB only one of that very size (a snapshot must not hold on to more than it would have
  * mapped: a fast snapshot of 4 GiB stays in its one 64 KiB chunk); above, the smallest with room
- * and not twice as much. A block that grows (growable) takes the smallest with room up to 16
- * times as much: arrays grow to about the size they had in the last snapshot of the process,
- * and one that fits grows without moving or faulting in pages. */
+ * and not twice as much. */
 #define CACHE_EXACT_BELOW ((size_t)1 << 20)
-static memdiff__chunk *cache_take(size_t size, size_t cap, int growable)
+static memdiff__chunk *cache_take(size_t size, size_t cap)
 {
     lock();
     int best = -1;
     for (int i = 0; i < CACHE_SLOTS; i++) {
         const memdiff__chunk *c = cache[i];
-        int fits = c && (growable                  ? c->cap >= cap && c->cap / 16 <= cap
-                         : size < CACHE_EXACT_BELOW ? c->size == size
-                                                    : c->cap >= cap && c->cap / 2 <= cap);
+        int fits = c && (size < CACHE_EXACT_BELOW ? c->size == size
+                                                   : c->cap >= cap && c->cap / 2 <= cap);
         if (fits && (best < 0 || c->cap < cache[best]->cap))
             best = i;
     }
@@ -139,8 +136,7 @@ static int cache_put(memdiff__chunk *c)
 
 /* A chunk with room for cap bytes: kept scratch when the arena recycles and one fits, else new
  * OS pages (dirty 0: zeroed). */
-static memdiff__chunk *chunk_new(size_t cap, int dedicated, int counted, int recycle,
-                                 int growable)
+static memdiff__chunk *chunk_new(size_t cap, int dedicated, int counted, int recycle)
 {
     size_t page = memdiff__os_page_size();
     size_t header = offsetof(memdiff__chunk, data);
@@ -153,7 +149,7 @@ static memdiff__chunk *chunk_new(size_t cap, int dedicated, int counted, int rec
         memdiff__set_error(MEMDIFF_ENOMEM, "arena: cannot map %zu bytes", size);
         return NULL;
     }
-    memdiff__chunk *c = recycle ? cache_take(size, cap, growable) : NULL;
+    memdiff__chunk *c = recycle ? cache_take(size, cap) : NULL;
     if (c) {
         c->dedicated = dedicated;
         c->roomy = 0;
@@ -231,7 +227,7 @@ static void *arena_alloc(memdiff__arena *arena, size_t size, int counted, int gr
     /* A large block gets a mapping of its own, unless it is fixed in size and fits the room
      * reserved for such blocks: one that grows moves its pages (grow_chunk), never a copy. */
     if (size >= DEDICATED_MIN && !(fits && head->roomy && !growable)) {
-        memdiff__chunk *c = chunk_new(size, 1, counted, arena->recycle, growable);
+        memdiff__chunk *c = chunk_new(size, 1, counted, arena->recycle);
         if (!c)
             return NULL;
         link_dedicated(arena, c);
@@ -240,7 +236,7 @@ static void *arena_alloc(memdiff__arena *arena, size_t size, int counted, int gr
         return c->data;
     }
     if (!fits) {
-        memdiff__chunk *c = chunk_new(CHUNK_MIN, 0, counted, arena->recycle, 0);
+        memdiff__chunk *c = chunk_new(CHUNK_MIN, 0, counted, arena->recycle);
         if (!c)
             return NULL;
         c->next = arena->chunks;
@@ -268,7 +264,7 @@ void *memdiff__arena_alloc_raw(memdiff__arena *arena, size_t size)
 int memdiff__arena_reserve(memdiff__arena *arena, size_t bytes)
 {
     arena->recycle = 1;
-    memdiff__chunk *c = chunk_new(bytes, 0, 1, 1, 0);
+    memdiff__chunk *c = chunk_new(bytes, 0, 1, 1);
     if (!c)
         return MEMDIFF_ENOMEM;
     c->roomy = 1;
