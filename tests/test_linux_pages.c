@@ -423,13 +423,20 @@ static void remove_tree(void)
     }
 }
 
+/* A proc over the tree at root (pid 0: "self"), opened or the test fails. */
+static memdiff__proc *open_root(const char *root, int pid, memdiff__caps *caps)
+{
+    memdiff__open_args args = {pid, root, NULL};
+    memdiff__proc *proc = NULL;
+    ck_assert_int_eq(memdiff__plat_open(&args, &arena, &proc, caps), MEMDIFF_OK);
+    return proc;
+}
+
 START_TEST(runs_carry_across_batches)
 {
     make_tree();
-    memdiff__open_args args = {0, tree, NULL};
-    memdiff__proc *proc;
     memdiff__caps caps;
-    ck_assert_int_eq(memdiff__plat_open(&args, &arena, &proc, &caps), MEMDIFF_OK);
+    memdiff__proc *proc = open_root(tree, 0, &caps);
     ck_assert_uint_ne(caps.sources & MEMDIFF_SRC_PFN, 0);
     const uint64_t end1 = R1 + BIG * 4096ull, end2 = R2 + BIG * 4096ull;
 
@@ -529,10 +536,8 @@ static size_t expect_stretches_match(memdiff__proc *proc, uint64_t a, uint64_t p
 START_TEST(stretches_match_arrays_fixture)
 {
     make_tree();
-    memdiff__open_args args = {0, tree, NULL};
-    memdiff__proc *proc;
     memdiff__caps caps;
-    ck_assert_int_eq(memdiff__plat_open(&args, &arena, &proc, &caps), MEMDIFF_OK);
+    memdiff__proc *proc = open_root(tree, 0, &caps);
     ck_assert_uint_eq(expect_stretches_match(proc, R1, 4096, BIG), BIG - 1);
     ck_assert_uint_eq(expect_stretches_match(proc, R2, 4096, BIG), BIG);
     /* Stretch mode delivers a batch's run at its end (short stretches point into the batch):
@@ -579,10 +584,8 @@ START_TEST(fixture_deep_facts_follow_frames)
         put("kpageflags", &flags, 8, f * 8);
         put("kpagecount", &count, 8, f * 8);
     }
-    memdiff__open_args args = {0, tree, NULL};
-    memdiff__proc *proc;
     memdiff__caps caps;
-    ck_assert_int_eq(memdiff__plat_open(&args, &arena, &proc, &caps), MEMDIFF_OK);
+    memdiff__proc *proc = open_root(tree, 0, &caps);
     ck_assert_int_eq(walk(proc, R1, R1 + N * 4096ull, MEMDIFF_DEPTH_DEEP), MEMDIFF_OK);
     size_t page = 0;
     for (size_t r = 0; r < rec->count; r++)
@@ -606,10 +609,8 @@ START_TEST(recorded_stretches_match_arrays)
     char err[256];
     char *root = fixture_tree_expand(MEMDIFF_TEST_FIXTURES "/recorded", err, sizeof err);
     ck_assert_msg(root != NULL, "%s", err);
-    memdiff__open_args args = {4194305, root, NULL};
-    memdiff__proc *proc;
     memdiff__caps caps;
-    ck_assert_int_eq(memdiff__plat_open(&args, &arena, &proc, &caps), MEMDIFF_OK);
+    memdiff__proc *proc = open_root(root, 4194305, &caps);
     memdiff__plat_region *r = NULL;
     size_t nr = 0, framed = 0;
     ck_assert_int_eq(memdiff__plat_regions(proc, &arena, &r, &nr), MEMDIFF_OK);
