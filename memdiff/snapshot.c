@@ -40,37 +40,6 @@ static int clip(const builder *b, uint64_t *start, uint64_t *npages, uint64_t *s
     return *npages > 0;
 }
 
-/* The page sink: appends one run (and its frame facts). */
-static int on_run(void *ctx, uint64_t start, uint64_t npages, unsigned attrs, const uint64_t *pfn,
-                  const uint64_t *kflags, const uint64_t *mapcount)
-{
-    builder *b = ctx;
-    memdiff_snapshot *s = b->s;
-    uint64_t skip;
-    if (!clip(b, &start, &npages, &skip))
-        return MEMDIFF_OK;
-
-    int aux = (b->want_pfn && pfn) || (b->want_kflags && kflags) || (b->want_mapcount && mapcount);
-    uint64_t at = MEMDIFF__NO_AUX;
-    if (aux) {
-        /* Frame facts as stretches of related values (seq.c); a fact the backend did not give
-         * for this run is 0, unknown. */
-        at = s->aux_count;
-        memdiff__seq *dst[3] = {&s->frames, &s->kflags, &s->mapcount};
-        const uint64_t *src[3] = {pfn, kflags, mapcount};
-        const int want[3] = {b->want_pfn, b->want_kflags, b->want_mapcount};
-        for (int k = 0; k < 3; k++) {
-            if (want[k] &&
-                memdiff__seq_append(&s->arena, dst[k], src[k] ? src[k] + skip : NULL, npages))
-                return MEMDIFF_ENOMEM;
-        }
-        s->aux_count += npages;
-    }
-    /* Runs continuing the last one (a backend may split them at batch boundaries) merge there;
-     * short ones close together share a bitmap (runs.c). */
-    return memdiff__runs_append(s, (uint32_t)b->region, start, npages, attrs, at);
-}
-
 /* The page sink for a run whose facts come as pieces (frames; kernel flags and map counts at
  * deep depth). */
 static int on_run_frames(void *ctx, uint64_t start, uint64_t npages, unsigned attrs,
@@ -88,7 +57,8 @@ static int on_run_frames(void *ctx, uint64_t start, uint64_t npages, unsigned at
     int aux = (b->want_pfn && nframes) || (b->want_kflags && nkflags) ||
               (b->want_mapcount && nmapcount);
     if (aux) {
-        /* A fact the backend did not give for this run is 0, unknown, as in on_run. */
+        /* Frame facts as stretches of related values (seq.c); a fact the backend did not give
+         * for this run is 0, unknown. */
         at = s->aux_count;
         memdiff__seq *dst[3] = {&s->frames, &s->kflags, &s->mapcount};
         const memdiff__values *src[3] = {frames, kflags, mapcount};
@@ -101,7 +71,16 @@ static int on_run_frames(void *ctx, uint64_t start, uint64_t npages, unsigned at
                 return MEMDIFF_ENOMEM;
         s->aux_count += npages;
     }
+    /* Runs continuing the last one (a backend may split them at batch boundaries) merge there;
+     * short ones close together share a bitmap (runs.c). */
     return memdiff__runs_append(s, (uint32_t)b->region, start, npages, attrs, at);
+}
+
+/* The page sink for a run with its frames as an array (or none). */
+static int on_run(void *ctx, uint64_t start, uint64_t npages, unsigned attrs, const uint64_t *pfn)
+{
+    memdiff__values frames = {0, 1, npages, pfn};
+    return on_run_frames(ctx, start, npages, attrs, &frames, pfn ? 1 : 0, NULL, 0, NULL, 0);
 }
 
 static memdiff_depth effective_depth(memdiff_depth want, const memdiff__caps *caps,

@@ -300,8 +300,7 @@ typedef struct memdiff__values {
  * or a negative status, which stops the walk and is returned by memdiff__plat_pages.
  *
  * run takes a run with its frame numbers, if the depth gave them (MEMDIFF_SRC_PFN), as pfn[0..
- * npages) (NULL otherwise); kflags and mapcount are NULL, as are all three from backends without
- * frame facts.
+ * npages); NULL otherwise, and always from backends without frame numbers.
  *
  * run_frames takes a run with its facts as pieces whose counts add up to npages each: frames
  * (nframes pieces), and at deep depth kernel flags and map counts (NULL and 0 when not read).
@@ -309,8 +308,7 @@ typedef struct memdiff__values {
  * Sinks that want kernel flags and map counts must set it; without it (NULL), runs come through
  * run only. Pointers are valid only during the call. */
 typedef struct memdiff__page_sink {
-    int (*run)(void *ctx, uint64_t start, uint64_t npages, unsigned attrs, const uint64_t *pfn,
-               const uint64_t *kflags, const uint64_t *mapcount);
+    int (*run)(void *ctx, uint64_t start, uint64_t npages, unsigned attrs, const uint64_t *pfn);
     void *ctx;
     int (*run_frames)(void *ctx, uint64_t start, uint64_t npages, unsigned attrs,
                       const memdiff__values *frames, size_t nframes, const memdiff__values *kflags,

@@ -59,7 +59,8 @@ static void teardown(void)
     memdiff__arena_release(&arena);
 }
 
-static int on_run(void *ctx, uint64_t start, uint64_t npages, unsigned attrs, const uint64_t *pfn,
+/* Records a run and its facts (NULL: not given). */
+static int record(void *ctx, uint64_t start, uint64_t npages, unsigned attrs, const uint64_t *pfn,
                   const uint64_t *kflags, const uint64_t *mapcount)
 {
     recorder *r = ctx;
@@ -82,6 +83,11 @@ static int on_run(void *ctx, uint64_t start, uint64_t npages, unsigned attrs, co
     return MEMDIFF_OK;
 }
 
+static int on_run(void *ctx, uint64_t start, uint64_t npages, unsigned attrs, const uint64_t *pfn)
+{
+    return record(ctx, start, npages, attrs, pfn, NULL, NULL);
+}
+
 /* Expands pieces ps[0..n) into out[0..npages): they must cover the run exactly (none: NULL). */
 static const uint64_t *expand(const memdiff__values *ps, size_t n, uint64_t npages, uint64_t *out)
 {
@@ -99,7 +105,7 @@ static const uint64_t *expand(const memdiff__values *ps, size_t n, uint64_t npag
     return out;
 }
 
-/* Records a run whose facts come as pieces as on_run records one with arrays. */
+/* Records a run whose facts come as pieces as record() takes arrays. */
 static int on_run_frames(void *ctx, uint64_t start, uint64_t npages, unsigned attrs,
                          const memdiff__values *fs, size_t nfs, const memdiff__values *kf,
                          size_t nkf, const memdiff__values *mc, size_t nmc)
@@ -107,12 +113,12 @@ static int on_run_frames(void *ctx, uint64_t start, uint64_t npages, unsigned at
     recorder *r = ctx;
     if (r->aux + npages > MAX_AUX)
         return MEMDIFF_ENOMEM;
-    /* on_run copies the arrays to the same places: expanded there, they are copied onto
+    /* record copies the arrays to the same places: expanded there, they are copied onto
      * themselves. */
     const uint64_t *pfn = expand(fs, nfs, npages, r->pfn + r->aux);
     const uint64_t *flags = expand(kf, nkf, npages, r->kflags + r->aux);
     const uint64_t *counts = expand(mc, nmc, npages, r->mapcount + r->aux);
-    return on_run(ctx, start, npages, attrs, pfn, flags, counts);
+    return record(ctx, start, npages, attrs, pfn, flags, counts);
 }
 
 /* The page walk into the recorder; at deep depth through run_frames, the only way kernel flags

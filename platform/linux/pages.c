@@ -105,8 +105,7 @@ static int flush(walker *w)
     if (w->pending_fs)
         return w->sink->run_frames(w->sink->ctx, w->start, w->n, w->attrs, p->fs, w->nfs, NULL, 0,
                                    NULL, 0);
-    return w->sink->run(w->sink->ctx, w->start, w->n, w->attrs, w->pfn ? p->pfn + w->off : NULL,
-                        NULL, NULL);
+    return w->sink->run(w->sink->ctx, w->start, w->n, w->attrs, w->pfn ? p->pfn + w->off : NULL);
 }
 
 /* Delivers the pending run and opens one of pages [addr, addr + n) with attrs: its frames as

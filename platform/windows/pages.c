@@ -199,7 +199,7 @@ static int emit_pages(memdiff__proc *proc, const memdiff__win_page *v, size_t n,
         size_t j = i + 1;
         while (j < n && v[j].attrs == v[i].attrs && v[j].addr == v[j - 1].addr + ps)
             j++;
-        int rc = sink->run(sink->ctx, v[i].addr, j - i, v[i].attrs, NULL, NULL, NULL);
+        int rc = sink->run(sink->ctx, v[i].addr, j - i, v[i].attrs, NULL);
         if (rc)
             return rc;
         i = j;
@@ -259,7 +259,7 @@ static int ex_batch(memdiff__proc *proc, uint64_t lo, size_t count, unsigned reg
                memdiff__win_decode_ws_ex(proc->ex[j].VirtualAttributes.Flags, region_flags) == a)
             j++;
         if (a) {
-            int rc = sink->run(sink->ctx, lo + i * ps, j - i, a, NULL, NULL, NULL);
+            int rc = sink->run(sink->ctx, lo + i * ps, j - i, a, NULL);
             if (rc)
                 return rc;
         }

@@ -128,10 +128,10 @@ typedef struct runs {
 } runs;
 
 static int collect(void *ctx, uint64_t start, uint64_t npages, unsigned attrs,
-                   const uint64_t *pfn, const uint64_t *kflags, const uint64_t *mapcount)
+                   const uint64_t *pfn)
 {
     runs *r = ctx;
-    if (pfn || kflags || mapcount || r->n == 16)
+    if (pfn || r->n == 16)
         return MEMDIFF_EINVAL;
     r->v[r->n++] = (run){start, npages, attrs};
     return MEMDIFF_OK;
