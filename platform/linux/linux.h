@@ -115,11 +115,10 @@ struct memdiff__proc {
     uint64_t *frames, *frame_tmp; /* sort keys of a batch's segments of consecutive frames */
     struct memdiff__linux_seg {
         uint32_t page, len;   /* pages [page, page + len) of a batch, frames consecutive */
-        uint32_t down;        /* bit 0: frames descending from page on, else ascending; more
-                                 bits from pages.c (SEG_SAME_*) */
+        uint32_t flags;       /* SEG_* of pages.c: frames descending, facts alike */
         uint32_t off;         /* where its facts were read to in frame_flags / frame_counts */
     } *segs;
-    uint64_t *frame_flags, *frame_counts; /* one pread of kpageflags / kpagecount */
+    uint64_t *frame_flags, *frame_counts; /* kpageflags / kpagecount of a batch's segments */
     memdiff__values *fs; /* the pending run's frames as stretches (MEMDIFF__LINUX_FS) */
     memdiff__values *kp, *mp, *fp; /* deep: one run's kernel flags, map counts and frames as
                                       pieces */

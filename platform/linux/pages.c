@@ -48,7 +48,9 @@
 /* The read buffers hold FACT_ROOM entries a page of the batch: its frames, and as many again
  * read through holes between them (FRAME_GAP), while that room lasts. */
 #define FACT_ROOM 2u
-/* A segment's map count and flags: all its pages alike (place_facts). */
+/* A segment's flags: its frames run down from its first page (else up); its pages have one
+ * kernel flags word, one map count (place_facts). */
+#define SEG_DOWN 1u
 #define SEG_SAME_FLAGS 2u
 #define SEG_SAME_COUNT 4u
 
@@ -541,7 +543,7 @@ static size_t add_segments(walker *w, size_t i, size_t j, unsigned a, uint64_t f
         return m;
     }
     int down = step != 1 && len > 1;
-    p->segs[m] = (struct memdiff__linux_seg){(uint32_t)i, (uint32_t)len, (uint32_t)down, 0};
+    p->segs[m] = (struct memdiff__linux_seg){(uint32_t)i, (uint32_t)len, down ? SEG_DOWN : 0u, 0};
     p->frames[m] = low << SEG_BITS | m;
     return m + 1;
 }
@@ -549,7 +551,7 @@ static size_t add_segments(walker *w, size_t i, size_t j, unsigned a, uint64_t f
 /* The facts of segment g's page k (from its first), in the read buffer buf. */
 static uint64_t seg_value(const uint64_t *buf, const struct memdiff__linux_seg *g, size_t k)
 {
-    return buf[g->off + ((g->down & 1) ? g->len - 1 - k : k)];
+    return buf[g->off + ((g->flags & SEG_DOWN) ? g->len - 1 - k : k)];
 }
 
 /* After the reads: merges each segment's kernel flags into its pages' attrs and notes which
@@ -567,7 +569,7 @@ static void place_facts(memdiff__proc *p, size_t m)
             fdiff |= kf[k] ^ f0;
             cdiff |= mc[k] ^ c0;
         }
-        g->down |= (fdiff ? 0 : SEG_SAME_FLAGS) | (cdiff ? 0 : SEG_SAME_COUNT);
+        g->flags |= (fdiff ? 0 : SEG_SAME_FLAGS) | (cdiff ? 0 : SEG_SAME_COUNT);
         if (!fdiff) {
             unsigned a = kpf_attrs(f0);
             for (size_t k = 0; k < len; k++)
@@ -633,9 +635,9 @@ static int frame_facts(walker *w)
 static memdiff__values seg_piece(const uint64_t *buf, const struct memdiff__linux_seg *g, size_t k,
                                 size_t n, unsigned same)
 {
-    if (g->down & same)
+    if (g->flags & same)
         return (memdiff__values){buf[g->off], 0, n, NULL};
-    if (g->down & 1)
+    if (g->flags & SEG_DOWN)
         return (memdiff__values){0, -1, n, buf + g->off + g->len - 1 - k};
     return (memdiff__values){0, 1, n, buf + g->off + k};
 }
@@ -668,7 +670,7 @@ static int deep_run(walker *w, uint64_t addr, size_t i, size_t j, unsigned a, si
             p->kp[np] = seg_piece(p->frame_flags, g, k - g->page, n, SEG_SAME_FLAGS);
             p->mp[np] = seg_piece(p->frame_counts, g, k - g->page, n, SEG_SAME_COUNT);
             /* The segment's frames: a stretch from the frame of page k. */
-            p->fp[np] = (memdiff__values){p->pfn[k], (g->down & 1) ? -1 : 1, n, NULL};
+            p->fp[np] = (memdiff__values){p->pfn[k], (g->flags & SEG_DOWN) ? -1 : 1, n, NULL};
         } else {
             n = (*u < m && segs[*u].page < j ? segs[*u].page : j) - k;
             p->kp[np] = p->mp[np] = (memdiff__values){0, 0, n, NULL};
