@@ -517,15 +517,21 @@ static void usage(FILE *f)
                "               selected: wall medians and this process's user / system CPU\n");
 }
 
+/* The depth a --profile or --pair argument names (standard for anything else). */
+static memdiff_depth depth_named(const char *what)
+{
+    return strcmp(what, "fast") == 0   ? MEMDIFF_DEPTH_FAST
+           : strcmp(what, "deep") == 0 ? MEMDIFF_DEPTH_DEEP
+                                       : MEMDIFF_DEPTH_STANDARD;
+}
+
 /* --profile: the snapshots alone, for a profiler to look at (floors and peers left out). */
 static int profile(const bench_target_spec *spec, const char *what)
 {
     bench_target t;
     if (bench_target_start(spec, &t))
         return 1;
-    memdiff_depth d = strcmp(what, "fast") == 0   ? MEMDIFF_DEPTH_FAST
-                      : strcmp(what, "deep") == 0 ? MEMDIFF_DEPTH_DEEP
-                                                  : MEMDIFF_DEPTH_STANDARD;
+    memdiff_depth d = depth_named(what);
     int cmp = strcmp(what, "compare") == 0;
     memdiff_snapshot *a = cmp ? snap(t.pid, d) : NULL, *b = cmp ? snap(t.pid, d) : NULL;
     double *v = calloc((size_t)reps, sizeof *v);
@@ -562,9 +568,7 @@ static double cpu_ms(const struct timeval *t)
  * (its own code, or more of the kernel's). */
 static int pair(const bench_target_spec *spec, const char *what)
 {
-    memdiff_depth d = strcmp(what, "fast") == 0   ? MEMDIFF_DEPTH_FAST
-                      : strcmp(what, "deep") == 0 ? MEMDIFF_DEPTH_DEEP
-                                                  : MEMDIFF_DEPTH_STANDARD;
+    memdiff_depth d = depth_named(what);
     bench_target t;
     if (bench_target_start(spec, &t))
         return 1;
