@@ -169,13 +169,10 @@ size_t memdiff__runs_bytes(const memdiff_snapshot *s);
  * arena, and marks q present. MEMDIFF_ENOMEM from the arena. */
 int memdiff__seq_append(memdiff__arena *arena, memdiff__seq *q, const uint64_t *v, uint64_t n);
 
-/* Appends count values first + step * k, as memdiff__seq_append would append them one by one
- * (the same segments), in time independent of count once the stretch is under way. */
-int memdiff__seq_append_stretch(memdiff__arena *arena, memdiff__seq *q, uint64_t first,
-                                int64_t step, uint64_t count);
-
 /* Appends count values from pieces ps[0..n) (memdiff__values), the first skip values passed
- * over; values the pieces do not give are 0 (unknown). */
+ * over; values the pieces do not give are 0 (unknown). The segments are those memdiff__seq_append
+ * makes of the same values one by one; a stretch piece costs the same whatever its length once
+ * the stretch is under way. */
 int memdiff__seq_append_pieces(memdiff__arena *arena, memdiff__seq *q, const memdiff__values *ps,
                                size_t n, uint64_t skip, uint64_t count);
 

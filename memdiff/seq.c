@@ -224,6 +224,8 @@ int memdiff__seq_append(memdiff__arena *arena, memdiff__seq *q, const uint64_t *
     return MEMDIFF_OK;
 }
 
+/* Appends count values first + step * k (step 1, -1 or 0), with the segments memdiff__seq_append
+ * would make of them. */
 static inline int append_stretch(memdiff__arena *arena, memdiff__seq *q, uint64_t first,
                                  int64_t step, uint64_t count)
 {
@@ -283,12 +285,6 @@ static inline int append_stretch(memdiff__arena *arena, memdiff__seq *q, uint64_
         count -= m;
     }
     return MEMDIFF_OK;
-}
-
-int memdiff__seq_append_stretch(memdiff__arena *arena, memdiff__seq *q, uint64_t first,
-                                int64_t step, uint64_t count)
-{
-    return append_stretch(arena, q, first, step, count);
 }
 
 /* Values v[k * -1] for k in [0, n): reversed, appended through a small buffer. */

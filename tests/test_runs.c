@@ -427,7 +427,8 @@ START_TEST(frames_as_stretches_store_as_values)
         uint64_t first = RND(3) == 0 ? next : 0x100000 + RND(1u << 20); /* continuing, or not */
         for (size_t k = 0; k < len; k++)
             v[i + k] = first + (uint64_t)step * k;
-        ck_assert_int_eq(memdiff__seq_append_stretch(&s->arena, &s->frames, first, step, len),
+        memdiff__values piece = {first, step, len, NULL};
+        ck_assert_int_eq(memdiff__seq_append_pieces(&s->arena, &s->frames, &piece, 1, 0, len),
                          MEMDIFF_OK);
         ck_assert_int_eq(memdiff__seq_append(&t->arena, &t->frames, v + i, len), MEMDIFF_OK);
         next = first + (uint64_t)step * len;
