@@ -559,8 +559,9 @@ START_TEST(stretches_match_arrays_fixture)
 END_TEST
 
 /* Deep facts follow the frames whatever their order: a tree whose pages map frames up, down,
- * scattered and repeated, with a different map count and flags word for every frame. Every
- * seventh frame is referenced (KPF_REFERENCED), which splits runs inside runs of frames. */
+ * scattered and repeated, with a different map count and flags word for every frame (none of
+ * them exclusively mapped: their counts are read). Every seventh frame is referenced
+ * (KPF_REFERENCED), which splits runs inside runs of frames. */
 #define FLAGS_OF(f) (((uint64_t)(f) & 0xffff) << 32 | ((f) % 7 == 0 ? UINT64_C(1) << 2 : 0))
 START_TEST(fixture_deep_facts_follow_frames)
 {
@@ -582,7 +583,7 @@ START_TEST(fixture_deep_facts_follow_frames)
                    : i < 60 ? 0x3000u - i                   /* down */
                    : i < 80 ? 0x4000u + (i * 37u) % 101u    /* scattered */
                             : 0x2005u;                      /* one frame again and again */
-        e[i] = MEMDIFF__PM_PRESENT | MEMDIFF__PM_EXCLUSIVE | frame[i];
+        e[i] = MEMDIFF__PM_PRESENT | frame[i];
     }
     put("self/pagemap", e, sizeof e, R1 / 4096 * 8);
     for (uint64_t f = 0x1f00; f < 0x4100; f++) { /* every frame its own facts */
@@ -601,6 +602,67 @@ START_TEST(fixture_deep_facts_follow_frames)
             ck_assert_uint_eq(!!(rec->runs[r].attrs & MEMDIFF_PAGE_REFERENCED),
                               frame[page] % 7 == 0);
             ck_assert_uint_eq(mapcount_of(r, (size_t)k), frame[page] % 251 + 1);
+        }
+    ck_assert_uint_eq(page, N);
+    memdiff__plat_close(proc);
+    remove_tree();
+}
+END_TEST
+
+/* Map counts pagemap already tells: a small page it calls exclusively mapped is mapped once, and
+ * deep does not ask kpagecount about it. The tree's kpagecount says 99 for those frames, which a
+ * read would report. Pages (frames nearby one another, so that reads of flags span them):
+ *   0-15   exclusive, small, frames up from 0x2000        1 (not read)
+ *   16-31  not exclusive, small, up from 0x2011           2, 3, ... 17 (read; after a hole of
+ *                                                         one frame, into the flags' span)
+ *   32-47  exclusive, small, down from 0x2030             1 (not read)
+ *   48-55  exclusive, a large folio's head and tails       3 (read: kpagecount may differ there)
+ *   56-63  exclusive, small but for one THP tail frame     1 and 3 (read, all eight)
+ *   64-71  exclusive, small, up from 0x2040               1 (not read) */
+START_TEST(fixture_deep_counts_from_pagemap)
+{
+    enum { N = 72 };
+    const uint64_t HEAD = UINT64_C(1) << 15, TAIL = UINT64_C(1) << 16, THP = UINT64_C(1) << 22;
+    snprintf(tree, sizeof tree, "/tmp/memdiff-pages-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(tree));
+    char sub[128];
+    snprintf(sub, sizeof sub, "%s/self", tree);
+    ck_assert_int_eq(mkdir(sub, 0700), 0);
+    char maps[128];
+    int len = snprintf(maps, sizeof maps, "%08llx-%08llx rw-p 00000000 00:00 0\n",
+                       (unsigned long long)R1, (unsigned long long)(R1 + N * 4096ull));
+    put("self/maps", maps, (size_t)len, 0);
+    const char status[] = "Name:\tx\nCapEff:\t0000000000200000\n";
+    put("self/status", status, sizeof status - 1, 0);
+    uint64_t frame[N], e[N], want[N];
+    for (uint32_t i = 0; i < N; i++) {
+        frame[i] = i < 16   ? 0x2000u + i
+                   : i < 32 ? 0x2011u + (i - 16)
+                   : i < 48 ? 0x2030u - (i - 32)
+                   : i < 56 ? 0x3000u + (i - 48)
+                   : i < 64 ? 0x3100u + (i - 56)
+                            : 0x2040u + (i - 64);
+        int exclusive = i < 16 || i >= 32;
+        e[i] = MEMDIFF__PM_PRESENT | (exclusive ? MEMDIFF__PM_EXCLUSIVE : 0) | frame[i];
+        uint64_t flags = i == 48 ? HEAD : i < 56 && i > 48 ? TAIL | THP : i == 60 ? TAIL | THP : 0;
+        uint64_t count = i >= 16 && i < 32 ? 2 + (i - 16) : i >= 48 && i < 56 ? 3 : i == 60 ? 3 : 99;
+        if (i >= 56 && i < 64 && i != 60)
+            count = 1; /* read with the tail frame's: the truth */
+        want[i] = count == 99 ? 1 : count;
+        put("kpageflags", &flags, 8, frame[i] * 8);
+        put("kpagecount", &count, 8, frame[i] * 8);
+    }
+    put("self/pagemap", e, sizeof e, R1 / 4096 * 8);
+    memdiff__caps caps;
+    memdiff__proc *proc = open_root(tree, 0, &caps);
+    ck_assert_int_eq(walk(proc, R1, R1 + N * 4096ull, MEMDIFF_DEPTH_DEEP), MEMDIFF_OK);
+    size_t page = 0;
+    for (size_t r = 0; r < rec->count; r++)
+        for (uint64_t k = 0; k < rec->runs[r].n; k++, page++) {
+            ck_assert_uint_eq(pfn_of(r, (size_t)k), frame[page]);
+            ck_assert_msg(mapcount_of(r, (size_t)k) == want[page], "page %zu: map count %llu, want %llu",
+                          page, (unsigned long long)mapcount_of(r, (size_t)k),
+                          (unsigned long long)want[page]);
         }
     ck_assert_uint_eq(page, N);
     memdiff__plat_close(proc);
@@ -907,6 +969,20 @@ START_TEST(real_scan_refused_midway)
 }
 END_TEST
 
+/* Every page the last walk delivered has the map count kpagecount gives for its frame now. */
+static void expect_counts_read(void)
+{
+    int fc = open("/proc/kpagecount", O_RDONLY);
+    ck_assert_int_ge(fc, 0);
+    for (size_t r = 0; r < rec->count; r++)
+        for (uint64_t k = 0; k < rec->runs[r].n; k++) {
+            uint64_t direct = 0;
+            ck_assert_int_eq(pread(fc, &direct, 8, (off_t)(pfn_of(r, (size_t)k) * 8)), 8);
+            ck_assert_uint_eq(mapcount_of(r, (size_t)k), direct);
+        }
+    close(fc);
+}
+
 /* A transparent huge page, where the kernel grants one: every depth must call the same pages
  * huge (fast and standard from PAGEMAP_SCAN, deep from kpageflags too). */
 START_TEST(real_huge_page)
@@ -932,6 +1008,8 @@ START_TEST(real_huge_page)
             ck_assert_int_eq(walk(proc, a, e, MEMDIFF_DEPTH_DEEP), MEMDIFF_OK);
             ck_assert_uint_eq(pages_with(P | X | MEMDIFF_PAGE_HUGE, 0), n);
             ck_assert_uint_ne(kflags_of(0, 0) & (1u << 22), 0); /* KPF_THP */
+            /* Exclusively mapped, but a large folio's pages: their counts are read. */
+            expect_counts_read();
         }
     }
     memdiff__plat_close(proc);
@@ -1071,6 +1149,7 @@ Suite *linux_pages_suite(void)
     tcase_add_test(tc, runs_carry_across_batches);
     tcase_add_test(tc, stretches_match_arrays_fixture);
     tcase_add_test(tc, fixture_deep_facts_follow_frames);
+    tcase_add_test(tc, fixture_deep_counts_from_pagemap);
     tcase_add_test(tc, recorded_stretches_match_arrays);
     suite_add_tcase(s, tc);
     tc = tcase_create("Kernel");

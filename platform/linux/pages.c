@@ -24,7 +24,9 @@
  * Deep adds kpageflags and kpagecount, read per span of nearby frames after sorting a batch's
  * runs of consecutive frames into buffers that hold the whole batch; the facts go to the sink as
  * pieces pointing there (one per run of frames, or one value for all its pages), never copied
- * page by page. No path makes a syscall per page.
+ * page by page. kpagecount is not read where pagemap already said the count is 1 (small pages
+ * exclusively mapped: most of a process's private memory), which halves deep's reads there. No
+ * path makes a syscall per page.
  */
 #include <errno.h>
 #include <string.h>
@@ -35,6 +37,8 @@
 #define KPF_REFERENCED 2
 #define KPF_DIRTY 4
 #define KPF_ACTIVE 6
+#define KPF_COMPOUND_HEAD 15
+#define KPF_COMPOUND_TAIL 16
 #define KPF_HUGE 17
 #define KPF_KSM 21
 #define KPF_THP 22
@@ -49,10 +53,19 @@
  * read through holes between them (FRAME_GAP), while that room lasts. */
 #define FACT_ROOM 2u
 /* A segment's flags: its frames run down from its first page (else up); its pages have one
- * kernel flags word, one map count (place_facts). */
+ * kernel flags word, one map count (place_facts); pagemap calls them exclusively mapped; their
+ * map count is 1 without reading kpagecount (frame_facts). */
 #define SEG_DOWN 1u
 #define SEG_SAME_FLAGS 2u
 #define SEG_SAME_COUNT 4u
+#define SEG_EXCLUSIVE 8u
+#define SEG_ONE_MAP 16u
+
+/* Pages of a large folio (compound: THP, mTHP, hugetlb): their map count is not the one
+ * pagemap's exclusive bit was decided on in every kernel configuration (see one_map). */
+#define KPF_LARGE                                                                           \
+    (UINT64_C(1) << KPF_COMPOUND_HEAD | UINT64_C(1) << KPF_COMPOUND_TAIL |                 \
+     UINT64_C(1) << KPF_HUGE | UINT64_C(1) << KPF_THP)
 
 /* A batch with fewer present or swapped pages than 1/SPARSE_DIVISOR of it hands the walk to
  * the scan; a scan that finds at least half of its stretch present hands it back to pagemap. */
@@ -496,22 +509,19 @@ static unsigned kpf_attrs(uint64_t f)
     return a;
 }
 
-/* Reads entries [first, first + count) of kpageflags and kpagecount into frame_flags and
- * frame_counts from index at; entries past the end of the files (beyond max_pfn) read as 0. */
-static int read_frames(memdiff__proc *p, size_t at, uint64_t first, size_t count)
+/* Reads entries [first, first + count) of kpageflags (k 0) or kpagecount (k 1) into out; entries
+ * past the end of the file (beyond max_pfn) read as 0. */
+static int read_facts(memdiff__proc *p, int k, uint64_t *out, uint64_t first, size_t count)
 {
-    int fds[2] = {p->kpageflags_fd, p->kpagecount_fd};
-    uint64_t *out[2] = {p->frame_flags + at, p->frame_counts + at};
     static const char *const names[2] = {"kpageflags", "kpagecount"};
-    for (int k = 0; k < 2; k++) {
-        ssize_t r = memdiff__linux_pread_full(fds[k], out[k], count * 8, first * 8);
-        if (r < 0)
-            return memdiff__set_error(memdiff__linux_status((int)-r), "read %s/%s: %s",
-                                      p->proc_root, names[k], memdiff__linux_errno_text((int)-r));
-        size_t got = (size_t)r / 8;
-        if (got < count)
-            memset(out[k] + got, 0, (count - got) * 8);
-    }
+    int fd = k ? p->kpagecount_fd : p->kpageflags_fd;
+    ssize_t r = memdiff__linux_pread_full(fd, out, count * 8, first * 8);
+    if (r < 0)
+        return memdiff__set_error(memdiff__linux_status((int)-r), "read %s/%s: %s", p->proc_root,
+                                  names[k], memdiff__linux_errno_text((int)-r));
+    size_t got = (size_t)r / 8;
+    if (got < count)
+        memset(out + got, 0, (count - got) * 8);
     return MEMDIFF_OK;
 }
 
@@ -542,8 +552,9 @@ static size_t add_segments(walker *w, size_t i, size_t j, unsigned a, uint64_t f
         }
         return m;
     }
-    int down = step != 1 && len > 1;
-    p->segs[m] = (struct memdiff__linux_seg){(uint32_t)i, (uint32_t)len, down ? SEG_DOWN : 0u, 0};
+    unsigned flags = (step != 1 && len > 1 ? SEG_DOWN : 0u) |
+                     (a & MEMDIFF_PAGE_PRIVATE ? SEG_EXCLUSIVE : 0u);
+    p->segs[m] = (struct memdiff__linux_seg){(uint32_t)i, (uint32_t)len, flags, 0};
     p->frames[m] = low << SEG_BITS | m;
     return m + 1;
 }
@@ -554,24 +565,72 @@ static uint64_t seg_value(const uint64_t *buf, const struct memdiff__linux_seg *
     return buf[g->off + ((g->flags & SEG_DOWN) ? g->len - 1 - k : k)];
 }
 
+/* After segment g's kernel flags were read (kf, one a page): whether its pages have one flags
+ * word, and whether their map count is known without kpagecount. It is where pagemap called the
+ * pages exclusively mapped and they are small pages: pagemap sets that bit where the page's own
+ * map count is 1 (page_mapcount() == 1 since Linux 4.2, later folio_precise_page_mapcount()),
+ * and that count is what kpagecount reports. For the pages of a large folio the two may differ:
+ * older kernels decided the bit for a whole PMD on its head page, and kernels built without
+ * CONFIG_PAGE_MAPCOUNT report the folio's average count and set the bit where the folio is not
+ * maybe shared. */
+static void flag_facts(struct memdiff__linux_seg *g, const uint64_t *kf)
+{
+    uint64_t f0 = kf[0], diff = 0, any = f0;
+    for (size_t k = 1; k < g->len; k++) {
+        diff |= kf[k] ^ f0;
+        any |= kf[k];
+    }
+    g->flags |= diff ? 0u : SEG_SAME_FLAGS;
+    if ((g->flags & SEG_EXCLUSIVE) && !(any & KPF_LARGE))
+        g->flags |= SEG_ONE_MAP | SEG_SAME_COUNT;
+}
+
+/* Reads kpagecount for the segments keys[0..n), sorted by frame, whose kernel flags one pread
+ * read to frame_flags from index used on (frames from lo): those flag_facts did not find mapped
+ * once, per span of nearby frames, each count to where its frame's flags are. */
+static int read_counts(memdiff__proc *p, const uint64_t *keys, size_t n, size_t used, uint64_t lo)
+{
+    uint64_t clo = 0, chi = 0;
+    int open = 0;
+    for (size_t u = 0; u <= n; u++) {
+        const struct memdiff__linux_seg *g = u < n ? &p->segs[keys[u] & SEG_MASK] : NULL;
+        if (g && (g->flags & SEG_ONE_MAP))
+            continue;
+        uint64_t f = g ? keys[u] >> SEG_BITS : 0;
+        if (g && open && f <= chi + FRAME_GAP) {
+            chi = MAX(chi, f + g->len);
+            continue;
+        }
+        if (open) {
+            int rc = read_facts(p, 1, p->frame_counts + used + (clo - lo), clo, (size_t)(chi - clo));
+            if (rc)
+                return rc;
+        }
+        open = g != NULL;
+        clo = f;
+        chi = g ? f + g->len : 0;
+    }
+    return MEMDIFF_OK;
+}
+
 /* After the reads: merges each segment's kernel flags into its pages' attrs and notes which
- * segments have one flags word or map count for all their pages (one piece each later). */
+ * segments have one map count for all their pages (one piece each later). */
 static void place_facts(memdiff__proc *p, size_t m)
 {
     const uint64_t *ff = p->frame_flags, *fc = p->frame_counts;
     for (size_t u = 0; u < m; u++) {
         struct memdiff__linux_seg *g = &p->segs[u];
         unsigned *attrs = p->attrs + g->page;
-        const uint64_t *kf = ff + g->off, *mc = fc + g->off;
         size_t len = g->len;
-        uint64_t f0 = kf[0], c0 = mc[0], fdiff = 0, cdiff = 0;
-        for (size_t k = 1; k < len; k++) {
-            fdiff |= kf[k] ^ f0;
-            cdiff |= mc[k] ^ c0;
+        if (!(g->flags & SEG_SAME_COUNT)) {
+            const uint64_t *mc = fc + g->off;
+            uint64_t c0 = mc[0], cdiff = 0;
+            for (size_t k = 1; k < len; k++)
+                cdiff |= mc[k] ^ c0;
+            g->flags |= cdiff ? 0u : SEG_SAME_COUNT;
         }
-        g->flags |= (fdiff ? 0 : SEG_SAME_FLAGS) | (cdiff ? 0 : SEG_SAME_COUNT);
-        if (!fdiff) {
-            unsigned a = kpf_attrs(f0);
+        if (g->flags & SEG_SAME_FLAGS) {
+            unsigned a = kpf_attrs(ff[g->off]);
             for (size_t k = 0; k < len; k++)
                 attrs[k] |= a;
             continue;
@@ -591,7 +650,8 @@ static void place_facts(memdiff__proc *p, size_t m)
 
 /* Reads kpageflags and kpagecount for the batch's segments (w->nseg, from decode()) and merges
  * the flags into attrs: the segments sorted by their lowest frame, neighbouring ones share a
- * pread of each file, into read buffers that hold the whole batch. */
+ * pread of each file, into read buffers that hold the whole batch; kpagecount is read only where
+ * pagemap and the flags leave the count open (flag_facts). */
 static int frame_facts(walker *w)
 {
     memdiff__proc *p = w->proc;
@@ -619,11 +679,16 @@ static int frame_facts(walker *w)
             hi = MAX(hi, e);
             t++;
         }
-        int rc = read_frames(p, used, lo, (size_t)(hi - lo));
+        int rc = read_facts(p, 0, p->frame_flags + used, lo, (size_t)(hi - lo));
         if (rc)
             return rc;
-        for (size_t u = s; u < t; u++)
-            p->segs[keys[u] & SEG_MASK].off = (uint32_t)(used + (keys[u] >> SEG_BITS) - lo);
+        for (size_t u = s; u < t; u++) {
+            struct memdiff__linux_seg *h = &p->segs[keys[u] & SEG_MASK];
+            h->off = (uint32_t)(used + (keys[u] >> SEG_BITS) - lo);
+            flag_facts(h, p->frame_flags + h->off);
+        }
+        if ((rc = read_counts(p, keys + s, t - s, used, lo)))
+            return rc;
         used += (size_t)(hi - lo);
         s = t;
     }
@@ -668,7 +733,9 @@ static int deep_run(walker *w, uint64_t addr, size_t i, size_t j, unsigned a, si
             const struct memdiff__linux_seg *g = &segs[*u];
             n = MIN(j, (size_t)g->page + g->len) - k;
             p->kp[np] = seg_piece(p->frame_flags, g, k - g->page, n, SEG_SAME_FLAGS);
-            p->mp[np] = seg_piece(p->frame_counts, g, k - g->page, n, SEG_SAME_COUNT);
+            p->mp[np] = (g->flags & SEG_ONE_MAP)
+                            ? (memdiff__values){1, 0, n, NULL}
+                            : seg_piece(p->frame_counts, g, k - g->page, n, SEG_SAME_COUNT);
             /* The segment's frames: a stretch from the frame of page k. */
             p->fp[np] = (memdiff__values){p->pfn[k], (g->flags & SEG_DOWN) ? -1 : 1, n, NULL};
         } else {
