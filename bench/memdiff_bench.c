@@ -507,6 +507,7 @@ static void print_json(const result *res, size_t n, const machine *mc, const cha
 static void usage(FILE *f)
 {
     fprintf(f, "usage: memdiff_bench [--quick] [--json] [--reps N] [--only S] [--profile D]\n"
+               "                     [--pair D [--pid P]]\n"
                "  --quick      64 MiB and 1 GiB targets only (a smoke run)\n"
                "  --json       results as one JSON object instead of tables\n"
                "  --reps N     repetitions per measurement (default 11, at least 3)\n"
@@ -514,7 +515,9 @@ static void usage(FILE *f)
                "  --profile D  only take N snapshots at depth D (fast, standard, deep) or\n"
                "               compares (compare) of the first target selected, for perf\n"
                "  --pair D     memdiff at depth D and its floor, alternately on the first target\n"
-               "               selected: wall medians and this process's user / system CPU\n");
+               "               selected: wall medians and this process's user / system CPU\n"
+               "  --pid P      with --pair: on running process P instead of a target (two\n"
+               "               builds compared on one process, their ratios side by side)\n");
 }
 
 /* The depth a --profile or --pair argument names (standard for anything else). */
@@ -566,16 +569,20 @@ static double cpu_ms(const struct timeval *t)
  * runs), one after the other on one target, N times each, the order swapped every repetition.
  * Besides wall times, getrusage tells user and system CPU apart: where memdiff's extra time goes
  * (its own code, or more of the kernel's). */
-static int pair(const bench_target_spec *spec, const char *what)
+static int pair(const bench_target_spec *spec, const char *what, pid_t attach)
 {
     memdiff_depth d = depth_named(what);
     bench_target t;
-    if (bench_target_start(spec, &t))
+    memset(&t, 0, sizeof t);
+    t.pid = attach;
+    t.release_fd = -1;
+    if (!attach && bench_target_start(spec, &t))
         return 1;
     bench_frame_runs runs;
     memset(&runs, 0, sizeof runs);
     if (d == MEMDIFF_DEPTH_DEEP && bench_frame_runs_prepare(t.pid, &runs)) {
-        bench_target_stop(&t);
+        if (!attach)
+            bench_target_stop(&t);
         return 1;
     }
     double *wall[2], *ratio = calloc((size_t)reps, sizeof *ratio), user[2] = {0, 0},
@@ -607,8 +614,12 @@ static int pair(const bench_target_spec *spec, const char *what)
     }
     if (ratio && wall[0] && wall[1]) {
         static const char *const floors[] = {"PAGEMAP_SCAN", "pagemap", "kpage sorted runs"};
-        printf("%s, memdiff %s against floor: %s, %d repetitions\n", spec->name, what, floors[d],
-               reps);
+        if (attach)
+            printf("process %d, memdiff %s against floor: %s, %d repetitions\n", (int)attach,
+                   what, floors[d], reps);
+        else
+            printf("%s, memdiff %s against floor: %s, %d repetitions\n", spec->name, what,
+                   floors[d], reps);
         for (int k = 0; k < 2; k++)
             printf("  %-8s wall median %8.3f ms   user %7.3f ms   system %7.3f ms (means)\n",
                    k ? "floor" : "memdiff", median(wall[k], reps), user[k] / reps, sys[k] / reps);
@@ -618,7 +629,8 @@ static int pair(const bench_target_spec *spec, const char *what)
     free(wall[0]);
     free(wall[1]);
     bench_frame_runs_free(&runs);
-    bench_target_stop(&t);
+    if (!attach)
+        bench_target_stop(&t);
     return 0;
 }
 
@@ -628,6 +640,7 @@ int main(int argc, char **argv)
         bench_target_main(argc, argv);
     int quick = 0, json = 0;
     const char *only = NULL, *prof = NULL, *pairing = NULL;
+    pid_t attach = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0) {
             quick = 1;
@@ -645,6 +658,12 @@ int main(int argc, char **argv)
             prof = argv[++i];
         } else if (strcmp(argv[i], "--pair") == 0 && i + 1 < argc) {
             pairing = argv[++i];
+        } else if (strcmp(argv[i], "--pid") == 0 && i + 1 < argc) {
+            attach = (pid_t)atoi(argv[++i]);
+            if (attach <= 0) {
+                usage(stderr);
+                return 2;
+            }
         } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             usage(stdout);
             return 0;
@@ -674,7 +693,7 @@ int main(int argc, char **argv)
         if (prof)
             return profile(spec, prof);
         if (pairing)
-            return pair(spec, pairing);
+            return pair(spec, pairing, attach);
         result *r = &res[n++];
         r->spec = spec;
         fprintf(stderr, "memdiff_bench: target %s...\n", spec->name);

@@ -31,13 +31,15 @@ struct memdiff__chunk {
 static memdiff__chunk *registry;
 static atomic_flag registry_lock = ATOMIC_FLAG_INIT;
 
-/* Scratch kept between snapshots. An arena given a reserve (a snapshot's or a bracket's scratch)
- * hands its chunks here when released, and the next such arena takes them instead of mapping,
- * faulting in and unmapping its buffers again: measured, that was 6% of a standard snapshot of
- * 1 GiB resident and 18% of one of 64 MiB. At most CACHE_SLOTS chunks and CACHE_MAX bytes are
- * kept; they stay registered (Own, like all of memdiff's storage) until memdiff_trim(). Guarded
- * by the registry's lock. */
-#define CACHE_SLOTS 4
+/* Scratch kept between snapshots. An arena that recycles (a snapshot's storage, its scratch, a
+ * bracket's) hands its chunks here when released, and the next such arena takes them instead of
+ * mapping, faulting in and unmapping its buffers again: measured, that was 6% of a standard
+ * snapshot of 1 GiB resident and 18% of one of 64 MiB. Arrays that grow take kept chunks of the
+ * sizes they grow to as well (grow_from_cache: a standard snapshot of 1 GiB faulted in 21 pages
+ * and moved 3 arrays by mremap, then 1.5 pages and none). At most CACHE_SLOTS chunks and
+ * CACHE_MAX bytes are kept; they stay registered (Own, like all of memdiff's storage) until
+ * memdiff_trim(). Guarded by the registry's lock. */
+#define CACHE_SLOTS 16
 #define CACHE_MAX ((size_t)8 << 20)
 static memdiff__chunk *cache[CACHE_SLOTS];
 static size_t cached_bytes;
@@ -201,6 +203,35 @@ static void *grow_chunk(memdiff__chunk **link, memdiff__chunk *c, size_t new_siz
     return q->data;
 }
 
+/* Grows dedicated chunk c (reached through *link), which holds a block of old_size bytes, by
+ * moving the block into a kept chunk with room for new_size, out of the cache: copying what it
+ * holds costs a fraction of faulting in the pages that moving it would add (grow_chunk). c goes to
+ * the cache in turn, for the next array to grow through its size. NULL when none is kept. */
+static void *grow_from_cache(memdiff__chunk **link, memdiff__chunk *c, size_t old_size,
+                             size_t new_size)
+{
+    size_t page = memdiff__os_page_size();
+    size_t header = offsetof(memdiff__chunk, data);
+    if (new_size > SIZE_MAX - header - page)
+        return NULL;
+    memdiff__chunk *q = cache_take((header + new_size + page - 1) / page * page, new_size);
+    if (!q)
+        return NULL;
+    memcpy(q->data, c->data, old_size);
+    size_t end = q->dirty < new_size ? q->dirty : new_size;
+    if (end > old_size) /* what an earlier use wrote beyond the block */
+        memset(q->data + old_size, 0, end - old_size);
+    q->dirty = q->dirty > old_size ? q->dirty : old_size;
+    q->dedicated = 1;
+    q->roomy = 0;
+    q->next = c->next;
+    *link = q;
+    c->dirty = c->cap;
+    if (!cache_put(c))
+        chunk_free(c);
+    return q->data;
+}
+
 /* Dedicated chunks go behind the head so that the head stays the bump chunk. */
 static void link_dedicated(memdiff__arena *arena, memdiff__chunk *c)
 {
@@ -313,7 +344,9 @@ void *memdiff__arena_grow(memdiff__arena *arena, void *old, size_t old_size, siz
             memdiff__set_error(MEMDIFF_ENOMEM, "arena: cannot grow to %zu bytes", new_size);
             return NULL;
         }
-        void *q = grow_chunk(link, owner, new_size);
+        void *q = arena->recycle ? grow_from_cache(link, owner, old_size, new_size) : NULL;
+        if (!q)
+            q = grow_chunk(link, owner, new_size);
         if (q)
             return q;
     }

@@ -219,6 +219,57 @@ START_TEST(reserved_scratch_is_kept_for_the_next)
 }
 END_TEST
 
+/* Grows an array of a recycling arena (a snapshot's) from 16 KiB to 256 KiB, filling what it
+ * gains with byte x after checking that it came zeroed and that what it held moved with it.
+ * Returns the final block. */
+static unsigned char *grow_filled(memdiff__arena *a, unsigned char x)
+{
+    unsigned char *v = NULL;
+    size_t cap = 0;
+    for (size_t ncap = 16 * 1024; ncap <= 256 * 1024; ncap *= 2) {
+        unsigned char *w = memdiff__arena_grow(a, v, cap, ncap);
+        ck_assert_ptr_nonnull(w);
+        for (size_t i = 0; i < cap; i++)
+            ck_assert_uint_eq(w[i], x);
+        for (size_t i = cap; i < ncap; i++)
+            ck_assert_uint_eq(w[i], 0);
+        memset(w + cap, x, ncap - cap);
+        v = w;
+        cap = ncap;
+    }
+    return v;
+}
+
+/* An array that grows in a recycling arena moves into a kept chunk of the size it grows to, when
+ * there is one, and leaves the chunk it held to the cache: the chunk of each size is kept once an
+ * array moved out of it. Repeated growth (a snapshot after a snapshot) settles into maps nothing
+ * new, ends in the last one's final chunk and reads zero wherever it had not written. Before it
+ * settles, growth moves pages in place (mremap), which keeps no chunk of the sizes passed. */
+START_TEST(grown_arrays_take_kept_chunks)
+{
+    memdiff_trim();
+    size_t base = own_total();
+    unsigned char *last = NULL;
+    size_t kept = 0;
+    for (int round = 0; round < 7; round++) {
+        memdiff__arena a = MEMDIFF__ARENA_INIT;
+        a.recycle = 1;
+        unsigned char *final = grow_filled(&a, (unsigned char)(0xa0 + round));
+        if (round == 6) {
+            ck_assert_ptr_eq(final, last);
+            ck_assert_uint_eq(own_total() - base, kept); /* nothing new mapped */
+        }
+        memdiff__arena_release(&a);
+        last = final;
+        kept = own_total() - base;
+    }
+    /* Settled: a chunk of every size from 16 KiB to 256 KiB (headers and pages round up). */
+    ck_assert_uint_ge(kept, (16 + 32 + 64 + 128 + 256) * 1024u);
+    memdiff_trim();
+    ck_assert_uint_eq(own_total(), base);
+}
+END_TEST
+
 static void *churn(void *arg)
 {
     (void)arg;
@@ -257,7 +308,8 @@ Suite *arena_suite(void)
     tcase_add_test(core, strndup_copies_exactly);
     tcase_add_test(core, grow_keeps_contents_and_returns_old_chunks);
     tcase_add_test(core, reserve_takes_large_blocks);
-tcase_add_test(core, reserved_scratch_is_kept_for_the_next);
+    tcase_add_test(core, reserved_scratch_is_kept_for_the_next);
+    tcase_add_test(core, grown_arrays_take_kept_chunks);
     suite_add_tcase(s, core);
     TCase *limits = tcase_create("Limits");
     tcase_add_test(limits, forced_failure_reports_enomem);
