@@ -97,6 +97,10 @@ struct memdiff__proc {
     int pagemap_fd, mem_fd, kpageflags_fd, kpagecount_fd; /* -1 when unavailable */
     unsigned sources;         /* MEMDIFF_SRC_* as reported in caps */
     uint64_t zero_pfn;        /* frame of the shared zero page, 0 when unknown */
+    /* pages.c: attrs of pagemap's flag bits 55-63 (the table index), built once for the depth
+     * first asked (pm_table_fast: built for fast depth; -1: not built). */
+    unsigned pm_table[512];
+    int pm_table_fast;
     memdiff__arena *scratch;
 
     char *text;               /* reusable buffer for whole-file reads */

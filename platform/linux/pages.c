@@ -95,7 +95,7 @@ typedef struct walker {
     int fast;       /* fast depth: no exclusivity, no soft-dirty, as PAGEMAP_SCAN gives it */
     size_t batch;   /* pages a batch (MEMDIFF__LINUX_BATCH, _DEEP_BATCH at deep) */
     file_rule file;
-    unsigned table[1u << (64 - PM_TABLE_SHIFT)]; /* attrs of pagemap bits 55-63 */
+    const unsigned *table; /* attrs of pagemap bits 55-63 (build_table) */
     /* The pending run: pages [start, start + n) with attrs, arrays at index off. It stays open
      * across batches so that runs come out whole; its array entries move to index 0. */
     int pending;
@@ -774,10 +774,20 @@ static unsigned entry_attrs(const walker *w, uint64_t e)
     return a;
 }
 
+/* The table of entry_attrs for the walk's depth: built once per process open and depth kind,
+ * not once per region (512 entries: it cost as much as decoding a 64 MiB region). */
+_Static_assert(sizeof ((memdiff__proc *)0)->pm_table / sizeof(unsigned) ==
+                   1u << (64 - PM_TABLE_SHIFT),
+               "pm_table holds an entry per value of pagemap bits 55-63");
 static void build_table(walker *w)
 {
-    for (uint64_t i = 0; i < (1u << (64 - PM_TABLE_SHIFT)); i++)
-        w->table[i] = entry_attrs(w, i << PM_TABLE_SHIFT);
+    memdiff__proc *p = w->proc;
+    if (p->pm_table_fast != w->fast) {
+        for (uint64_t i = 0; i < (1u << (64 - PM_TABLE_SHIFT)); i++)
+            p->pm_table[i] = entry_attrs(w, i << PM_TABLE_SHIFT);
+        p->pm_table_fast = w->fast;
+    }
+    w->table = p->pm_table;
 }
 
 /* Reads pagemap for [addr, addr + n pages), n at most one batch, into p->pm. Entries past the
@@ -1160,6 +1170,7 @@ int memdiff__plat_pages(memdiff__proc *proc, uint64_t start, uint64_t end, memdi
     w.deep = depth >= MEMDIFF_DEPTH_DEEP && (proc->sources & MEMDIFF_SRC_PFN) &&
              (proc->sources & MEMDIFF_SRC_KPAGEFLAGS) && (proc->sources & MEMDIFF_SRC_KPAGECOUNT);
     w.file = region_file_rule(proc, start, end);
+    build_table(&w);
     w.batch = w.deep ? MEMDIFF__LINUX_DEEP_BATCH : MEMDIFF__LINUX_BATCH;
     w.stretches = sink->run_frames && w.pfn && !w.deep && proc->idle_fd < 0;
     if (w.deep && !sink->run_frames) {
@@ -1177,13 +1188,10 @@ int memdiff__plat_pages(memdiff__proc *proc, uint64_t start, uint64_t end, memdi
         rc = walk_fast(&w, start, end, &fallback, &cur);
         if (!rc && fallback) {
             rc = buffers(&w, 0);
-            if (!rc) {
-                build_table(&w);
+            if (!rc)
                 rc = walk_pagemap(&w, cur, (end - cur) >> proc->page_shift, NULL, 0, &found);
-            }
         }
     } else {
-        build_table(&w);
         rc = w.fast ? walk_pagemap(&w, start, (end - start) >> proc->page_shift, NULL, 0, &found)
                     : walk_adaptive(&w, start, end);
     }

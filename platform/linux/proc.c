@@ -220,6 +220,7 @@ int memdiff__plat_open(const memdiff__open_args *args, memdiff__arena *scratch,
         return MEMDIFF_ENOMEM;
     proc->pagemap_fd = proc->mem_fd = proc->kpageflags_fd = proc->kpagecount_fd = -1;
     proc->idle_fd = -1;
+    proc->pm_table_fast = -1;
     proc->scratch = scratch;
     const char *proc_root = args->proc_root ? args->proc_root : "/proc";
     const char *sys_root = args->sys_root ? args->sys_root : "/sys";
