@@ -346,7 +346,7 @@ int memdiff__plat_modules(memdiff__proc *proc, memdiff__arena *arena,
     b->regions = regions;
     b->region_count = region_count;
     b->seg_cap = 2 * MAX_PHNUM + 2 * region_count + 4;
-    b->seg = memdiff__arena_alloc(proc->scratch, b->seg_cap * sizeof *b->seg);
+    b->seg = memdiff__arena_alloc_raw(proc->scratch, b->seg_cap * sizeof *b->seg); /* counted */
     if (!b->seg)
         return MEMDIFF_ENOMEM;
 

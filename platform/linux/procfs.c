@@ -94,7 +94,7 @@ int memdiff__linux_read_file(memdiff__arena *arena, const char *path, char **buf
         if (!*buf || *cap - n < 4096 + 1) {
             size_t ncap = *cap ? *cap * 2 : 64 * 1024;
             char *p = *buf ? memdiff__arena_grow(arena, *buf, *cap, ncap)
-                           : memdiff__arena_alloc(arena, ncap);
+                           : memdiff__arena_alloc_raw(arena, ncap); /* read before use */
             if (!p) {
                 close(fd);
                 return memdiff__set_error(MEMDIFF_ENOMEM, "reading %s: out of memory", path);

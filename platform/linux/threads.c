@@ -112,7 +112,7 @@ static int list_tids(memdiff__proc *proc, int64_t **out, size_t *count)
             return MEMDIFF_OK;
         return memdiff__linux_fail(e, "open", path);
     }
-    char *buf = memdiff__arena_alloc(proc->scratch, DENTS_BUF);
+    char *buf = memdiff__arena_alloc_raw(proc->scratch, DENTS_BUF); /* getdents64 fills it */
     int64_t *tids = NULL;
     size_t n = 0, cap = 0;
     if (!buf) {
