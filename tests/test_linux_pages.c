@@ -389,21 +389,37 @@ static void put(const char *name, const void *data, size_t len, uint64_t off)
     close(fd);
 }
 
-static void make_tree(void)
+/* A new tree whose caller holds CAP_SYS_ADMIN (self/status), with self/maps yet to write. */
+static void new_tree(void)
 {
     snprintf(tree, sizeof tree, "/tmp/memdiff-pages-XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(tree));
     char sub[128];
     snprintf(sub, sizeof sub, "%s/self", tree);
     ck_assert_int_eq(mkdir(sub, 0700), 0);
+    const char status[] = "Name:\tx\nCapEff:\t0000000000200000\n";
+    put("self/status", status, sizeof status - 1, 0);
+}
+
+/* new_tree() with one private anonymous region of n pages at R1. */
+static void new_tree_one_region(uint64_t n)
+{
+    new_tree();
+    char maps[128];
+    int len = snprintf(maps, sizeof maps, "%08llx-%08llx rw-p 00000000 00:00 0\n",
+                       (unsigned long long)R1, (unsigned long long)(R1 + n * 4096ull));
+    put("self/maps", maps, (size_t)len, 0);
+}
+
+static void make_tree(void)
+{
+    new_tree();
     char maps[256];
     int n = snprintf(maps, sizeof maps,
                      "%08llx-%08llx rw-p 00000000 00:00 0\n%08llx-%08llx rw-p 00000000 00:00 0\n",
                      (unsigned long long)R1, (unsigned long long)(R1 + BIG * 4096ull),
                      (unsigned long long)R2, (unsigned long long)(R2 + BIG * 4096ull));
     put("self/maps", maps, (size_t)n, 0);
-    const char status[] = "Name:\tx\nCapEff:\t0000000000200000\n";
-    put("self/status", status, sizeof status - 1, 0);
     put("kpageflags", "", 0, 0); /* empty: every frame reads as no flags, count 0 */
     put("kpagecount", "", 0, 0);
     uint64_t *e = calloc(BIG, 8);
@@ -558,6 +574,15 @@ START_TEST(stretches_match_arrays_fixture)
 }
 END_TEST
 
+/* Opens the tree and walks its region of n pages at R1 at deep depth into the recorder. */
+static memdiff__proc *walk_tree_deep(uint64_t n)
+{
+    memdiff__caps caps;
+    memdiff__proc *proc = open_root(tree, 0, &caps);
+    ck_assert_int_eq(walk(proc, R1, R1 + n * 4096ull, MEMDIFF_DEPTH_DEEP), MEMDIFF_OK);
+    return proc;
+}
+
 /* Deep facts follow the frames whatever their order: a tree whose pages map frames up, down,
  * scattered and repeated, with a different map count and flags word for every frame (none of
  * them exclusively mapped: their counts are read). Every seventh frame is referenced
@@ -566,17 +591,7 @@ END_TEST
 START_TEST(fixture_deep_facts_follow_frames)
 {
     enum { N = 96 };
-    snprintf(tree, sizeof tree, "/tmp/memdiff-pages-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(tree));
-    char sub[128];
-    snprintf(sub, sizeof sub, "%s/self", tree);
-    ck_assert_int_eq(mkdir(sub, 0700), 0);
-    char maps[128];
-    int len = snprintf(maps, sizeof maps, "%08llx-%08llx rw-p 00000000 00:00 0\n",
-                       (unsigned long long)R1, (unsigned long long)(R1 + N * 4096ull));
-    put("self/maps", maps, (size_t)len, 0);
-    const char status[] = "Name:\tx\nCapEff:\t0000000000200000\n";
-    put("self/status", status, sizeof status - 1, 0);
+    new_tree_one_region(N);
     uint64_t frame[N], e[N];
     for (uint32_t i = 0; i < N; i++) {
         frame[i] = i < 30 ? 0x2000u + i                     /* up */
@@ -591,9 +606,7 @@ START_TEST(fixture_deep_facts_follow_frames)
         put("kpageflags", &flags, 8, f * 8);
         put("kpagecount", &count, 8, f * 8);
     }
-    memdiff__caps caps;
-    memdiff__proc *proc = open_root(tree, 0, &caps);
-    ck_assert_int_eq(walk(proc, R1, R1 + N * 4096ull, MEMDIFF_DEPTH_DEEP), MEMDIFF_OK);
+    memdiff__proc *proc = walk_tree_deep(N);
     size_t page = 0;
     for (size_t r = 0; r < rec->count; r++)
         for (uint64_t k = 0; k < rec->runs[r].n; k++, page++) {
@@ -623,17 +636,7 @@ START_TEST(fixture_deep_counts_from_pagemap)
 {
     enum { N = 72 };
     const uint64_t HEAD = UINT64_C(1) << 15, TAIL = UINT64_C(1) << 16, THP = UINT64_C(1) << 22;
-    snprintf(tree, sizeof tree, "/tmp/memdiff-pages-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(tree));
-    char sub[128];
-    snprintf(sub, sizeof sub, "%s/self", tree);
-    ck_assert_int_eq(mkdir(sub, 0700), 0);
-    char maps[128];
-    int len = snprintf(maps, sizeof maps, "%08llx-%08llx rw-p 00000000 00:00 0\n",
-                       (unsigned long long)R1, (unsigned long long)(R1 + N * 4096ull));
-    put("self/maps", maps, (size_t)len, 0);
-    const char status[] = "Name:\tx\nCapEff:\t0000000000200000\n";
-    put("self/status", status, sizeof status - 1, 0);
+    new_tree_one_region(N);
     uint64_t frame[N], e[N], want[N];
     for (uint32_t i = 0; i < N; i++) {
         frame[i] = i < 16   ? 0x2000u + i
@@ -653,9 +656,7 @@ START_TEST(fixture_deep_counts_from_pagemap)
         put("kpagecount", &count, 8, frame[i] * 8);
     }
     put("self/pagemap", e, sizeof e, R1 / 4096 * 8);
-    memdiff__caps caps;
-    memdiff__proc *proc = open_root(tree, 0, &caps);
-    ck_assert_int_eq(walk(proc, R1, R1 + N * 4096ull, MEMDIFF_DEPTH_DEEP), MEMDIFF_OK);
+    memdiff__proc *proc = walk_tree_deep(N);
     size_t page = 0;
     for (size_t r = 0; r < rec->count; r++)
         for (uint64_t k = 0; k < rec->runs[r].n; k++, page++) {
