@@ -208,7 +208,7 @@ static void *grow_chunk(memdiff__chunk **link, memdiff__chunk *c, size_t new_siz
  * holds costs a fraction of faulting in the pages that moving it would add (grow_chunk). c goes to
  * the cache in turn, for the next array to grow through its size. NULL when none is kept. */
 static void *grow_from_cache(memdiff__chunk **link, memdiff__chunk *c, size_t old_size,
-                             size_t new_size)
+                             size_t new_size, int zero)
 {
     size_t page = memdiff__os_page_size();
     size_t header = offsetof(memdiff__chunk, data);
@@ -219,7 +219,7 @@ static void *grow_from_cache(memdiff__chunk **link, memdiff__chunk *c, size_t ol
         return NULL;
     memcpy(q->data, c->data, old_size);
     size_t end = q->dirty < new_size ? q->dirty : new_size;
-    if (end > old_size) /* what an earlier use wrote beyond the block */
+    if (zero && end > old_size) /* what an earlier use wrote beyond the block */
         memset(q->data + old_size, 0, end - old_size);
     q->dirty = q->dirty > old_size ? q->dirty : old_size;
     q->dedicated = 1;
@@ -315,7 +315,8 @@ char *memdiff__arena_strndup(memdiff__arena *arena, const char *s, size_t len)
     return p;
 }
 
-void *memdiff__arena_grow(memdiff__arena *arena, void *old, size_t old_size, size_t new_size)
+/* memdiff__arena_grow; zero says whether the bytes the block gains must read 0. */
+static void *grow(memdiff__arena *arena, void *old, size_t old_size, size_t new_size, int zero)
 {
     if (old && new_size <= old_size)
         return old;
@@ -327,7 +328,7 @@ void *memdiff__arena_grow(memdiff__arena *arena, void *old, size_t old_size, siz
                 break;
             }
         }
-        if (owner && owner->dirty > old_size) {
+        if (owner && zero && owner->dirty > old_size) {
             /* Kept scratch: what an earlier use left beyond the block is cleared as it grows. */
             size_t end = owner->dirty < new_size ? owner->dirty : new_size;
             end = end < owner->cap ? end : owner->cap;
@@ -344,13 +345,13 @@ void *memdiff__arena_grow(memdiff__arena *arena, void *old, size_t old_size, siz
             memdiff__set_error(MEMDIFF_ENOMEM, "arena: cannot grow to %zu bytes", new_size);
             return NULL;
         }
-        void *q = arena->recycle ? grow_from_cache(link, owner, old_size, new_size) : NULL;
+        void *q = arena->recycle ? grow_from_cache(link, owner, old_size, new_size, zero) : NULL;
         if (!q)
             q = grow_chunk(link, owner, new_size);
         if (q)
             return q;
     }
-    void *p = arena_alloc(arena, new_size, owner == NULL, 1, 1);
+    void *p = arena_alloc(arena, new_size, owner == NULL, 1, zero);
     if (!p)
         return NULL;
     if (old) {
@@ -364,6 +365,16 @@ void *memdiff__arena_grow(memdiff__arena *arena, void *old, size_t old_size, siz
         }
     }
     return p;
+}
+
+void *memdiff__arena_grow(memdiff__arena *arena, void *old, size_t old_size, size_t new_size)
+{
+    return grow(arena, old, old_size, new_size, 1);
+}
+
+void *memdiff__arena_grow_raw(memdiff__arena *arena, void *old, size_t old_size, size_t new_size)
+{
+    return grow(arena, old, old_size, new_size, 0);
 }
 
 void *memdiff__arena_room(memdiff__arena *arena, void *v, size_t *cap, size_t count, size_t elem,

@@ -65,11 +65,13 @@ static int grow_segs(memdiff__arena *arena, memdiff__seq *q)
     if (q->segs < q->cap)
         return MEMDIFF_OK;
     size_t cap = q->cap ? q->cap * 2 : 256;
-    uint64_t *at = memdiff__arena_grow(arena, q->at, q->cap * sizeof *at, cap * sizeof *at);
+    /* Written before read (segs counts them): the new room is not zeroed. */
+    uint64_t *at = memdiff__arena_grow_raw(arena, q->at, q->cap * sizeof *at, cap * sizeof *at);
     if (!at)
         return MEMDIFF_ENOMEM;
     q->at = at;
-    uint64_t *base = memdiff__arena_grow(arena, q->base, q->cap * sizeof *base, cap * sizeof *base);
+    uint64_t *base =
+        memdiff__arena_grow_raw(arena, q->base, q->cap * sizeof *base, cap * sizeof *base);
     if (!base)
         return MEMDIFF_ENOMEM;
     q->base = base;

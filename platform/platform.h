@@ -122,6 +122,10 @@ char *memdiff__arena_strndup(memdiff__arena *arena, const char *s, size_t len);
  * valid. For arrays that grow (runs, regions). */
 void *memdiff__arena_grow(memdiff__arena *arena, void *old, size_t old_size, size_t new_size);
 
+/* As memdiff__arena_grow, but the bytes the block gains are not zeroed where the memory was used
+ * before (kept chunks): for arrays whose elements are written before they are read. */
+void *memdiff__arena_grow_raw(memdiff__arena *arena, void *old, size_t old_size, size_t new_size);
+
 /* Room for one more element in an array that grows by doubling: returns v itself while
  * count < *cap, else its contents moved to a block of twice the room (initial elements the first
  * time, when v is NULL and *cap 0), with *cap updated. NULL when out of memory: v and *cap are

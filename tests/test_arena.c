@@ -222,22 +222,28 @@ END_TEST
 /* Grows an array of a recycling arena (a snapshot's) from 16 KiB to 256 KiB, filling what it
  * gains with byte x after checking that it came zeroed and that what it held moved with it.
  * Returns the final block. */
-static unsigned char *grow_filled(memdiff__arena *a, unsigned char x)
+static unsigned char *grow_filled_as(memdiff__arena *a, unsigned char x, int raw)
 {
     unsigned char *v = NULL;
     size_t cap = 0;
     for (size_t ncap = 16 * 1024; ncap <= 256 * 1024; ncap *= 2) {
-        unsigned char *w = memdiff__arena_grow(a, v, cap, ncap);
+        unsigned char *w = raw ? memdiff__arena_grow_raw(a, v, cap, ncap)
+                               : memdiff__arena_grow(a, v, cap, ncap);
         ck_assert_ptr_nonnull(w);
         for (size_t i = 0; i < cap; i++)
             ck_assert_uint_eq(w[i], x);
-        for (size_t i = cap; i < ncap; i++)
+        for (size_t i = cap; !raw && i < ncap; i++)
             ck_assert_uint_eq(w[i], 0);
         memset(w + cap, x, ncap - cap);
         v = w;
         cap = ncap;
     }
     return v;
+}
+
+static unsigned char *grow_filled(memdiff__arena *a, unsigned char x)
+{
+    return grow_filled_as(a, x, 0);
 }
 
 /* An array that grows in a recycling arena moves into a kept chunk of the size it grows to, when
@@ -265,6 +271,13 @@ START_TEST(grown_arrays_take_kept_chunks)
     }
     /* Settled: a chunk of every size from 16 KiB to 256 KiB (headers and pages round up). */
     ck_assert_uint_ge(kept, (16 + 32 + 64 + 128 + 256) * 1024u);
+    /* Grown raw through the same kept chunks, an array keeps what it holds (and no more is
+     * promised of the bytes it gains). */
+    memdiff__arena r = MEMDIFF__ARENA_INIT;
+    r.recycle = 1;
+    ck_assert_ptr_eq(grow_filled_as(&r, 0x5a, 1), last);
+    ck_assert_uint_eq(own_total() - base, kept);
+    memdiff__arena_release(&r);
     memdiff_trim();
     ck_assert_uint_eq(own_total(), base);
 }
