@@ -23,7 +23,9 @@
  *  - "cow" is touched before the fork and 4 of its 16 pages are written by the child afterwards:
  *    12 pages stay mapped by both processes (shared, Pss halved), 4 are the parent's alone.
  *  - "zero" is read, never written: every page maps the shared zero page (mm/memory.c
- *    do_anonymous_page), which smaps leaves out of Rss (vm_normal_page() returns NULL for it).
+ *    do_anonymous_page), which smaps leaves out of Rss (vm_normal_page() returns NULL for it);
+ *    on a kernel that maps no zero page (a PVM guest booted with pvm_no_zero_page=1), pages of
+ *    the target's own.
  *  - "thp" and "hugezero" are 2 MiB aligned with MADV_HUGEPAGE: a write fault maps a
  *    transparent huge page, a read fault the huge zero page (when the kernel has THP enabled for
  *    madvised regions, and transparent_hugepage/use_zero_page).

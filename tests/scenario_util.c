@@ -1,6 +1,7 @@
 /* scenario_util.c - helpers for the real-process scenarios; see scenario_util.h. */
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
 #include <signal.h>
@@ -35,6 +36,27 @@ void *scn_map(size_t npages, int prot, int flags, int fd, off_t offset)
     if (!(flags & MAP_SHARED))
         (void)madvise(p, npages * ps, MADV_NOHUGEPAGE);
     return p;
+}
+
+int scn_zero_page_on_read(void)
+{
+    static int known = -1;
+    if (known >= 0)
+        return known;
+    size_t ps = scn_page();
+    volatile char *p = mmap(NULL, ps, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ck_assert_msg(p != MAP_FAILED, "map a page: %s", strerror(errno));
+    (void)p[0];
+    int fd = open("/proc/self/pagemap", O_RDONLY);
+    ck_assert_msg(fd >= 0, "open /proc/self/pagemap: %s", strerror(errno));
+    uint64_t e = 0;
+    ck_assert_int_eq(pread(fd, &e, sizeof e, (off_t)((uintptr_t)p / ps * 8)), (ssize_t)sizeof e);
+    close(fd);
+    munmap((void *)p, ps);
+    ck_assert_msg(e >> 63, "a page just read is not present: pagemap entry 0x%llx",
+                  (unsigned long long)e);
+    known = !(e >> 56 & 1);
+    return known;
 }
 
 void scn_unmap(void *p, size_t npages)

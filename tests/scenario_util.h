@@ -25,6 +25,14 @@ size_t scn_page(void);
  * under test. MADV_NOHUGEPAGE keeps a THP=always kernel from backing 512 pages per fault. */
 void *scn_map(size_t npages, int prot, int flags, int fd, off_t offset);
 
+/* Whether a read fault on private anonymous memory maps the shared zero page here (1) or a page
+ * of the process's own (0). Linux maps the zero page (mm/memory.c, do_anonymous_page) unless
+ * mm_forbids_zeropage() (s390 KVM hosts) or the kernel is patched not to: a PVM guest booted
+ * with pvm_no_zero_page=1, as this project's CI machines are. Told from the test's own pagemap,
+ * without privilege and without memdiff: the page a read fault mapped is exclusively mapped
+ * (bit 56, Linux 4.2) exactly when it is a page of the process's own. Asked once. */
+int scn_zero_page_on_read(void);
+
 /* Unmaps a scn_map() mapping and its guards. */
 void scn_unmap(void *p, size_t npages);
 

@@ -354,14 +354,17 @@ START_TEST(touched_new_pages)
         v[(2 * i) * ps] = 1; /* 10 new pages */
     for (size_t i = 0; i < 5; i++)
         (void)v[(40 + i) * ps]; /* read faults map the zero page: neither new nor touched */
+    /* Where the kernel maps no zero page, a read fault allocates a page as a write does: those
+     * five are new and touched too. */
+    const uint64_t want = scn_zero_page_on_read() ? 10 : 15;
     memdiff_diff *d = end_ok(rs, 0);
     expect_touched_known(d);
     const memdiff_block *k = scn_block_at(d, (uintptr_t)m, MEMDIFF_CAT_PRIVATE);
     memdiff_impact im = block_impact(d, k);
-    ck_assert_uint_eq(pages(k->totals.new_bytes), 10);
-    ck_assert_uint_eq(pages(im.touched_bytes), 10);
+    ck_assert_uint_eq(pages(k->totals.new_bytes), want);
+    ck_assert_uint_eq(pages(im.touched_bytes), want);
     ck_assert_uint_eq(im.persistent_bytes, 0);
-    ck_assert_uint_eq(pages(im.impacting_bytes), 10);
+    ck_assert_uint_eq(pages(im.impacting_bytes), want);
     ck_assert_int_eq(k->change, MEMDIFF_CHANGE_NEW);
     memdiff_diff_free(d);
     memdiff_refset_free(rs);

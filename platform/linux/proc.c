@@ -128,7 +128,14 @@ static int caller_has_sys_admin(const char *proc_root, int live)
  * private anonymous page maps the zero page (mm/memory.c do_anonymous_page), and our own pagemap
  * then names its frame. This is the one place memdiff maps a page to learn something. Returns 1
  * with *pfn set, 0 when unknown (no such pagemap under the proc root, e.g. a fixture tree), -1
- * when the entry is present but its frame reads 0: frame numbers are hidden from this caller. */
+ * when the entry is present but its frame reads 0: frame numbers are hidden from this caller.
+ *
+ * Some kernels never map the zero page: mm_forbids_zeropage() (s390 KVM hosts), a PVM guest
+ * booted with pvm_no_zero_page=1. There the read fault allocates a page of our own, which
+ * pagemap marks exclusive (bit 56: mapped once; the zero page, not a normal page, never is).
+ * Its frame is no zero page, and it goes back to the allocator at the munmap below, to become
+ * anyone's page: taken for the zero page, it would hide a page that is really resident. Then 1
+ * with *pfn 0: frames are shown, and there is no zero page to tell. */
 static int learn_zero_pfn(const char *proc_root, uint32_t page_size, uint64_t *pfn)
 {
     char path[PATH_MAX];
@@ -148,6 +155,8 @@ static int learn_zero_pfn(const char *proc_root, uint32_t page_size, uint64_t *p
             (e & MEMDIFF__PM_PRESENT)) {
             *pfn = e & MEMDIFF__PM_PFN_MASK;
             result = *pfn ? 1 : -1;
+            if (e & MEMDIFF__PM_EXCLUSIVE)
+                *pfn = 0;
         }
         close(fd);
     }
@@ -156,8 +165,10 @@ static int learn_zero_pfn(const char *proc_root, uint32_t page_size, uint64_t *p
 }
 
 /* The zero page's frame once learned from the live /proc: it is fixed at boot (mm/memory.c,
- * zero_pfn), so one process learns it once. A fixture tree's is never cached. Relaxed: the
- * value is the whole message, and a thread that still reads 0 just learns it again. */
+ * zero_pfn), so one process learns it once; NO_ZERO_PAGE once learned that the kernel maps
+ * none. A fixture tree's is never cached. Relaxed: the value is the whole message, and a thread
+ * that still reads 0 just learns it again. */
+#define NO_ZERO_PAGE UINT64_MAX
 static _Atomic uint64_t live_zero_pfn;
 
 /* Whether pagemap shows this caller frame numbers, told by its own entry for a page it has
@@ -192,13 +203,13 @@ static int zero_pfn(const memdiff__proc *proc, const char *proc_root, int live, 
     if (z) {
         int shown = frames_shown(proc, proc_root);
         if (shown != 0) {
-            *pfn = shown > 0 ? z : 0;
+            *pfn = shown > 0 && z != NO_ZERO_PAGE ? z : 0;
             return shown;
         }
     }
     int r = learn_zero_pfn(proc_root, proc->page_size, pfn);
     if (r > 0 && live)
-        atomic_store_explicit(&live_zero_pfn, *pfn, memory_order_relaxed);
+        atomic_store_explicit(&live_zero_pfn, *pfn ? *pfn : NO_ZERO_PAGE, memory_order_relaxed);
     return r;
 }
 
