@@ -62,7 +62,7 @@ static const char *copy_str(memdiff__arena *arena, const char *s)
 
 static int begin(memdiff_refset *rs)
 {
-    memdiff__open_args args = {rs->options.pid, rs->options.proc_root, rs->options.sys_root};
+    memdiff__open_args args = {rs->options.pid, rs->options.proc_root, rs->options.sys_root, 0};
     memdiff__caps caps;
     int rc = memdiff__plat_open(&args, &rs->scratch, &rs->proc, &caps);
     if (rc)

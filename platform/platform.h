@@ -190,7 +190,12 @@ typedef struct memdiff__open_args {
     int pid;               /* 0: the calling process */
     const char *proc_root; /* NULL: the OS default ("/proc") */
     const char *sys_root;  /* NULL: the OS default ("/sys") */
+    unsigned flags;        /* MEMDIFF__OPEN_*; 0: everything the backend can read */
 } memdiff__open_args;
+
+/* The caller will walk no deeper than standard: the system-wide page files of deep depth
+ * (Linux: kpageflags, kpagecount) are not opened, nor reported in caps. */
+#define MEMDIFF__OPEN_NO_DEEP 0x1u
 
 /* What the backend can deliver for this process and caller, decided once at open. A source
  * that is missing has its reason in the matching *_why string (static or arena storage). */

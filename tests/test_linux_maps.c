@@ -258,7 +258,7 @@ END_TEST
 
 START_TEST(fixture_regions)
 {
-    memdiff__open_args args = {0, MEMDIFF_TEST_FIXTURES "/pages", NULL};
+    memdiff__open_args args = {0, MEMDIFF_TEST_FIXTURES "/pages", NULL, 0};
     memdiff__proc *proc;
     memdiff__caps caps;
     ck_assert_int_eq(memdiff__plat_open(&args, &arena, &proc, &caps), MEMDIFF_OK);
@@ -272,7 +272,7 @@ START_TEST(fixture_regions)
     ck_assert_uint_eq(r[3].prot, 0);
     memdiff__plat_close(proc);
 
-    memdiff__open_args missing = {0, MEMDIFF_TEST_FIXTURES "/no-such-tree", NULL};
+    memdiff__open_args missing = {0, MEMDIFF_TEST_FIXTURES "/no-such-tree", NULL, 0};
     ck_assert_int_eq(memdiff__plat_open(&missing, &arena, &proc, &caps), MEMDIFF_ESRCH);
     ck_assert_ptr_null(proc);
     ck_assert_ptr_nonnull(strstr(memdiff_last_error(), "no-such-tree/self/maps"));
@@ -311,7 +311,7 @@ START_TEST(hostile_names_in_real_maps)
     }
     ck_assert_int_eq(unlink(name2), 0);
 
-    memdiff__open_args args = {0, NULL, NULL};
+    memdiff__open_args args = {0, NULL, NULL, 0};
     memdiff__proc *proc;
     memdiff__caps caps;
     ck_assert_int_eq(memdiff__plat_open(&args, &arena, &proc, &caps), MEMDIFF_OK);

@@ -177,7 +177,7 @@ static uint64_t pages_with(unsigned all, unsigned none)
 
 static memdiff__proc *open_fixture(memdiff__caps *caps)
 {
-    memdiff__open_args args = {0, MEMDIFF_TEST_FIXTURES "/pages", NULL};
+    memdiff__open_args args = {0, MEMDIFF_TEST_FIXTURES "/pages", NULL, 0};
     memdiff__proc *proc = NULL;
     ck_assert_int_eq(memdiff__plat_open(&args, &arena, &proc, caps), MEMDIFF_OK);
     return proc;
@@ -449,7 +449,7 @@ static void remove_tree(void)
 /* A proc over the tree at root (pid 0: "self"), opened or the test fails. */
 static memdiff__proc *open_root(const char *root, int pid, memdiff__caps *caps)
 {
-    memdiff__open_args args = {pid, root, NULL};
+    memdiff__open_args args = {pid, root, NULL, 0};
     memdiff__proc *proc = NULL;
     ck_assert_int_eq(memdiff__plat_open(&args, &arena, &proc, caps), MEMDIFF_OK);
     return proc;
@@ -729,7 +729,7 @@ static char *map_sixteen(long ps)
 
 static memdiff__proc *open_self(memdiff__caps *caps)
 {
-    memdiff__open_args args = {0, NULL, NULL};
+    memdiff__open_args args = {0, NULL, NULL, 0};
     memdiff__proc *proc = NULL;
     ck_assert_int_eq(memdiff__plat_open(&args, &arena, &proc, caps), MEMDIFF_OK);
     return proc;
@@ -774,6 +774,27 @@ START_TEST(real_touched_pages)
     }
     memdiff__plat_close(proc);
     munmap(p, (size_t)ps * 16);
+}
+END_TEST
+
+/* An open for no deeper than standard leaves the system-wide page files alone (two opens and
+ * two closes a snapshot): no kpageflags or kpagecount descriptor, no such source; frames are
+ * still checked, as standard depth uses them. */
+START_TEST(open_without_deep_leaves_kpage_files)
+{
+    memdiff__caps all, some;
+    memdiff__proc *proc = open_self(&all);
+    memdiff__plat_close(proc);
+    memdiff__open_args args = {0, NULL, NULL, MEMDIFF__OPEN_NO_DEEP};
+    ck_assert_int_eq(memdiff__plat_open(&args, &arena, &proc, &some), MEMDIFF_OK);
+    ck_assert_int_eq(proc->kpageflags_fd, -1);
+    ck_assert_int_eq(proc->kpagecount_fd, -1);
+    ck_assert_uint_eq(some.sources & (MEMDIFF_SRC_KPAGEFLAGS | MEMDIFF_SRC_KPAGECOUNT), 0);
+    ck_assert_uint_eq(some.sources,
+                      all.sources & ~(unsigned)(MEMDIFF_SRC_KPAGEFLAGS | MEMDIFF_SRC_KPAGECOUNT));
+    if (geteuid() == 0)
+        ck_assert_uint_ne(all.sources & MEMDIFF_SRC_KPAGEFLAGS, 0);
+    memdiff__plat_close(proc);
 }
 END_TEST
 
@@ -1077,7 +1098,7 @@ START_TEST(unprivileged_caller)
         /* setuid makes the process non-dumpable, which hands its /proc files to root. */
         prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
         memdiff__arena a = MEMDIFF__ARENA_INIT;
-        memdiff__open_args args = {0, NULL, NULL};
+        memdiff__open_args args = {0, NULL, NULL, 0};
         memdiff__proc *proc;
         memdiff__caps caps;
         if (memdiff__plat_open(&args, &a, &proc, &caps) != MEMDIFF_OK)
@@ -1102,7 +1123,7 @@ START_TEST(unprivileged_caller)
                 _exit(17);
         memdiff__plat_close(proc);
         /* Another user's process: its memory map is not ours to read. */
-        memdiff__open_args init = {1, NULL, NULL};
+        memdiff__open_args init = {1, NULL, NULL, 0};
         if (memdiff__plat_open(&init, &a, &proc, &caps) != MEMDIFF_EACCES ||
             !strstr(memdiff_last_error(), "/proc/1/maps"))
             _exit(18);
@@ -1128,7 +1149,7 @@ START_TEST(exited_process)
         _exit(0);
     }
     close(fds[0]);
-    memdiff__open_args args = {c, NULL, NULL};
+    memdiff__open_args args = {c, NULL, NULL, 0};
     memdiff__proc *proc;
     memdiff__caps caps;
     ck_assert_int_eq(memdiff__plat_open(&args, &arena, &proc, &caps), MEMDIFF_OK);
@@ -1182,6 +1203,7 @@ Suite *linux_pages_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, real_touched_pages);
     tcase_add_test(tc, real_zero_page);
+    tcase_add_test(tc, open_without_deep_leaves_kpage_files);
     tcase_add_test(tc, real_stretches_match_arrays);
     tcase_add_test(tc, real_deep_facts_in_place);
     tcase_add_test(tc, real_scan_refused_midway);

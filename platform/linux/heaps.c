@@ -191,14 +191,15 @@ static uint64_t first_page(const memdiff__proc *p, uint64_t from, uint64_t to, i
  * snapshot reads anyway) ends the search, and a chunk merged above it stays unsplit. Without
  * the scan the walk stops (the blind spot in docs/categories.md). */
 #define ISLAND_PAGES 4096u
-static uint64_t next_island(const ctx *c, uint64_t pos, uint64_t end)
+static uint64_t next_island(const ctx *c, uint64_t pos, uint64_t end, int pos_absent)
 {
     const memdiff__proc *p = c->proc;
     if (!(p->sources & MEMDIFF_SRC_PAGEMAP_SCAN) || p->pagemap_fd < 0)
         return end;
     uint64_t window = (uint64_t)ISLAND_PAGES * p->page_size;
     uint64_t limit = end - pos > window ? pos + window : end;
-    uint64_t hole = first_page(p, pos, limit, 0);
+    /* pos's page known absent (read_mem said so): it is the hole, one scan fewer. */
+    uint64_t hole = pos_absent ? pos : first_page(p, pos, limit, 0);
     if (hole == limit)
         return end;
     return first_page(p, hole, end, 1);
@@ -218,9 +219,13 @@ static int find_chunks(ctx *c, const memdiff__plat_region *r)
         uint64_t offsets[2] = {0, 2u * w};
         size_t noff = w == 4 ? 2 : 1;
         uint64_t len = 0;
+        int absent = 0;
         for (size_t k = 0; k < noff && !len; k++) {
             unsigned char buf[16];
-            if (memdiff__linux_read_mem(c->proc, pos + offsets[k], buf, 2u * w) != MEMDIFF_OK)
+            int got = memdiff__linux_read_mem(c->proc, pos + offsets[k], buf, 2u * w);
+            absent = got == MEMDIFF__LINUX_NOT_RESIDENT && (pos & (ps - 1)) == 0 &&
+                     offsets[k] < ps;
+            if (got != MEMDIFF_OK)
                 break;
             uint64_t prev_size = word_at(buf, w), size = word_at(buf + w, w);
             uint64_t chunk = size & ~(uint64_t)SIZE_BITS;
@@ -233,7 +238,7 @@ static int find_chunks(ctx *c, const memdiff__plat_region *r)
         if (!len) {
             if (++misses > 64)
                 break;
-            pos = next_island(c, pos, r->end);
+            pos = next_island(c, pos, r->end, absent);
             continue;
         }
         int rc = add(c, pos, pos + len, MEMDIFF__HEAP_MMAP_CHUNK, pos, "malloc mmap chunk");

@@ -309,7 +309,7 @@ int memdiff__plat_open(const memdiff__open_args *args, memdiff__arena *scratch,
             caps->pfn_why = NULL;
         }
     }
-    if (src & MEMDIFF_SRC_PFN) {
+    if ((src & MEMDIFF_SRC_PFN) && !(args->flags & MEMDIFF__OPEN_NO_DEEP)) {
         char kpath[PATH_MAX];
         if (!memdiff__linux_path(kpath, sizeof kpath, proc_root, "kpageflags"))
             proc->kpageflags_fd = memdiff__linux_open(kpath, 0);
@@ -459,7 +459,7 @@ int memdiff__linux_read_mem(memdiff__proc *proc, uint64_t addr, void *buf, size_
         return MEMDIFF_ENOTSUP;
     for (size_t i = 0; i < npages; i++)
         if (!(entries[i] & MEMDIFF__PM_PRESENT))
-            return MEMDIFF_ENOTSUP;
+            return i == 0 ? MEMDIFF__LINUX_NOT_RESIDENT : MEMDIFF_ENOTSUP;
     r = memdiff__linux_pread_full(proc->mem_fd, buf, len, addr);
     if (r != (ssize_t)len)
         return MEMDIFF_ENOTSUP;
