@@ -777,6 +777,48 @@ START_TEST(real_touched_pages)
 }
 END_TEST
 
+/* Three mappings back to back (their protections keep them apart): walking the first at
+ * standard depth reads pagemap for all three in one pread (the read-ahead), and the other two
+ * are served from it with the same pages as a pread of their own would give. Only forward: the
+ * first walked again after a write sees the write. */
+START_TEST(read_ahead_takes_whole_regions_behind)
+{
+    long ps = sysconf(_SC_PAGESIZE);
+    char *p = scn_map(12, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    p[0] = p[ps] = p[5 * ps] = p[9 * ps] = 1;
+    ck_assert_int_eq(mprotect(p + 4 * ps, (size_t)ps * 4, PROT_READ), 0);
+    memdiff__caps caps;
+    memdiff__proc *proc = open_self(&caps);
+    memdiff__plat_region *regions = NULL;
+    size_t count = 0;
+    ck_assert_int_eq(memdiff__plat_regions(proc, &arena, &regions, &count), MEMDIFF_OK);
+    uint64_t a = (uint64_t)(uintptr_t)p, first = a / (uint64_t)ps, P4 = (uint64_t)ps * 4;
+    const unsigned attrs = P | X;
+
+    ck_assert_int_eq(walk(proc, a, a + P4, MEMDIFF_DEPTH_STANDARD), MEMDIFF_OK);
+    ck_assert_uint_eq(proc->ahead_first, first);
+    ck_assert_uint_ge(proc->ahead_n, 12);
+    ck_assert_uint_eq(proc->ahead_used, first + 4);
+    ck_assert_uint_eq(rec->count, 1);
+    expect_run(0, a, 2, attrs);
+    ck_assert_int_eq(walk(proc, a + P4, a + 2 * P4, MEMDIFF_DEPTH_STANDARD), MEMDIFF_OK);
+    ck_assert_uint_eq(proc->ahead_used, first + 8); /* served from the read-ahead */
+    ck_assert_uint_eq(rec->count, 1);
+    expect_run(0, a + 5 * (uint64_t)ps, 1, attrs);
+    ck_assert_int_eq(walk(proc, a + 2 * P4, a + 3 * P4, MEMDIFF_DEPTH_STANDARD), MEMDIFF_OK);
+    ck_assert_uint_eq(proc->ahead_used, first + 12);
+    ck_assert_uint_eq(rec->count, 1);
+    expect_run(0, a + 9 * (uint64_t)ps, 1, attrs);
+
+    p[2 * ps] = 1; /* behind the read-ahead's use: read again, not served stale */
+    ck_assert_int_eq(walk(proc, a, a + P4, MEMDIFF_DEPTH_STANDARD), MEMDIFF_OK);
+    ck_assert_uint_eq(rec->count, 1);
+    expect_run(0, a, 3, attrs);
+    memdiff__plat_close(proc);
+    scn_unmap(p, 12);
+}
+END_TEST
+
 /* An open for no deeper than standard leaves the system-wide page files alone (two opens and
  * two closes a snapshot): no kpageflags or kpagecount descriptor, no such source; frames are
  * still checked, as standard depth uses them. */
@@ -1204,6 +1246,7 @@ Suite *linux_pages_suite(void)
     tcase_add_test(tc, real_touched_pages);
     tcase_add_test(tc, real_zero_page);
     tcase_add_test(tc, open_without_deep_leaves_kpage_files);
+    tcase_add_test(tc, read_ahead_takes_whole_regions_behind);
     tcase_add_test(tc, real_stretches_match_arrays);
     tcase_add_test(tc, real_deep_facts_in_place);
     tcase_add_test(tc, real_scan_refused_midway);

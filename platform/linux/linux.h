@@ -113,6 +113,11 @@ struct memdiff__proc {
 
     /* page walk scratch (pages.c) */
     uint64_t *pm;             /* pagemap entries of one batch, the pending run's at the front */
+    /* Entries read ahead with a small region's, for the regions right behind it (pages.c,
+     * read_pagemap): pages [ahead_first, ahead_first + ahead_n), valid until ahead_used
+     * passes them or the region list is read again (a new pass). */
+    uint64_t *ahead;
+    uint64_t ahead_first, ahead_n, ahead_used;
     unsigned *attrs;          /* decoded attrs of one batch */
     uint64_t *pfn;            /* frames of a batch: pm, decoded in place; the pending run's at
                                  the front */
