@@ -270,20 +270,28 @@ static int anon_shared_name(const memdiff__plat_region *r)
            ((r->flags & MEMDIFF__RF_DELETED) && strcmp(r->path, "/dev/zero") == 0);
 }
 
+/* The index of the first region of the list memdiff__plat_regions read that ends above addr
+ * (region_count when none does). */
+static size_t region_after(const memdiff__proc *p, uint64_t addr)
+{
+    size_t lo = 0, hi = p->region_count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (p->regions[mid].end <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 /* The rule for [start, end), from the region list memdiff__plat_regions read (FILE_ASK when
  * there is none, or the range is not inside one region). Device mappings (VM_PFNMAP) have pages
  * without a struct page, which pagemap does not call file pages: only shared memory the kernel
  * names as such is FILE_ALWAYS. */
 static file_rule region_file_rule(const memdiff__proc *p, uint64_t start, uint64_t end)
 {
-    size_t lo = 0, hi = p->region_count;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (p->regions[mid].end <= start)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = region_after(p, start);
     if (lo == p->region_count || p->regions[lo].start > start || p->regions[lo].end < end)
         return FILE_ASK;
     const memdiff__plat_region *r = &p->regions[lo];
@@ -803,14 +811,7 @@ static uint64_t ahead_reach(const memdiff__proc *p, uint64_t addr, uint64_t need
 {
     uint64_t reach = addr + (need << p->page_shift);
     uint64_t cap = addr + ((uint64_t)AHEAD_PAGES << p->page_shift);
-    size_t lo = 0, hi = p->region_count;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (p->regions[mid].end <= addr)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = region_after(p, addr);
     if (lo == p->region_count || p->regions[lo].start > addr || p->regions[lo].end != reach)
         return reach; /* only from the tail of a region: the request ends where it does */
     for (size_t j = lo + 1;
