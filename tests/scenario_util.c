@@ -38,6 +38,18 @@ void *scn_map(size_t npages, int prot, int flags, int fd, off_t offset)
     return p;
 }
 
+uint64_t scn_pagemap_entry(const void *addr)
+{
+    size_t ps = scn_page();
+    int fd = open("/proc/self/pagemap", O_RDONLY);
+    ck_assert_msg(fd >= 0, "open /proc/self/pagemap: %s", strerror(errno));
+    uint64_t e = 0;
+    ck_assert_int_eq(pread(fd, &e, sizeof e, (off_t)((uintptr_t)addr / ps * 8)),
+                     (ssize_t)sizeof e);
+    close(fd);
+    return e;
+}
+
 int scn_zero_page_on_read(void)
 {
     static int known = -1;
@@ -47,11 +59,7 @@ int scn_zero_page_on_read(void)
     volatile char *p = mmap(NULL, ps, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     ck_assert_msg(p != MAP_FAILED, "map a page: %s", strerror(errno));
     (void)p[0];
-    int fd = open("/proc/self/pagemap", O_RDONLY);
-    ck_assert_msg(fd >= 0, "open /proc/self/pagemap: %s", strerror(errno));
-    uint64_t e = 0;
-    ck_assert_int_eq(pread(fd, &e, sizeof e, (off_t)((uintptr_t)p / ps * 8)), (ssize_t)sizeof e);
-    close(fd);
+    uint64_t e = scn_pagemap_entry((const void *)p);
     munmap((void *)p, ps);
     ck_assert_msg(e >> 63, "a page just read is not present: pagemap entry 0x%llx",
                   (unsigned long long)e);

@@ -25,6 +25,10 @@ size_t scn_page(void);
  * under test. MADV_NOHUGEPAGE keeps a THP=always kernel from backing 512 pages per fault. */
 void *scn_map(size_t npages, int prot, int flags, int fd, off_t offset);
 
+/* This process's pagemap entry for addr's page (Documentation/admin-guide/mm/pagemap.rst); the
+ * test fails when it cannot be read. */
+uint64_t scn_pagemap_entry(const void *addr);
+
 /* Whether a read fault on private anonymous memory maps the shared zero page here (1) or a page
  * of the process's own (0). Linux maps the zero page (mm/memory.c, do_anonymous_page) unless
  * mm_forbids_zeropage() (s390 KVM hosts) or the kernel is patched not to: a PVM guest booted

@@ -866,10 +866,7 @@ START_TEST(real_zero_page)
          * where no zero page maps (the page memdiff's own probe read was freed again, to
          * become anyone's page: taken for the zero page, it would hide a resident page). Both
          * when learned (this process's first open may have been earlier) and when kept. */
-        int fd = open("/proc/self/pagemap", O_RDONLY);
-        uint64_t entry = 0;
-        ck_assert_int_eq(pread(fd, &entry, 8, (off_t)(a / (uint64_t)ps * 8)), 8);
-        close(fd);
+        uint64_t entry = scn_pagemap_entry((const void *)p);
         const uint64_t want_zero = zero ? entry & MEMDIFF__PM_PFN_MASK : 0;
         ck_assert_uint_eq(proc->zero_pfn, want_zero);
         memdiff__proc *again = open_self(&caps);

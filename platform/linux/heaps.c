@@ -223,8 +223,9 @@ static int find_chunks(ctx *c, const memdiff__plat_region *r)
         for (size_t k = 0; k < noff && !len; k++) {
             unsigned char buf[16];
             int got = memdiff__linux_read_mem(c->proc, pos + offsets[k], buf, 2u * w);
-            absent = got == MEMDIFF__LINUX_NOT_RESIDENT && (pos & (ps - 1)) == 0 &&
-                     offsets[k] < ps;
+            /* pos is page aligned (a region start, a chunk's end, an island's start) and the
+             * offsets are within its page: not resident says pos's page is absent. */
+            absent = got == MEMDIFF__LINUX_NOT_RESIDENT;
             if (got != MEMDIFF_OK)
                 break;
             uint64_t prev_size = word_at(buf, w), size = word_at(buf + w, w);

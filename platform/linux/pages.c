@@ -801,7 +801,7 @@ static void build_table(walker *w)
 /* Read-ahead. A snapshot walks its regions in address order, one plat_pages call each, and
  * most are small and back to back (an image's four or five mappings, its .bss): one pread of a
  * small region's entries also takes those of the whole regions right behind it, up to
- * AHEAD_PAGES entries (64 MiB standard: 25 preads a snapshot -> 10). Only whole regions, so that
+ * AHEAD_PAGES entries (64 MiB standard: the walk's 25 preads a snapshot -> 6). Only whole regions, so that
  * each is read from it entirely or not at all; only forward, so that no entry serves twice. */
 #define AHEAD_PAGES 4096u
 
@@ -854,15 +854,15 @@ static int read_pagemap(walker *w, uint64_t addr, size_t base, size_t n)
         }
     }
     ssize_t r = memdiff__linux_pread_full(p->pagemap_fd, dst, want * 8, first * 8);
-    if (dst != pm)
-        p->ahead_n = 0;
-    if (dst != pm && r > 0) {
+    if (dst != pm) {
+        /* The request is the front of what was read; a failed read leaves nothing ahead. */
         p->ahead_first = first;
-        p->ahead_n = (uint64_t)r / 8;
+        p->ahead_n = r > 0 ? (uint64_t)r / 8 : 0;
         size_t got = MIN(n, (size_t)p->ahead_n);
         memcpy(pm, dst, got * sizeof *pm);
         p->ahead_used = first + got;
-        r = (ssize_t)(got * 8);
+        if (r > 0)
+            r = (ssize_t)(got * 8);
     }
     if (r < 0) {
         int e = (int)-r;
