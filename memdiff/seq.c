@@ -60,10 +60,9 @@ static uint64_t seg_value(const memdiff__seq *q, size_t k, uint64_t off)
     }
 }
 
-static int grow_segs(memdiff__arena *arena, memdiff__seq *q)
+/* The segment arrays, full, double. */
+__attribute__((noinline)) static int grow_segs(memdiff__arena *arena, memdiff__seq *q)
 {
-    if (q->segs < q->cap)
-        return MEMDIFF_OK;
     size_t cap = q->cap ? q->cap * 2 : 256;
     /* Written before read (segs counts them): the new room is not zeroed. */
     uint64_t *at = memdiff__arena_grow_raw(arena, q->at, q->cap * sizeof *at, cap * sizeof *at);
@@ -79,12 +78,30 @@ static int grow_segs(memdiff__arena *arena, memdiff__seq *q)
     return MEMDIFF_OK;
 }
 
-static int push_lit(memdiff__arena *arena, memdiff__seq *q, uint64_t v)
+/* Room for one more literal: the array doubles when full. Written before read (lits counts
+ * them), so the new room is not zeroed. */
+static int lit_room(memdiff__arena *arena, memdiff__seq *q)
 {
-    uint64_t *lit = memdiff__arena_room(arena, q->lit, &q->lit_cap, q->lits, sizeof *lit, 512);
+    if (q->lits < q->lit_cap)
+        return MEMDIFF_OK;
+    size_t cap = q->lit_cap ? q->lit_cap * 2 : 512;
+    if (cap > SIZE_MAX / 2 / sizeof *q->lit)
+        return memdiff__set_error(MEMDIFF_ENOMEM, "page facts: %zu literal values are too many",
+                                  q->lit_cap);
+    uint64_t *lit =
+        memdiff__arena_grow_raw(arena, q->lit, q->lit_cap * sizeof *lit, cap * sizeof *lit);
     if (!lit)
         return MEMDIFF_ENOMEM;
     q->lit = lit;
+    q->lit_cap = cap;
+    return MEMDIFF_OK;
+}
+
+static int push_lit(memdiff__arena *arena, memdiff__seq *q, uint64_t v)
+{
+    int rc = lit_room(arena, q);
+    if (rc)
+        return rc;
     q->lit[q->lits++] = v;
     return MEMDIFF_OK;
 }
@@ -114,10 +131,10 @@ static int settle_short(memdiff__arena *arena, memdiff__seq *q, uint64_t i)
     return MEMDIFF_OK;
 }
 
-static int new_segment(memdiff__arena *arena, memdiff__seq *q, uint64_t at, uint64_t kind,
-                       uint64_t base)
+static inline int new_segment(memdiff__arena *arena, memdiff__seq *q, uint64_t at,
+                              uint64_t kind, uint64_t base)
 {
-    int rc = grow_segs(arena, q);
+    int rc = q->segs < q->cap ? MEMDIFF_OK : grow_segs(arena, q);
     if (rc)
         return rc;
     q->at[q->segs] = at | kind << KIND_SHIFT;
@@ -126,44 +143,54 @@ static int new_segment(memdiff__arena *arena, memdiff__seq *q, uint64_t at, uint
     return MEMDIFF_OK;
 }
 
+/* Whether x, y, z go on by +1, -1 or 0: three values that make a segment of their own. */
+static inline int three(uint64_t x, uint64_t y, uint64_t z)
+{
+    return y - x == z - y && y - x + 1 <= 2;
+}
+
 /* Values v[j..n) (all 0 when v is NULL) into the literal segment, the last, until one makes a
  * stretch with the two literals before it: those three then leave the literals as a segment of
- * their own. One loop, the array grown only when full. Sets *taken to how many were taken. */
+ * their own. The loop keeps its state in locals (stores to lit[] could alias the seq's fields)
+ * and takes as many values as there is room for between growths. Sets *taken to how many were
+ * taken. */
 static int absorb(memdiff__arena *arena, memdiff__seq *q, const uint64_t *v, uint64_t j,
                   uint64_t n, uint64_t *taken)
 {
-    size_t k = q->segs - 1;
-    uint64_t from = j;
-    uint64_t len = q->n - seg_at(q, k);
+    const uint64_t from = j;
+    uint64_t len = q->n - seg_at(q, q->segs - 1);
+    uint64_t a = len >= 2 ? q->lit[q->lits - 2] : 0, b = len >= 1 ? q->lit[q->lits - 1] : 0;
     while (j < n) {
-        uint64_t x = v ? v[j] : 0;
-        if (q->lits == q->lit_cap) {
-            int rc = push_lit(arena, q, x); /* grows the array (doubling), then takes x */
-            if (rc)
-                return rc;
-            q->lits--; /* x is taken below, after the stretch test */
+        int rc = lit_room(arena, q);
+        if (rc) {
+            q->n += j - from;
+            *taken = j - from;
+            return rc;
         }
-        if (len >= 2) {
-            uint64_t a = q->lit[q->lits - 2], b = q->lit[q->lits - 1];
-            uint64_t kind = b == a + 1 && x == b + 1   ? KIND_UP
-                            : b == a - 1 && x == b - 1 ? KIND_DOWN
-                            : a == b && b == x         ? KIND_SAME
-                                                       : KIND_LIT;
-            if (kind != KIND_LIT) {
-                q->lits -= 2;
+        uint64_t *lit = q->lit;
+        size_t lits = q->lits;
+        const uint64_t stop = MEMDIFF__MIN(n, j + (q->lit_cap - lits));
+        for (; j < stop; j++) {
+            uint64_t x = v ? v[j] : 0, d = b - a;
+            if (len >= 2 && three(a, b, x)) { /* a and b are literals when len >= 2 */
+                q->lits = lits - 2; /* a and b leave the literals with x */
+                q->n += j - from;
                 if (len == 2)
                     q->segs--; /* the literals were all these two */
-                int rc = new_segment(arena, q, q->n - 2, kind, a);
+                rc = new_segment(arena, q, q->n - 2,
+                                 d == 1 ? KIND_UP : d == 0 ? KIND_SAME : KIND_DOWN, a);
                 q->n++;
                 *taken = j + 1 - from;
                 return rc;
             }
+            lit[lits++] = x;
+            len++;
+            a = b;
+            b = x;
         }
-        q->lit[q->lits++] = x;
-        q->n++;
-        len++;
-        j++;
+        q->lits = lits;
     }
+    q->n += j - from;
     *taken = j - from;
     return MEMDIFF_OK;
 }
@@ -226,40 +253,15 @@ int memdiff__seq_append(memdiff__arena *arena, memdiff__seq *q, const uint64_t *
     return MEMDIFF_OK;
 }
 
-/* Appends count values first + step * k (step 1, -1 or 0), with the segments memdiff__seq_append
- * would make of them. */
-static inline int append_stretch(memdiff__arena *arena, memdiff__seq *q, uint64_t first,
-                                 int64_t step, uint64_t count)
+/* append_stretch's general way: the first values go the ordinary way, which decides the
+ * segments; once the last segment is this stretch, the rest only extend it (continuing() would
+ * take them all). */
+__attribute__((noinline)) static int append_stretch_slow(memdiff__arena *arena, memdiff__seq *q,
+                                                         uint64_t first, uint64_t s,
+                                                         uint64_t count)
 {
-    /* The first values go the ordinary way, which decides the segments; once the last segment is
-     * this stretch, the rest only extend it (continuing() would take them all). */
     uint64_t v[64];
-    uint64_t s = (uint64_t)step, start = q->n;
-    if (count == 0)
-        return MEMDIFF_OK;
-    if (q->n + count > AT_MASK)
-        return memdiff__set_error(MEMDIFF_ENOMEM, "page facts: %llu pages are too many",
-                                  (unsigned long long)(q->n + count));
-    if (s == 1 || s == 0 || s == UINT64_MAX) {
-        /* The common case, a stretch after a stretch it does not continue: it starts a segment
-         * of its own, as its first value would (new_segment, the kind decided by the second). */
-        int fresh = q->segs == 0;
-        if (!fresh) {
-            size_t k = q->segs - 1;
-            uint64_t kind = seg_kind(q, k), len = q->n - seg_at(q, k);
-            uint64_t ks = kind == KIND_UP ? 1 : kind == KIND_DOWN ? UINT64_MAX : 0;
-            fresh = kind != KIND_LIT && len > SHORT && q->base[k] + ks * len != first;
-        }
-        if (fresh) {
-            uint64_t mine = count == 1 || s == 1 ? KIND_UP : s == 0 ? KIND_SAME : KIND_DOWN;
-            int rc = new_segment(arena, q, q->n, mine, first);
-            if (rc)
-                return rc;
-            q->present = 1;
-            q->n += count;
-            return MEMDIFF_OK;
-        }
-    }
+    uint64_t start = q->n;
     while (count > 0) {
         uint64_t kind = s == 1 ? KIND_UP : s == 0 ? KIND_SAME : KIND_DOWN;
         if (q->segs && seg_kind(q, q->segs - 1) == kind && q->n > seg_at(q, q->segs - 1) + 1 &&
@@ -267,9 +269,6 @@ static inline int append_stretch(memdiff__arena *arena, memdiff__seq *q, uint64_
             size_t k = q->segs - 1;
             uint64_t len = q->n - seg_at(q, k);
             if (q->base[k] + s * len == first) {
-                if (q->n + count > AT_MASK)
-                    return memdiff__set_error(MEMDIFF_ENOMEM, "page facts: %llu pages are too many",
-                                              (unsigned long long)(q->n + count));
                 q->present = 1;
                 q->n += count;
                 return MEMDIFF_OK;
@@ -287,6 +286,48 @@ static inline int append_stretch(memdiff__arena *arena, memdiff__seq *q, uint64_
         count -= m;
     }
     return MEMDIFF_OK;
+}
+
+/* Appends count values first + step * k (step 1, -1 or 0), with the segments memdiff__seq_append
+ * would make of them. */
+static inline int append_stretch(memdiff__arena *arena, memdiff__seq *q, uint64_t first,
+                                 int64_t step, uint64_t count)
+{
+    uint64_t s = (uint64_t)step;
+    if (count == 0)
+        return MEMDIFF_OK;
+    if (q->n + count > AT_MASK)
+        return memdiff__set_error(MEMDIFF_ENOMEM, "page facts: %llu pages are too many",
+                                  (unsigned long long)(q->n + count));
+    if (s + 1 <= 2) {
+        /* The common cases: the stretch starts a segment of its own, as its first value would
+         * (new_segment, the kind decided by the second), after a stretch it does not continue,
+         * or after literals that it leaves at its third value (absorb) because no three values
+         * went on by one step before. */
+        int fresh = q->segs == 0;
+        if (!fresh) {
+            size_t k = q->segs - 1;
+            uint64_t kind = seg_kind(q, k), len = q->n - seg_at(q, k);
+            uint64_t ks = kind == KIND_UP ? 1 : kind == KIND_DOWN ? UINT64_MAX : 0;
+            if (kind != KIND_LIT) {
+                fresh = len > SHORT && q->base[k] + ks * len != first;
+            } else if (count > SHORT) {
+                uint64_t b = q->lit[q->lits - 1];
+                fresh = !(len >= 2 && three(q->lit[q->lits - 2], b, first)) &&
+                        !three(b, first, first + s);
+            }
+        }
+        if (fresh) {
+            uint64_t mine = count == 1 || s == 1 ? KIND_UP : s == 0 ? KIND_SAME : KIND_DOWN;
+            int rc = new_segment(arena, q, q->n, mine, first);
+            if (rc)
+                return rc;
+            q->present = 1;
+            q->n += count;
+            return MEMDIFF_OK;
+        }
+    }
+    return append_stretch_slow(arena, q, first, s, count);
 }
 
 /* Values v[k * -1] for k in [0, n): reversed, appended through a small buffer. */

@@ -481,6 +481,115 @@ START_TEST(frames_as_stretches_store_as_values)
 }
 END_TEST
 
+/* The segments a sequence must get, read plainly off the rule (seq.c): from each position, the
+ * longest stretch by +1, -1 or 0 is a segment if it has three values or more; otherwise values
+ * are literals up to the first three that make a stretch. A short stretch at the very end, after
+ * a stretch or at the start, stays a segment of its own (the next value would settle it). Kinds
+ * as seq.c keeps them in the top bits of a segment's start: up 0, down 1, same 2, literal 3. */
+typedef struct ref_seq {
+    uint64_t at[4096], base[4096], lit[4096];
+    size_t segs, lits;
+} ref_seq;
+
+static int ref_three(const uint64_t *v, size_t q)
+{
+    uint64_t d = v[q + 1] - v[q];
+    return v[q + 2] - v[q + 1] == d && d + 1 <= 2;
+}
+
+static void ref_segments(const uint64_t *v, size_t n, ref_seq *r)
+{
+    r->segs = r->lits = 0;
+    for (size_t p = 0; p < n;) {
+        uint64_t d = p + 1 < n ? v[p + 1] - v[p] : 0;
+        size_t e = p + 1;
+        if (p + 1 < n && d + 1 <= 2)
+            for (e = p + 2; e < n && v[e] - v[e - 1] == d; e++)
+                ;
+        uint64_t kind = d == 1 ? 0 : d == 0 ? 2 : 1;
+        if (e - p >= 3 || e == n) {
+            r->at[r->segs] = (uint64_t)p | (e - p == 1 ? 0 : kind) << 62;
+            r->base[r->segs++] = v[p];
+            p = e;
+            continue;
+        }
+        size_t q = p + 1;
+        while (q + 2 < n && !ref_three(v, q))
+            q++;
+        if (q + 2 >= n)
+            q = n;
+        r->at[r->segs] = (uint64_t)p | UINT64_C(3) << 62;
+        r->base[r->segs++] = r->lits;
+        for (; p < q; p++)
+            r->lit[r->lits++] = v[p];
+    }
+}
+
+/* The fast ways of appending (stretches after stretches and after literals, literals in bulk)
+ * store exactly the segments of the rule above, however the values arrive: one by one, as
+ * arrays, as stretch pieces, as literal pieces. Values from a small range make the awkward
+ * cases common (a stretch that starts inside literals, one that continues the stretch before,
+ * two short stretches in a row). */
+START_TEST(every_way_of_appending_stores_the_rule)
+{
+    enum { N = 4000 };
+    static uint64_t v[N];
+    static ref_seq want;
+    uint32_t x = 77u + (uint32_t)_i * 31u;
+#define RND(n) ((x = x * 1103515245u + 12345u), (x >> 8) % (n))
+    for (size_t i = 0; i < N;) {
+        size_t most = RND(2) ? 3 : 12;
+        size_t len = 1 + RND(most);
+        int64_t step = RND(3) == 0 ? 0 : RND(2) ? 1 : -1;
+        uint64_t first = RND(4) == 0 && i ? v[i - 1] + (uint64_t)step : 100 + RND(6);
+        for (size_t k = 0; k < len && i < N; k++, i++)
+            v[i] = first + (uint64_t)step * k;
+    }
+    ref_segments(v, N, &want);
+    memdiff_snapshot *s = empty_snapshot(1, 1);
+    memdiff__seq *q = &s->frames;
+    for (size_t i = 0; i < N;) {
+        size_t len = 1 + RND(9); /* not inside MEMDIFF__MIN: it evaluates twice */
+        len = MEMDIFF__MIN(len, (size_t)N - i);
+        int how = (int)RND(4);
+        int64_t d = len > 1 ? (int64_t)(v[i + 1] - v[i]) : 1;
+        int stretch = d >= -1 && d <= 1;
+        for (size_t k = 2; k < len; k++)
+            stretch = stretch && (int64_t)(v[i + k] - v[i + k - 1]) == d;
+        if (how == 0) {
+            for (size_t k = 0; k < len; k++)
+                ck_assert_int_eq(memdiff__seq_append(&s->arena, q, v + i + k, 1), MEMDIFF_OK);
+        } else if (how == 1 || !stretch) {
+            memdiff__values piece = {0, 1, len, v + i};
+            ck_assert_int_eq(how == 1 ? memdiff__seq_append(&s->arena, q, v + i, len)
+                                      : memdiff__seq_append_pieces(&s->arena, q, &piece, 1, 0,
+                                                                   len),
+                             MEMDIFF_OK);
+        } else {
+            memdiff__values piece = {v[i], d, len, NULL};
+            ck_assert_int_eq(memdiff__seq_append_pieces(&s->arena, q, &piece, 1, 0, len),
+                             MEMDIFF_OK);
+        }
+        i += len;
+    }
+#undef RND
+    ck_assert_uint_eq(q->n, N);
+    ck_assert_uint_eq(q->segs, want.segs);
+    ck_assert_uint_eq(q->lits, want.lits);
+    size_t bad_at = 0, bad_base = 0, bad_lit = 0;
+    for (size_t k = 0; k < want.segs; k++) {
+        bad_at += q->at[k] != want.at[k];
+        bad_base += q->base[k] != want.base[k];
+    }
+    for (size_t k = 0; k < want.lits; k++)
+        bad_lit += q->lit[k] != want.lit[k];
+    ck_assert_uint_eq(bad_at, 0);
+    ck_assert_uint_eq(bad_base, 0);
+    ck_assert_uint_eq(bad_lit, 0);
+    memdiff_snapshot_free(s);
+}
+END_TEST
+
 /* Consecutive frames cost a segment, not a page: 1M pages in four stretches. */
 START_TEST(consecutive_frames_cost_a_segment)
 {
@@ -533,6 +642,7 @@ Suite *runs_suite(void)
     tcase_add_test(core, compare_finds_a_replaced_frame_inside_a_bitmap);
     tcase_add_loop_test(core, frames_read_back_as_appended, 0, 4);
     tcase_add_loop_test(core, frames_as_stretches_store_as_values, 0, 4);
+    tcase_add_loop_test(core, every_way_of_appending_stores_the_rule, 0, 48);
     tcase_add_test(core, consecutive_frames_cost_a_segment);
     tcase_add_test(core, random_values_cost_no_more_than_an_array);
     suite_add_tcase(s, core);
