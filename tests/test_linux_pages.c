@@ -819,6 +819,86 @@ START_TEST(read_ahead_takes_whole_regions_behind)
 }
 END_TEST
 
+/* Fast depth's scan ahead: four small regions in a row, each with its own file rule (a private
+ * file mapping: the kernel's word; private anonymous memory, twice: never a file page; shared
+ * anonymous memory: always one). Walking the first scans the others too; they are then served
+ * without a scan of their own (a scan would be refused here: scan_refuse_at), with the pages and
+ * attributes that a walk without scan ahead (no region list) delivers. Only forward: the first
+ * walked again after a write sees the write. */
+START_TEST(scan_ahead_serves_small_regions_behind)
+{
+    long ps = sysconf(_SC_PAGESIZE);
+    const uint64_t P4 = (uint64_t)ps * 4;
+    memdiff__caps caps;
+    memdiff__proc *proc = open_self(&caps);
+    if (!(caps.sources & MEMDIFF_SRC_PAGEMAP_SCAN)) {
+        memdiff__plat_close(proc);
+        fprintf(stderr, "scan_ahead_serves_small_regions_behind: no PAGEMAP_SCAN here\n");
+        return;
+    }
+    char path[] = "/tmp/memdiff-scan-ahead-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    unlink(path);
+    ck_assert_int_eq(ftruncate(fd, (off_t)P4), 0);
+    char *p = scn_map(12, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_eq(mmap(p, P4, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, fd, 0), p);
+    ck_assert_ptr_eq(mmap(p + 2 * P4, P4, PROT_READ | PROT_WRITE,
+                          MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED, -1, 0),
+                     p + 2 * P4);
+    close(fd);
+    volatile char sink = p[0];  /* a file page */
+    (void)sink;
+    p[2 * ps] = 1;              /* copied on write: anonymous */
+    p[4 * ps] = p[6 * ps] = 1;  /* private anonymous */
+    ck_assert_int_eq(mprotect(p + 6 * ps, (size_t)ps * 2, PROT_READ), 0);
+    p[8 * ps] = p[11 * ps] = 1; /* shared anonymous */
+
+    const uint64_t a = (uint64_t)(uintptr_t)p;
+    const uint64_t cut[5] = {a, a + P4, a + P4 + 2 * (uint64_t)ps, a + 2 * P4, a + 3 * P4};
+    unsigned want[12], got[12];
+    uint64_t frames[12];
+    /* Without the region list: each region scanned by itself, the file bit asked everywhere. */
+    for (int r = 0; r < 4; r++) {
+        ck_assert_int_eq(walk(proc, cut[r], cut[r + 1], MEMDIFF_DEPTH_FAST), MEMDIFF_OK);
+        per_page(cut[r], (uint64_t)ps, (size_t)((cut[r + 1] - cut[r]) / (uint64_t)ps),
+                 want + (cut[r] - a) / (uint64_t)ps, frames);
+    }
+    ck_assert_uint_eq(want[0], P | F);
+    ck_assert_uint_eq(want[2], P);
+    ck_assert_uint_eq(want[4], P);
+    ck_assert_uint_eq(want[5], 0);
+    ck_assert_uint_eq(want[6], P);
+    ck_assert_uint_eq(want[8], P | F);
+    ck_assert_uint_eq(want[9], 0);
+    ck_assert_uint_eq(want[11], P | F);
+
+    memdiff__plat_region *regions = NULL;
+    size_t count = 0;
+    ck_assert_int_eq(memdiff__plat_regions(proc, &arena, &regions, &count), MEMDIFF_OK);
+    for (int r = 0; r < 4; r++) {
+        ck_assert_int_eq(walk(proc, cut[r], cut[r + 1], MEMDIFF_DEPTH_FAST), MEMDIFF_OK);
+        if (r == 0) {
+            ck_assert_uint_ge(proc->win_end, cut[4]); /* the window reaches past the last */
+            proc->scan_refuse_at = 1;                 /* from here on, a scan is refused */
+        }
+        per_page(cut[r], (uint64_t)ps, (size_t)((cut[r + 1] - cut[r]) / (uint64_t)ps),
+                 got + (cut[r] - a) / (uint64_t)ps, frames);
+    }
+    ck_assert(!proc->scan_off); /* no scan was made for the three behind */
+    for (int i = 0; i < 12; i++)
+        ck_assert_msg(got[i] == want[i], "page %d: attrs 0x%x, want 0x%x", i, got[i], want[i]);
+
+    proc->scan_refuse_at = 0;
+    p[3 * ps] = 1; /* behind the window's use: scanned again, not served stale */
+    ck_assert_int_eq(walk(proc, cut[0], cut[1], MEMDIFF_DEPTH_FAST), MEMDIFF_OK);
+    per_page(cut[0], (uint64_t)ps, 4, got, frames);
+    ck_assert_uint_eq(got[3], P);
+    memdiff__plat_close(proc);
+    scn_unmap(p, 12);
+}
+END_TEST
+
 /* An open for no deeper than standard leaves the system-wide page files alone (two opens and
  * two closes a snapshot): no kpageflags or kpagecount descriptor, no such source; frames are
  * still checked, as standard depth uses them. */
@@ -1244,6 +1324,7 @@ Suite *linux_pages_suite(void)
     tcase_add_test(tc, real_zero_page);
     tcase_add_test(tc, open_without_deep_leaves_kpage_files);
     tcase_add_test(tc, read_ahead_takes_whole_regions_behind);
+    tcase_add_test(tc, scan_ahead_serves_small_regions_behind);
     tcase_add_test(tc, real_stretches_match_arrays);
     tcase_add_test(tc, real_deep_facts_in_place);
     tcase_add_test(tc, real_scan_refused_midway);

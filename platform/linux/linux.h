@@ -132,6 +132,12 @@ struct memdiff__proc {
     memdiff__values *kp, *mp, *fp; /* deep: one run's kernel flags, map counts and frames as
                                       pieces */
     struct page_region *vec;  /* PAGEMAP_SCAN output */
+    /* Fast depth's scan ahead (pages.c, scan_window): the ranges of one scan over a small
+     * region and the small regions behind it, [win_start, win_end) covered, served from
+     * win_pos on; valid until the region list is read again (win_end 0: none). */
+    struct page_region *win;
+    size_t win_n, win_pos;
+    uint64_t win_start, win_end;
     int scan_off;             /* the kernel refused a scan (EINVAL): pagemap only from then on */
     unsigned scan_refuse_at;  /* tests only: the scan call that fails with EINVAL, counting
                                  from 1 (0: none), as a kernel may refuse mid-walk */

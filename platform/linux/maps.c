@@ -300,7 +300,8 @@ int memdiff__plat_regions(memdiff__proc *proc, memdiff__arena *arena,
     if (!rc) {
         proc->regions = *out; /* the page walk asks a region's kind (pages.c) */
         proc->region_count = *count;
-        proc->ahead_n = 0; /* a new pass: nothing read ahead holds for it */
+        proc->ahead_n = 0; /* a new pass: nothing read or scanned ahead holds for it */
+        proc->win_end = 0;
     }
     return rc;
 }

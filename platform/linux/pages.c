@@ -322,8 +322,9 @@ static int scan_refused(int e)
 /* One PAGEMAP_SCAN call over [start, end) into p->vec. Returns the number of ranges (at most
  * MEMDIFF__LINUX_SCAN_VEC, well-formed, inside the request and ascending) with *next set to
  * where the following call starts, or -errno. */
-static int scan_once(memdiff__proc *p, uint64_t start, uint64_t end, uint64_t anyof,
-                     uint64_t ret, uint64_t max_pages, uint64_t *next)
+static int scan_into(memdiff__proc *p, struct page_region *vec, size_t cap, uint64_t start,
+                     uint64_t end, uint64_t anyof, uint64_t ret, uint64_t max_pages,
+                     uint64_t *next)
 {
     struct pm_scan_arg arg;
     int n;
@@ -334,8 +335,8 @@ static int scan_once(memdiff__proc *p, uint64_t start, uint64_t end, uint64_t an
         arg.size = sizeof arg;
         arg.start = start;
         arg.end = end;
-        arg.vec = (uint64_t)(uintptr_t)p->vec;
-        arg.vec_len = MEMDIFF__LINUX_SCAN_VEC;
+        arg.vec = (uint64_t)(uintptr_t)vec;
+        arg.vec_len = cap;
         arg.max_pages = max_pages;
         arg.category_anyof_mask = anyof;
         arg.return_mask = ret;
@@ -343,33 +344,39 @@ static int scan_once(memdiff__proc *p, uint64_t start, uint64_t end, uint64_t an
     } while (n < 0 && errno == EINTR);
     if (n < 0)
         return -errno;
-    if ((size_t)n > MEMDIFF__LINUX_SCAN_VEC)
-        n = (int)MEMDIFF__LINUX_SCAN_VEC;
+    if ((size_t)n > cap)
+        n = (int)cap;
     /* Keep only well-formed ranges inside the request, in order: the kernel's answer decides
      * how far the next call starts, so it must not move us backwards. */
     size_t k = 0;
     uint64_t floor = start;
     for (int i = 0; i < n; i++) {
-        struct page_region r = p->vec[i];
+        struct page_region r = vec[i];
         if (r.start < floor)
             r.start = floor;
         if (r.end > end)
             r.end = end;
         if (r.start >= r.end || ((r.start | r.end) & (p->page_size - 1)))
             continue;
-        p->vec[k++] = r;
+        vec[k++] = r;
         floor = r.end;
     }
     /* When one call fills the vector (or max_pages), walk_end is where the kernel stopped; but
      * it has been seen pointing behind ranges it already returned (it is kept from an earlier
      * internal pass). Never go back over what was returned. */
     uint64_t to = arg.walk_end;
-    if (k > 0 && p->vec[k - 1].end > to)
-        to = p->vec[k - 1].end;
+    if (k > 0 && vec[k - 1].end > to)
+        to = vec[k - 1].end;
     if (n == 0 || to <= start || to > end)
         to = end;
     *next = to;
     return (int)k;
+}
+
+static int scan_once(memdiff__proc *p, uint64_t start, uint64_t end, uint64_t anyof,
+                     uint64_t ret, uint64_t max_pages, uint64_t *next)
+{
+    return scan_into(p, p->vec, MEMDIFF__LINUX_SCAN_VEC, start, end, anyof, ret, max_pages, next);
 }
 
 static int scan_error(const memdiff__proc *p, int e, uint64_t start, uint64_t end)
@@ -1122,8 +1129,114 @@ static int pagemap_around(walker *w, const struct page_region *r, size_t n, uint
 /* ---- the walks ----------------------------------------------------------------------------- */
 
 /* Fast depth: the scan's ranges are the runs. */
+/* Scan ahead (fast depth). A snapshot walks its regions in address order and most are small and
+ * close together (an image's four or five mappings, its .bss, a thread's stack and its guard):
+ * one scan over a small region also takes the small regions behind it, holes and all (the scan
+ * walks mappings only), so that they cost no ioctl each (sleep(1): 37 scans -> 9). The window
+ * asks PAGE_IS_FILE when a region in it needs the kernel's word (FILE_ASK); one whose rule makes
+ * that needless joins such a window only while it is small (WINDOW_PLAIN_PAGES), as the file bit
+ * costs the kernel each present page's struct page. Only forward: no range serves twice. */
+#define WINDOW_VEC 512u
+#define WINDOW_PLAIN_PAGES 64u
+
+/* The attrs of a scan's range in the walker's region, its file rule applied (a window may have
+ * asked the file bit for another region: no page of private anonymous memory has it anyway). */
+static unsigned region_attrs(const walker *w, uint64_t categories)
+{
+    unsigned a = scan_attrs(categories);
+    if (w->file == FILE_NEVER)
+        a &= ~MEMDIFF_PAGE_FILE;
+    else if (w->file == FILE_ALWAYS && !(a & MEMDIFF_PAGE_ZERO))
+        a |= MEMDIFF_PAGE_FILE;
+    return a;
+}
+
+/* Delivers [start, end) from the window when it covers the range: 1, else 0. */
+static int from_window(walker *w, uint64_t start, uint64_t end, int *rc)
+{
+    memdiff__proc *p = w->proc;
+    *rc = MEMDIFF_OK;
+    if (!p->win_end || start < p->win_start || end > p->win_end)
+        return 0;
+    const uint64_t ps = p->page_size;
+    size_t i = p->win_pos;
+    while (i < p->win_n && p->win[i].end <= start)
+        i++;
+    for (; i < p->win_n && p->win[i].start < end; i++) {
+        const struct page_region *r = &p->win[i];
+        uint64_t a = MAX(r->start, start), b = MIN(r->end, end);
+        if ((*rc = feed(w, a, (b - a) / ps, region_attrs(w, r->categories), 0)))
+            return 1;
+        if (r->end > end)
+            break; /* it goes on into the next region */
+    }
+    p->win_pos = i;
+    p->win_start = end;
+    return 1;
+}
+
+/* Scans from start over the region holding [start, end) and the small regions behind it, when
+ * at least one joins: the window, for from_window. A scan that fails leaves none (each region
+ * then scans itself and meets the error, or falls back, on its own). */
+static int scan_window(walker *w, uint64_t start, uint64_t end)
+{
+    memdiff__proc *p = w->proc;
+    const unsigned shift = p->page_shift;
+    if (!p->regions || ((end - start) >> shift) >= AHEAD_PAGES)
+        return MEMDIFF_OK;
+    size_t lo = region_after(p, start);
+    if (lo == p->region_count || p->regions[lo].start > start || p->regions[lo].end < end)
+        return MEMDIFF_OK;
+    uint64_t pages = (p->regions[lo].end - start) >> shift, wend = p->regions[lo].end;
+    int ask = w->file == FILE_ASK;
+    int plain_big = !ask && pages > WINDOW_PLAIN_PAGES; /* a region the file bit would cost */
+    size_t j = lo + 1;
+    for (; j < p->region_count; j++) {
+        const memdiff__plat_region *r = &p->regions[j];
+        uint64_t rp = (r->end - r->start) >> shift;
+        int r_ask = region_file_rule(p, r->start, r->end) == FILE_ASK;
+        if (r->start >> 63 || pages + rp > AHEAD_PAGES || (r_ask && plain_big) ||
+            (!r_ask && rp > WINDOW_PLAIN_PAGES && ask))
+            break;
+        plain_big = plain_big || (!r_ask && rp > WINDOW_PLAIN_PAGES);
+        ask = ask || r_ask;
+        pages += rp;
+        wend = r->end;
+    }
+    if (j == lo + 1)
+        return MEMDIFF_OK; /* nothing joins: the region scans itself */
+    if (!p->win && !(p->win = memdiff__arena_alloc_raw(p->scratch, WINDOW_VEC * sizeof *p->win)))
+        return MEMDIFF_ENOMEM;
+    uint64_t ret = PAGE_IS_PRESENT | PAGE_IS_SWAPPED | PAGE_IS_PFNZERO | PAGE_IS_HUGE |
+                   (ask ? PAGE_IS_FILE : 0);
+    uint64_t next, e;
+    int n = scan_into(p, p->win, WINDOW_VEC, start, wend, PAGE_IS_PRESENT | PAGE_IS_SWAPPED, ret,
+                      0, &next);
+    if (n < 0)
+        return MEMDIFF_OK;
+    /* As in walk_fast: an exited process's scan finds nothing; one pagemap entry tells. */
+    if (n == 0 && memdiff__linux_pread_full(p->pagemap_fd, &e, sizeof e, (start >> shift) * 8) == 0 &&
+        !memdiff__linux_alive(p))
+        return memdiff__set_error(MEMDIFF_ESRCH, "PAGEMAP_SCAN %s/pagemap: the process has exited",
+                                  p->dir);
+    p->win_n = (size_t)n;
+    p->win_pos = 0;
+    p->win_start = start;
+    p->win_end = next; /* short of wend when the vector filled */
+    return MEMDIFF_OK;
+}
+
 static int walk_fast(walker *w, uint64_t start, uint64_t end, int *fallback, uint64_t *cur_out)
 {
+    int rc;
+    if (from_window(w, start, end, &rc) ||
+        (!(rc = scan_window(w, start, end)) && from_window(w, start, end, &rc))) {
+        *fallback = 0;
+        *cur_out = end;
+        return rc;
+    }
+    if (rc)
+        return rc;
     memdiff__proc *p = w->proc;
     uint64_t ps = p->page_size;
     uint64_t ret = PAGE_IS_PRESENT | PAGE_IS_SWAPPED | PAGE_IS_PFNZERO | PAGE_IS_HUGE;
@@ -1149,11 +1262,8 @@ static int walk_fast(walker *w, uint64_t start, uint64_t end, int *fallback, uin
         }
         for (int i = 0; i < n; i++) {
             const struct page_region *r = &p->vec[i];
-            unsigned a = scan_attrs(r->categories);
-            if (w->file == FILE_ALWAYS && !(a & MEMDIFF_PAGE_ZERO))
-                a |= MEMDIFF_PAGE_FILE;
-            int rc = feed(w, r->start, (r->end - r->start) / ps, a, 0);
-            if (rc)
+            if ((rc = feed(w, r->start, (r->end - r->start) / ps, region_attrs(w, r->categories),
+                           0)))
                 return rc;
         }
         found = found || n > 0;
