@@ -17,7 +17,7 @@
 
 #define CAP_SYS_ADMIN_BIT 21 /* include/uapi/linux/capability.h */
 /* Under 2 MiB: with THP "always", a huge page would be zeroed whole for the few pages used. */
-#define SCRATCH_ROOM ((size_t)512 * 1024)
+#define SCRATCH_ROOM ((size_t)1536 * 1024)
 
 static const char PFN_WHY[] = "frame numbers need CAP_SYS_ADMIN (pagemap hides them since Linux 4.2)";
 static const char PFN_HIDDEN_WHY[] = "frame numbers are hidden: pagemap needs CAP_SYS_ADMIN in the "
@@ -221,7 +221,7 @@ int memdiff__plat_open(const memdiff__open_args *args, memdiff__arena *scratch,
     if (args->pid < 0)
         return memdiff__set_error(MEMDIFF_EINVAL, "open: invalid pid %d", args->pid);
     /* One mapping for the scratch buffers of a snapshot instead of one each (pages.c's batch
-     * buffers, the /proc text buffer, the thread and module lists: about 460 KiB at standard
+     * buffers, the /proc text buffer, the thread and module lists: about 1 MiB at standard
      * depth), its pages touched only as used. Deep's larger block, and a text buffer that
      * outgrows its first 64 KiB, map their own. */
     if (memdiff__arena_reserve(scratch, SCRATCH_ROOM))
