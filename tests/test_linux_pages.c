@@ -910,6 +910,62 @@ START_TEST(scan_ahead_serves_small_regions_behind)
 }
 END_TEST
 
+/* What attribution asks of page presence (is this page present? where is the first page, or
+ * hole, from here?) is answered from one scan kept for the next questions: the answers equal
+ * this process's own pagemap, page by page, and after the first question none needs a scan of
+ * its own (a scan would be refused: scan_refuse_at). read_mem reads a present page and calls an
+ * absent one not resident, without faulting it in. */
+START_TEST(presence_answers_from_one_scan)
+{
+    long ps = sysconf(_SC_PAGESIZE);
+    enum { N = 12 };
+    memdiff__caps caps;
+    memdiff__proc *proc = open_self(&caps);
+    if (!(caps.sources & MEMDIFF_SRC_PAGEMAP_SCAN)) {
+        memdiff__plat_close(proc);
+        fprintf(stderr, "presence_answers_from_one_scan: no PAGEMAP_SCAN here\n");
+        return;
+    }
+    char *p = scn_map(N, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    const int written[] = {0, 1, 4, 7, 8, 11};
+    for (size_t i = 0; i < sizeof written / sizeof written[0]; i++)
+        p[written[i] * ps] = (char)(10 + written[i]);
+    memdiff__plat_region *regions = NULL;
+    size_t count = 0;
+    ck_assert_int_eq(memdiff__plat_regions(proc, &arena, &regions, &count), MEMDIFF_OK);
+    const uint64_t a = (uint64_t)(uintptr_t)p, e = a + (uint64_t)ps * N;
+    int truth[N];
+    for (int i = 0; i < N; i++)
+        truth[i] = (scn_pagemap_entry(p + i * ps) & MEMDIFF__PM_PRESENT) != 0;
+    ck_assert_int_eq(truth[0] + truth[1] + truth[4] + truth[7] + truth[8] + truth[11], 6);
+    ck_assert_int_eq(truth[2] + truth[3] + truth[5] + truth[6] + truth[9] + truth[10], 0);
+
+    ck_assert_int_eq(memdiff__linux_page_present(proc, a), 1);
+    proc->scan_refuse_at = 1; /* from here on, a scan is refused */
+    for (int i = 0; i < N; i++)
+        ck_assert_int_eq(memdiff__linux_page_present(proc, a + (uint64_t)i * ps), truth[i]);
+    for (int from = 0; from < N; from++)
+        for (int want = 0; want <= 1; want++) {
+            int k = from;
+            while (k < N && truth[k] != want)
+                k++;
+            uint64_t at = 0;
+            ck_assert(memdiff__linux_first_page_known(proc, a + (uint64_t)from * ps, e, want, &at));
+            ck_assert_msg(at == a + (uint64_t)k * ps, "from page %d, first %s: page %lld, want %d",
+                          from, want ? "present" : "hole", (long long)((at - a) / ps), k);
+        }
+    char b = 0;
+    ck_assert_int_eq(memdiff__linux_read_mem(proc, a + 7 * (uint64_t)ps, &b, 1), MEMDIFF_OK);
+    ck_assert_int_eq(b, 17);
+    ck_assert_int_eq(memdiff__linux_read_mem(proc, a + 2 * (uint64_t)ps, &b, 1),
+                     MEMDIFF__LINUX_NOT_RESIDENT);
+    ck_assert_uint_eq(scn_pagemap_entry(p + 2 * ps) & MEMDIFF__PM_PRESENT, 0); /* not faulted */
+    ck_assert(!proc->scan_off);
+    memdiff__plat_close(proc);
+    scn_unmap(p, N);
+}
+END_TEST
+
 /* An open for no deeper than standard leaves the system-wide page files alone (two opens and
  * two closes a snapshot): no kpageflags or kpagecount descriptor, no such source; frames are
  * still checked, as standard depth uses them. */
@@ -1336,6 +1392,7 @@ Suite *linux_pages_suite(void)
     tcase_add_test(tc, open_without_deep_leaves_kpage_files);
     tcase_add_test(tc, read_ahead_takes_whole_regions_behind);
     tcase_add_test(tc, scan_ahead_serves_small_regions_behind);
+    tcase_add_test(tc, presence_answers_from_one_scan);
     tcase_add_test(tc, real_stretches_match_arrays);
     tcase_add_test(tc, real_deep_facts_in_place);
     tcase_add_test(tc, real_scan_refused_midway);

@@ -163,8 +163,11 @@ static int find_arenas(ctx *c, size_t i)
 /* The first page of [from, to) whose presence is (present ? present : not present), or to.
  * max_pages = 1 stops the kernel at that page; scanning for holes returns no range for the
  * present pages it passes (pagemap_scan_output is not called for them), the cheaper walk. */
-static uint64_t first_page(const memdiff__proc *p, uint64_t from, uint64_t to, int present)
+static uint64_t first_page(memdiff__proc *p, uint64_t from, uint64_t to, int present)
 {
+    uint64_t at;
+    if (memdiff__linux_first_page_known(p, from, to, present, &at))
+        return at; /* the scan kept for attribution reaches far enough */
     struct page_region vec[1];
     struct pm_scan_arg arg;
     memset(&arg, 0, sizeof arg);
@@ -193,7 +196,7 @@ static uint64_t first_page(const memdiff__proc *p, uint64_t from, uint64_t to, i
 #define ISLAND_PAGES 4096u
 static uint64_t next_island(const ctx *c, uint64_t pos, uint64_t end, int pos_absent)
 {
-    const memdiff__proc *p = c->proc;
+    memdiff__proc *p = c->proc;
     if (!(p->sources & MEMDIFF_SRC_PAGEMAP_SCAN) || p->pagemap_fd < 0)
         return end;
     uint64_t window = (uint64_t)ISLAND_PAGES * p->page_size;

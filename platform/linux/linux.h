@@ -140,6 +140,12 @@ struct memdiff__proc {
     struct page_region *win;
     size_t win_n, win_pos;
     uint64_t win_start, win_end;
+    /* Presence of the pages attribution reads (pages.c, memdiff__linux_page_present): the
+     * present ranges of one scan, [pres_lo, pres_hi) covered (pres_hi 0: none); valid until the
+     * region list is read again. */
+    struct page_region *pres;
+    size_t pres_n;
+    uint64_t pres_lo, pres_hi;
     int scan_off;             /* the kernel refused a scan (EINVAL): pagemap only from then on */
     unsigned scan_refuse_at;  /* tests only: the scan call that fails with EINVAL, counting
                                  from 1 (0: none), as a kernel may refuse mid-walk */
@@ -221,6 +227,20 @@ int memdiff__linux_read_mem(memdiff__proc *proc, uint64_t addr, void *buf, size_
  * the bitmap per span of nearby frames, never one per page. */
 int memdiff__linux_idle_attrs(memdiff__proc *proc, const uint64_t *pfn, unsigned *attrs,
                               size_t n);
+
+/* ---- presence (pages.c) ----------------------------------------------------------------- */
+
+/* Whether addr's page is present (1) or not (0), from one PAGEMAP_SCAN over the region that
+ * holds it and the small regions behind it, kept for the next questions (what attribution
+ * reads is a few pages of each of many small regions: one ioctl instead of a pread each); -1
+ * when no scan can tell (none, refused, not mapped). Swapped pages count as not present. */
+int memdiff__linux_page_present(memdiff__proc *proc, uint64_t addr);
+
+/* The first page of [from, to) that is present (present 1) or not (present 0), from the same
+ * scan: 1 with *at set (to when there is none), or 0 when the scan does not reach far enough to
+ * tell. */
+int memdiff__linux_first_page_known(memdiff__proc *proc, uint64_t from, uint64_t to, int present,
+                                    uint64_t *at);
 
 /* ---- frames (pages.c) ------------------------------------------------------------------- */
 

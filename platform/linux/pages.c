@@ -1284,6 +1284,108 @@ static int walk_fast(walker *w, uint64_t start, uint64_t end, int *fallback, uin
 
 /* Standard and deep: pagemap batches while pages are dense, the scan to skip where they are not
  * (see the top). */
+/* ---- presence, for attribution ----------------------------------------------------------- */
+
+/* Attribution reads a few words of many small regions (ELF headers, malloc's headers), each only
+ * when its page is present; one scan from the first page asked over PRESENCE_PAGES of mappings
+ * (the region's own, then the regions behind it) answers most of the questions that follow. The
+ * scan asks presence alone: the page table, no struct page. */
+#define PRESENCE_PAGES 1024u
+#define PRESENCE_VEC 256u
+
+static int presence_scan(memdiff__proc *p, uint64_t addr)
+{
+    if (!(p->sources & MEMDIFF_SRC_PAGEMAP_SCAN) || p->scan_off || !p->regions ||
+        p->pagemap_fd < 0 || addr >> 63)
+        return 0;
+    const unsigned shift = p->page_shift;
+    const uint64_t start = addr >> shift << shift;
+    size_t lo = region_after(p, start);
+    if (lo == p->region_count || p->regions[lo].start > start)
+        return 0;
+    uint64_t pages = 0, end = start;
+    for (size_t j = lo; j < p->region_count && !(p->regions[j].start >> 63); j++) {
+        uint64_t from = MAX(p->regions[j].start, start);
+        uint64_t rp = (p->regions[j].end - from) >> shift;
+        if (pages + rp > PRESENCE_PAGES) {
+            if (j == lo)
+                end = from + ((uint64_t)PRESENCE_PAGES << shift);
+            break;
+        }
+        pages += rp;
+        end = p->regions[j].end;
+    }
+    if (!p->pres && !(p->pres = memdiff__arena_alloc_raw(p->scratch, PRESENCE_VEC * sizeof *p->pres)))
+        return 0;
+    uint64_t next;
+    int n = scan_into(p, p->pres, PRESENCE_VEC, start, end, PAGE_IS_PRESENT, PAGE_IS_PRESENT, 0,
+                      &next);
+    if (n < 0)
+        return 0;
+    p->pres_n = (size_t)n;
+    p->pres_lo = start;
+    p->pres_hi = next; /* short of end when the vector filled */
+    return 1;
+}
+
+/* The first of the kept ranges that ends after addr (pres_n when none). */
+static size_t presence_at(const memdiff__proc *p, uint64_t addr)
+{
+    size_t lo = 0, hi = p->pres_n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (p->pres[mid].end <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static int presence_covers(memdiff__proc *p, uint64_t addr)
+{
+    return (p->pres_hi && addr >= p->pres_lo && addr < p->pres_hi) ||
+           (presence_scan(p, addr) && addr >= p->pres_lo && addr < p->pres_hi);
+}
+
+int memdiff__linux_page_present(memdiff__proc *proc, uint64_t addr)
+{
+    if (!presence_covers(proc, addr))
+        return -1;
+    size_t i = presence_at(proc, addr);
+    return i < proc->pres_n && proc->pres[i].start <= addr;
+}
+
+int memdiff__linux_first_page_known(memdiff__proc *proc, uint64_t from, uint64_t to, int present,
+                                    uint64_t *at)
+{
+    if (from >= to) {
+        *at = to;
+        return 1;
+    }
+    if (!presence_covers(proc, from))
+        return 0;
+    const uint64_t hi = proc->pres_hi;
+    uint64_t cur = from;
+    size_t i = presence_at(proc, from);
+    if (present) {
+        cur = i < proc->pres_n ? MAX(proc->pres[i].start, from) : hi;
+    } else {
+        /* the first hole: skip ranges that cover cur */
+        for (; i < proc->pres_n && proc->pres[i].start <= cur; i++)
+            cur = MAX(cur, proc->pres[i].end);
+    }
+    if (cur < MIN(to, hi)) {
+        *at = cur;
+        return 1;
+    }
+    if (to <= hi) {
+        *at = to;
+        return 1;
+    }
+    return 0;
+}
+
 static int walk_adaptive(walker *w, uint64_t start, uint64_t end)
 {
     memdiff__proc *p = w->proc;

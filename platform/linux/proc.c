@@ -454,12 +454,24 @@ int memdiff__linux_read_mem(memdiff__proc *proc, uint64_t addr, void *buf, size_
     /* /proc/PID/mem reads with FOLL_FORCE: a page not yet faulted in would be faulted in (the
      * zero page for untouched anonymous memory, a page cache page for a file). Only resident
      * pages are read, so that looking does not change what a snapshot sees. */
-    ssize_t r = memdiff__linux_pread_full(proc->pagemap_fd, entries, npages * 8, first * 8);
-    if (r != (ssize_t)(npages * 8))
-        return MEMDIFF_ENOTSUP;
-    for (size_t i = 0; i < npages; i++)
-        if (!(entries[i] & MEMDIFF__PM_PRESENT))
-            return i == 0 ? MEMDIFF__LINUX_NOT_RESIDENT : MEMDIFF_ENOTSUP;
+    size_t known = 0; /* pages the scan kept for attribution answers (no pread) */
+    for (; known < npages; known++) {
+        int present = memdiff__linux_page_present(proc, (first + known) << proc->page_shift);
+        if (present < 0)
+            break;
+        if (!present)
+            return known == 0 ? MEMDIFF__LINUX_NOT_RESIDENT : MEMDIFF_ENOTSUP;
+    }
+    ssize_t r;
+    if (known < npages) {
+        size_t rest = npages - known;
+        r = memdiff__linux_pread_full(proc->pagemap_fd, entries, rest * 8, (first + known) * 8);
+        if (r != (ssize_t)(rest * 8))
+            return MEMDIFF_ENOTSUP;
+        for (size_t i = 0; i < rest; i++)
+            if (!(entries[i] & MEMDIFF__PM_PRESENT))
+                return known + i == 0 ? MEMDIFF__LINUX_NOT_RESIDENT : MEMDIFF_ENOTSUP;
+    }
     r = memdiff__linux_pread_full(proc->mem_fd, buf, len, addr);
     if (r != (ssize_t)len)
         return MEMDIFF_ENOTSUP;
