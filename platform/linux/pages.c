@@ -1440,7 +1440,9 @@ int memdiff__plat_pages(memdiff__proc *proc, uint64_t start, uint64_t end, memdi
     if (proc->pagemap_fd < 0)
         return memdiff__set_error(MEMDIFF_EACCES, "pages: %s/pagemap could not be opened",
                                   proc->dir);
-    if (start == end)
+    /* The kernel's half of the address space ([vsyscall]): pagemap reads nothing there and the
+     * scan refuses it (EFAULT): no pages, and no syscall to learn it. */
+    if (start == end || start >> 63)
         return MEMDIFF_OK;
 
     walker w;
