@@ -180,17 +180,22 @@ int memdiff__linux_path(char *buf, size_t size, const char *dir, const char *nam
 int memdiff__linux_open(const char *path, int extra_flags);
 
 /* Reads the whole file at path into *buf (grown from arena as needed, NUL-terminated, reusable
- * across calls through *buf / *cap). /proc files report size 0, so it reads until EOF.
- * Errors: translated errno with detail; MEMDIFF_ENOMEM. */
+ * across calls through *buf / *cap). /proc files report size 0, so it reads until EOF, or, with
+ * one_record, until a read returns less than it asked for: a /proc file of one record (made by
+ * single_open: stat, statm, status, a thread's syscall) hands out the whole record in the first
+ * read that has room for it, and a regular (fixture) file all it has, so the read that would
+ * only say "end" is saved. Files of many records (maps, smaps) hand out a page or so per read
+ * and must be read to the end. Errors: translated errno with detail; MEMDIFF_ENOMEM. */
 int memdiff__linux_read_file(memdiff__arena *arena, const char *path, char **buf, size_t *cap,
-                             size_t *len);
+                             size_t *len, int one_record);
 
 /* Reads <dir>/name of the process whole into proc->text (memdiff__linux_read_file). An empty
  * file of a process that is gone is MEMDIFF_ESRCH. */
 int memdiff__linux_read_proc(memdiff__proc *proc, const char *name, size_t *len);
 
-/* Reads at most size - 1 bytes of a small file into buf, NUL-terminated. Returns the length, or
- * -errno (no detail set: callers decide whether a missing file is an error). */
+/* Reads at most size - 1 bytes of a small file of one record (see memdiff__linux_read_file)
+ * into buf, NUL-terminated. Returns the length, or -errno (no detail set: callers decide whether
+ * a missing file is an error). */
 ssize_t memdiff__linux_read_small(const char *path, char *buf, size_t size);
 
 /* pread of exactly len bytes at off, retried on EINTR and short reads. Returns the bytes read

@@ -380,7 +380,7 @@ int memdiff__plat_totals(memdiff__proc *proc, memdiff_process_totals *out)
                    ? MEMDIFF_OK
                    : memdiff__set_error(MEMDIFF_ESRCH, "%s: the process has exited", path);
     }
-    rc = memdiff__linux_read_file(proc->scratch, path, &proc->text, &proc->text_cap, &len);
+    rc = memdiff__linux_read_file(proc->scratch, path, &proc->text, &proc->text_cap, &len, 1);
     if (rc)
         return rc;
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {

@@ -79,7 +79,7 @@ int memdiff__linux_open(const char *path, int extra_flags)
 }
 
 int memdiff__linux_read_file(memdiff__arena *arena, const char *path, char **buf, size_t *cap,
-                             size_t *len)
+                             size_t *len, int one_record)
 {
     *len = 0;
     int fd = memdiff__linux_open(path, 0);
@@ -113,6 +113,8 @@ int memdiff__linux_read_file(memdiff__arena *arena, const char *path, char **buf
         if (r == 0)
             break;
         n += (size_t)r;
+        if (one_record && (size_t)r < *cap - (n - (size_t)r) - 1)
+            break; /* short: the record was all there was (see linux.h) */
     }
     close(fd);
     (*buf)[n] = '\0';
@@ -126,7 +128,7 @@ int memdiff__linux_read_proc(memdiff__proc *proc, const char *name, size_t *len)
     *len = 0;
     int rc = memdiff__linux_path(path, sizeof path, proc->dir, name);
     if (!rc)
-        rc = memdiff__linux_read_file(proc->scratch, path, &proc->text, &proc->text_cap, len);
+        rc = memdiff__linux_read_file(proc->scratch, path, &proc->text, &proc->text_cap, len, 0);
     if (rc)
         return rc;
     /* An exited process (a zombie too) has empty files; so has a kernel thread. */
@@ -155,6 +157,8 @@ ssize_t memdiff__linux_read_small(const char *path, char *buf, size_t size)
         if (r == 0)
             break;
         n += (size_t)r;
+        if ((size_t)r < size - 1 - (n - (size_t)r))
+            break; /* short: the record was all there was (see linux.h) */
     }
     close(fd);
     buf[n] = '\0';
