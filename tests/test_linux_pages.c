@@ -746,6 +746,18 @@ static memdiff__proc *open_self(memdiff__caps *caps)
     return proc;
 }
 
+/* open_self, where the kernel has PAGEMAP_SCAN; else NULL, and the test says it checked nothing. */
+static memdiff__proc *open_self_with_scan(const char *test)
+{
+    memdiff__caps caps;
+    memdiff__proc *proc = open_self(&caps);
+    if (caps.sources & MEMDIFF_SRC_PAGEMAP_SCAN)
+        return proc;
+    memdiff__plat_close(proc);
+    fprintf(stderr, "%s: no PAGEMAP_SCAN here; checked nothing\n", test);
+    return NULL;
+}
+
 START_TEST(real_touched_pages)
 {
     long ps = sysconf(_SC_PAGESIZE);
@@ -840,13 +852,9 @@ START_TEST(scan_ahead_serves_small_regions_behind)
 {
     long ps = sysconf(_SC_PAGESIZE);
     const uint64_t P4 = (uint64_t)ps * 4;
-    memdiff__caps caps;
-    memdiff__proc *proc = open_self(&caps);
-    if (!(caps.sources & MEMDIFF_SRC_PAGEMAP_SCAN)) {
-        memdiff__plat_close(proc);
-        fprintf(stderr, "scan_ahead_serves_small_regions_behind: no PAGEMAP_SCAN here\n");
+    memdiff__proc *proc = open_self_with_scan("scan_ahead_serves_small_regions_behind");
+    if (!proc)
         return;
-    }
     char path[] = "/tmp/memdiff-scan-ahead-XXXXXX";
     int fd = mkstemp(path);
     ck_assert_int_ge(fd, 0);
@@ -919,13 +927,9 @@ START_TEST(presence_answers_from_one_scan)
 {
     long ps = sysconf(_SC_PAGESIZE);
     enum { N = 12 };
-    memdiff__caps caps;
-    memdiff__proc *proc = open_self(&caps);
-    if (!(caps.sources & MEMDIFF_SRC_PAGEMAP_SCAN)) {
-        memdiff__plat_close(proc);
-        fprintf(stderr, "presence_answers_from_one_scan: no PAGEMAP_SCAN here\n");
+    memdiff__proc *proc = open_self_with_scan("presence_answers_from_one_scan");
+    if (!proc)
         return;
-    }
     char *p = scn_map(N, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     const int written[] = {0, 1, 4, 7, 8, 11};
     for (size_t i = 0; i < sizeof written / sizeof written[0]; i++)
