@@ -61,7 +61,7 @@ static uint64_t seg_value(const memdiff__seq *q, size_t k, uint64_t off)
 }
 
 /* The segment arrays, full, double. */
-__attribute__((noinline)) static int grow_segs(memdiff__arena *arena, memdiff__seq *q)
+MEMDIFF__NOINLINE static int grow_segs(memdiff__arena *arena, memdiff__seq *q)
 {
     size_t cap = q->cap ? q->cap * 2 : 256;
     /* Written before read (segs counts them): the new room is not zeroed. */
@@ -256,9 +256,8 @@ int memdiff__seq_append(memdiff__arena *arena, memdiff__seq *q, const uint64_t *
 /* append_stretch's general way: the first values go the ordinary way, which decides the
  * segments; once the last segment is this stretch, the rest only extend it (continuing() would
  * take them all). */
-__attribute__((noinline)) static int append_stretch_slow(memdiff__arena *arena, memdiff__seq *q,
-                                                         uint64_t first, uint64_t s,
-                                                         uint64_t count)
+MEMDIFF__NOINLINE static int append_stretch_slow(memdiff__arena *arena, memdiff__seq *q,
+                                                 uint64_t first, uint64_t s, uint64_t count)
 {
     uint64_t v[64];
     uint64_t start = q->n;

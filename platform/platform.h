@@ -44,6 +44,15 @@
 #define MEMDIFF__PRINTF(fmt, args)
 #endif
 
+/* Keeps a rarely taken path out of its caller, so that the common path stays small. */
+#if defined(__GNUC__)
+#define MEMDIFF__NOINLINE __attribute__((noinline))
+#elif defined(_MSC_VER)
+#define MEMDIFF__NOINLINE __declspec(noinline)
+#else
+#define MEMDIFF__NOINLINE
+#endif
+
 /* The end of the stretch v[i..) that goes on from v[i] by step: the first k > i (at most n)
  * with v[k] != v[i] + (k - i) * step (step 1 for consecutive frames or pagemap entries, 0 for
  * repeats, UINT64_MAX for descending). The tight loop of dense memory, shared by the backends'
