@@ -217,9 +217,9 @@ uint64_t memdiff__linux_dev(dev_t dev);
 int memdiff__linux_alive(memdiff__proc *proc);
 
 /* Reads len (at most 64 KiB) bytes of the process's memory at addr through <dir>/mem, but only
- * when pagemap says every page involved is present, so that reading never faults in a page and
- * disturbs what is measured. MEMDIFF__LINUX_NOT_RESIDENT when pagemap says addr's page is not
- * present; MEMDIFF_ENOTSUP when memory cannot be read that way otherwise (no mem or pagemap
+ * when every page involved is present (memdiff__linux_page_present, else pagemap), so that
+ * reading never faults in a page and disturbs what is measured. MEMDIFF__LINUX_NOT_RESIDENT
+ * when addr's page is not present; MEMDIFF_ENOTSUP when memory cannot be read that way otherwise (no mem or pagemap
  * file, a later page not resident, a fixture tree); no detail is set: callers treat unreadable
  * memory as a fact to work around, not as a failure. */
 #define MEMDIFF__LINUX_NOT_RESIDENT 1
