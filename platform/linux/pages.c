@@ -808,8 +808,9 @@ static void build_table(walker *w)
 /* Read-ahead. A snapshot walks its regions in address order, one plat_pages call each, and
  * most are small and back to back (an image's four or five mappings, its .bss): one pread of a
  * small region's entries also takes those of the whole regions right behind it, up to
- * AHEAD_PAGES entries (64 MiB standard: the walk's 25 preads a snapshot -> 6). Only whole regions, so that
- * each is read from it entirely or not at all; only forward, so that no entry serves twice. */
+ * AHEAD_PAGES entries (64 MiB standard: the walk's 25 preads a snapshot -> 6). Only whole
+ * regions, so that each is read from it entirely or not at all; only forward, so that no entry
+ * serves twice. */
 #define AHEAD_PAGES 4096u
 
 /* The end of the regions that follow the one holding addr without a gap, as far as they fit
@@ -849,13 +850,6 @@ static int read_pagemap(walker *w, uint64_t addr, size_t base, size_t n)
     uint64_t first = addr >> p->page_shift;
     if (from_ahead(p, first, n, pm))
         return MEMDIFF_OK;
-    if (addr >> 63) {
-        /* The kernel's half of the address space ([vsyscall]): pagemap reads nothing there on
-         * any 64-bit Linux (its walk stops at the end of user space), nor does a fixture file
-         * (no file reaches that offset), so no pread. */
-        memset(pm, 0, n * sizeof *pm);
-        return MEMDIFF_OK;
-    }
     uint64_t *dst = pm;
     size_t want = n;
     if (n < AHEAD_PAGES && p->regions) {
@@ -1128,6 +1122,20 @@ static int pagemap_around(walker *w, const struct page_region *r, size_t n, uint
 
 /* ---- the walks ----------------------------------------------------------------------------- */
 
+/* The scan of an exited process walks an empty mm and finds nothing, without an error. One
+ * pagemap entry tells (pagemap_read() reads nothing once the mm is gone) for one pread, where
+ * memdiff__linux_alive() costs five syscalls for every region without pages. For a scan from
+ * start that found nothing: MEMDIFF_ESRCH when the process has exited, else MEMDIFF_OK. */
+static int exited_if_empty(memdiff__proc *p, uint64_t start)
+{
+    uint64_t e;
+    if (memdiff__linux_pread_full(p->pagemap_fd, &e, sizeof e, (start >> p->page_shift) * 8) == 0 &&
+        !memdiff__linux_alive(p))
+        return memdiff__set_error(MEMDIFF_ESRCH, "PAGEMAP_SCAN %s/pagemap: the process has exited",
+                                  p->dir);
+    return MEMDIFF_OK;
+}
+
 /* Scan ahead (fast depth). A snapshot walks its regions in address order and most are small and
  * close together (an image's four or five mappings, its .bss, a thread's stack and its guard):
  * one scan over a small region also takes the small regions behind it, holes and all (the scan
@@ -1209,16 +1217,14 @@ static int scan_window(walker *w, uint64_t start, uint64_t end)
         return MEMDIFF_ENOMEM;
     uint64_t ret = PAGE_IS_PRESENT | PAGE_IS_SWAPPED | PAGE_IS_PFNZERO | PAGE_IS_HUGE |
                    (ask ? PAGE_IS_FILE : 0);
-    uint64_t next, e;
+    uint64_t next;
     int n = scan_into(p, p->win, WINDOW_VEC, start, wend, PAGE_IS_PRESENT | PAGE_IS_SWAPPED, ret,
                       0, &next);
     if (n < 0)
         return MEMDIFF_OK;
-    /* As in walk_fast: an exited process's scan finds nothing; one pagemap entry tells. */
-    if (n == 0 && memdiff__linux_pread_full(p->pagemap_fd, &e, sizeof e, (start >> shift) * 8) == 0 &&
-        !memdiff__linux_alive(p))
-        return memdiff__set_error(MEMDIFF_ESRCH, "PAGEMAP_SCAN %s/pagemap: the process has exited",
-                                  p->dir);
+    int rc = n == 0 ? exited_if_empty(p, start) : MEMDIFF_OK;
+    if (rc)
+        return rc;
     p->win_n = (size_t)n;
     p->win_pos = 0;
     p->win_start = start;
@@ -1250,9 +1256,9 @@ static int walk_fast(walker *w, uint64_t start, uint64_t end, int *fallback, uin
         uint64_t next;
         int n = scan_once(p, cur, end, PAGE_IS_PRESENT | PAGE_IS_SWAPPED, ret, 0, &next);
         if (n < 0) {
-            /* EFAULT: the scan checks its range with access_ok(), and [vsyscall] lies above
-             * the user address space; pagemap answers there (with nothing: it stops at
-             * TASK_SIZE). A refused scan: pagemap from here on. */
+            /* EFAULT: the scan checks its range with access_ok() (memdiff__plat_pages keeps
+             * [vsyscall], above the user address space, away; any other range so refused is
+             * read with pagemap). A refused scan: pagemap from here on. */
             if (-n == EFAULT || scan_refused(-n)) {
                 p->scan_off = p->scan_off || scan_refused(-n);
                 *fallback = 1;
@@ -1270,21 +1276,12 @@ static int walk_fast(walker *w, uint64_t start, uint64_t end, int *fallback, uin
         found = found || n > 0;
         cur = next;
     }
-    /* The scan of an exited process walks an empty mm and finds nothing, without an error. One
-     * pagemap entry tells (pagemap_read() reads nothing once the mm is gone) for one pread,
-     * where memdiff__linux_alive() costs five syscalls for every region without pages. */
-    uint64_t e;
-    if (!found && memdiff__linux_pread_full(p->pagemap_fd, &e, sizeof e,
-                                            (start >> p->page_shift) * 8) == 0 &&
-        !memdiff__linux_alive(p))
-        return memdiff__set_error(MEMDIFF_ESRCH, "PAGEMAP_SCAN %s/pagemap: the process has exited",
-                                  p->dir);
+    if (!found && (rc = exited_if_empty(p, start)))
+        return rc;
     *cur_out = end;
     return MEMDIFF_OK;
 }
 
-/* Standard and deep: pagemap batches while pages are dense, the scan to skip where they are not
- * (see the top). */
 /* ---- presence, for attribution ----------------------------------------------------------- */
 
 /* Attribution reads a few words of many small regions (ELF headers, malloc's headers), each only
@@ -1387,6 +1384,8 @@ int memdiff__linux_first_page_known(memdiff__proc *proc, uint64_t from, uint64_t
     return 0;
 }
 
+/* Standard and deep: pagemap batches while pages are dense, the scan to skip where they are not
+ * (see the top). */
 static int walk_adaptive(walker *w, uint64_t start, uint64_t end)
 {
     memdiff__proc *p = w->proc;
