@@ -943,11 +943,22 @@ static size_t decode(walker *w, size_t base, size_t n)
             found += a ? j - i : 0;
             i = j;
         }
+    } else if (!zero) {
+        /* No frame numbers (unprivileged): the entries of a page's neighbours are its own in
+         * dense memory, so they are decoded a stretch of equal entries at a time. */
+        for (size_t i = 0; i < n;) {
+            size_t j = memdiff__stretch_end(pm, i, n, 0);
+            unsigned a = w->table[pm[i] >> PM_TABLE_SHIFT];
+            for (size_t k = i; k < j; k++)
+                attrs[k] = a;
+            found += a ? j - i : 0;
+            i = j;
+        }
     } else {
         for (size_t i = 0; i < n; i++) {
             uint64_t e = pm[i];
             unsigned a = w->table[e >> PM_TABLE_SHIFT];
-            if (zero && (e >> 63) && (e & MEMDIFF__PM_PFN_MASK) == zero)
+            if ((e >> 63) && (e & MEMDIFF__PM_PFN_MASK) == zero)
                 a |= MEMDIFF_PAGE_ZERO;
             attrs[i] = a;
             found += a != 0;
