@@ -96,17 +96,22 @@ static void registry_remove(memdiff__chunk *c)
 
 /* A kept chunk for a mapping of size bytes (cap usable), out of the cache; NULL when none. Below
  * 1 MiB only one of that very size (a snapshot must not hold on to more than it would have
- * mapped: a fast snapshot of 4 GiB stays in its one 64 KiB chunk); above, the smallest with room
- * and not twice as much. */
+ * mapped: a fast snapshot of 4 GiB stays in its one 64 KiB chunk), or for an array that grows, up
+ * to GROWN_SLACK times that size: the size it would have grown to (its own kept sizes are those it
+ * grew through, so without this it would map its first chunk anew every time); above, the
+ * smallest with room and not twice as much. */
 #define CACHE_EXACT_BELOW ((size_t)1 << 20)
-static memdiff__chunk *cache_take(size_t size, size_t cap)
+#define GROWN_SLACK 4u
+static memdiff__chunk *cache_take(size_t size, size_t cap, int growable)
 {
     lock();
     int best = -1;
     for (int i = 0; i < CACHE_SLOTS; i++) {
         const memdiff__chunk *c = cache[i];
-        int fits = c && (size < CACHE_EXACT_BELOW ? c->size == size
-                                                   : c->cap >= cap && c->cap / 2 <= cap);
+        int fits = c && (size < CACHE_EXACT_BELOW
+                             ? c->size == size || (growable && c->size > size &&
+                                                   c->size / GROWN_SLACK <= size)
+                             : c->cap >= cap && c->cap / 2 <= cap);
         if (fits && (best < 0 || c->cap < cache[best]->cap))
             best = i;
     }
@@ -138,7 +143,7 @@ static int cache_put(memdiff__chunk *c)
 
 /* A chunk with room for cap bytes: kept scratch when the arena recycles and one fits, else new
  * OS pages (dirty 0: zeroed). */
-static memdiff__chunk *chunk_new(size_t cap, int dedicated, int counted, int recycle)
+static memdiff__chunk *chunk_new(size_t cap, int dedicated, int growable, int counted, int recycle)
 {
     size_t page = memdiff__os_page_size();
     size_t header = offsetof(memdiff__chunk, data);
@@ -151,7 +156,7 @@ static memdiff__chunk *chunk_new(size_t cap, int dedicated, int counted, int rec
         memdiff__set_error(MEMDIFF_ENOMEM, "arena: cannot map %zu bytes", size);
         return NULL;
     }
-    memdiff__chunk *c = recycle ? cache_take(size, cap) : NULL;
+    memdiff__chunk *c = recycle ? cache_take(size, cap, growable) : NULL;
     if (c) {
         c->dedicated = dedicated;
         c->roomy = 0;
@@ -214,7 +219,7 @@ static void *grow_from_cache(memdiff__chunk **link, memdiff__chunk *c, size_t ol
     size_t header = offsetof(memdiff__chunk, data);
     if (new_size > SIZE_MAX - header - page)
         return NULL;
-    memdiff__chunk *q = cache_take((header + new_size + page - 1) / page * page, new_size);
+    memdiff__chunk *q = cache_take((header + new_size + page - 1) / page * page, new_size, 1);
     if (!q)
         return NULL;
     memcpy(q->data, c->data, old_size);
@@ -258,7 +263,7 @@ static void *arena_alloc(memdiff__arena *arena, size_t size, int counted, int gr
     /* A large block gets a mapping of its own, unless it is fixed in size and fits the room
      * reserved for such blocks: one that grows moves its pages (grow_chunk), never a copy. */
     if (size >= DEDICATED_MIN && !(fits && head->roomy && !growable)) {
-        memdiff__chunk *c = chunk_new(size, 1, counted, arena->recycle);
+        memdiff__chunk *c = chunk_new(size, 1, growable, counted, arena->recycle);
         if (!c)
             return NULL;
         link_dedicated(arena, c);
@@ -267,7 +272,7 @@ static void *arena_alloc(memdiff__arena *arena, size_t size, int counted, int gr
         return c->data;
     }
     if (!fits) {
-        memdiff__chunk *c = chunk_new(CHUNK_MIN, 0, counted, arena->recycle);
+        memdiff__chunk *c = chunk_new(CHUNK_MIN, 0, 0, counted, arena->recycle);
         if (!c)
             return NULL;
         c->next = arena->chunks;
@@ -295,7 +300,7 @@ void *memdiff__arena_alloc_raw(memdiff__arena *arena, size_t size)
 int memdiff__arena_reserve(memdiff__arena *arena, size_t bytes)
 {
     arena->recycle = 1;
-    memdiff__chunk *c = chunk_new(bytes, 0, 1, 1);
+    memdiff__chunk *c = chunk_new(bytes, 0, 0, 1, 1);
     if (!c)
         return MEMDIFF_ENOMEM;
     c->roomy = 1;
