@@ -7,9 +7,12 @@
  * peer (reading smaps), plus a compare of two snapshots; it reports medians, the ratios the
  * targets of docs/performance.md are stated in, and the snapshots' storage.
  *
- * Interleaving: every repetition runs each measurement once, in an order rotated from one
- * repetition to the next, so that the noise of a shared machine (other builds, page cache
- * pressure, frequency changes) falls on all of them alike; medians, not means, are compared.
+ * Interleaving: every repetition runs each measurement once, in an order shuffled anew for each
+ * repetition, so that the noise of a shared machine (other builds, page cache pressure,
+ * frequency changes) falls on all of them alike, and so does what each one leaves in the caches
+ * for the next (a standard snapshot of 64 MiB right after a deep one takes twice as long as
+ * after another standard one: an order only rotated would give every measurement the same
+ * predecessor in every repetition); medians, not means, are compared.
  *
  *   memdiff_bench [--quick] [--json] [--reps N] [--only NAME]
  */
@@ -220,9 +223,21 @@ static void measure(result *r, int want_deep_floors)
     }
     for (int i = 0; i < reps * M_COUNT; i++)
         samples[i] = -1;
+    uint64_t rng = UINT64_C(0x9e3779b97f4a7c15); /* fixed: a run's orders can be repeated */
     for (int rep = 0; rep < reps; rep++) {
+        int order[M_COUNT];
+        for (int j = 0; j < M_COUNT; j++)
+            order[j] = j;
+        for (int j = M_COUNT - 1; j > 0; j--) { /* Fisher-Yates, xorshift64 */
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            int k = (int)(rng % (uint64_t)(j + 1)), t = order[j];
+            order[j] = order[k];
+            order[k] = t;
+        }
         for (int j = 0; j < M_COUNT; j++) {
-            int m = (j + rep) % M_COUNT; /* rotated: no measurement always runs first */
+            int m = order[j];
             if (!enabled[m])
                 continue;
             double ms = run_one(r, m, &runs, pair);
