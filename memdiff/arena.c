@@ -34,9 +34,11 @@ static atomic_flag registry_lock = ATOMIC_FLAG_INIT;
 /* Scratch kept between snapshots. An arena that recycles (a snapshot's storage, its scratch, a
  * bracket's) hands its chunks here when released, and the next such arena takes them instead of
  * mapping, faulting in and unmapping its buffers again: measured, that was 6% of a standard
- * snapshot of 1 GiB resident and 18% of one of 64 MiB. Arrays that grow take kept chunks of the
- * sizes they grow to as well (grow_from_cache: a standard snapshot of 1 GiB faulted in 21 pages
- * and moved 3 arrays by mremap, then 1.5 pages and none). At most CACHE_SLOTS chunks and
+ * snapshot of 1 GiB resident and 18% of one of 64 MiB. Arrays that grow start in and grow into
+ * kept chunks of up to GROWN_SLACK times the size asked as well (grow_from_cache: a standard
+ * snapshot of 1 GiB faulted in 21 pages and moved 3 arrays by mremap, then 1.5 pages and none;
+ * its arrays' first chunks still came new each time until they could start in larger ones: see
+ * cache_take). At most CACHE_SLOTS chunks and
  * CACHE_MAX bytes are kept; they stay registered (Own, like all of memdiff's storage) until
  * memdiff_trim(). Guarded by the registry's lock. */
 #define CACHE_SLOTS 16
