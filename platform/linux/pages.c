@@ -270,19 +270,21 @@ static int anon_shared_name(const memdiff__plat_region *r)
            ((r->flags & MEMDIFF__RF_DELETED) && strcmp(r->path, "/dev/zero") == 0);
 }
 
-/* The index of the first region of the list memdiff__plat_regions read that ends above addr
- * (region_count when none does). */
-static size_t region_after(const memdiff__proc *p, uint64_t addr)
+/* The index of the region of the list memdiff__plat_regions read that holds [start, end)
+ * (start alone when end is start), or region_count when no one region does. */
+static size_t region_holding(const memdiff__proc *p, uint64_t start, uint64_t end)
 {
     size_t lo = 0, hi = p->region_count;
-    while (lo < hi) {
+    while (lo < hi) { /* the first region that ends above start */
         size_t mid = lo + (hi - lo) / 2;
-        if (p->regions[mid].end <= addr)
+        if (p->regions[mid].end <= start)
             lo = mid + 1;
         else
             hi = mid;
     }
-    return lo;
+    return lo < p->region_count && p->regions[lo].start <= start && p->regions[lo].end >= end
+               ? lo
+               : p->region_count;
 }
 
 /* The rule for [start, end), from the region list memdiff__plat_regions read (FILE_ASK when
@@ -291,8 +293,8 @@ static size_t region_after(const memdiff__proc *p, uint64_t addr)
  * names as such is FILE_ALWAYS. */
 static file_rule region_file_rule(const memdiff__proc *p, uint64_t start, uint64_t end)
 {
-    size_t lo = region_after(p, start);
-    if (lo == p->region_count || p->regions[lo].start > start || p->regions[lo].end < end)
+    size_t lo = region_holding(p, start, end);
+    if (lo == p->region_count)
         return FILE_ASK;
     const memdiff__plat_region *r = &p->regions[lo];
     if (r->flags & MEMDIFF_REGION_SHARED)
@@ -819,8 +821,8 @@ static uint64_t ahead_reach(const memdiff__proc *p, uint64_t addr, uint64_t need
 {
     uint64_t reach = addr + (need << p->page_shift);
     uint64_t cap = addr + ((uint64_t)AHEAD_PAGES << p->page_shift);
-    size_t lo = region_after(p, addr);
-    if (lo == p->region_count || p->regions[lo].start > addr || p->regions[lo].end != reach)
+    size_t lo = region_holding(p, addr, reach);
+    if (lo == p->region_count || p->regions[lo].end != reach)
         return reach; /* only from the tail of a region: the request ends where it does */
     for (size_t j = lo + 1;
          j < p->region_count && p->regions[j].start == reach && p->regions[j].end <= cap; j++)
@@ -1203,8 +1205,8 @@ static int scan_window(walker *w, uint64_t start, uint64_t end)
     const unsigned shift = p->page_shift;
     if (!p->regions || ((end - start) >> shift) >= AHEAD_PAGES)
         return MEMDIFF_OK;
-    size_t lo = region_after(p, start);
-    if (lo == p->region_count || p->regions[lo].start > start || p->regions[lo].end < end)
+    size_t lo = region_holding(p, start, end);
+    if (lo == p->region_count)
         return MEMDIFF_OK;
     uint64_t pages = (p->regions[lo].end - start) >> shift, wend = p->regions[lo].end;
     int ask = w->file == FILE_ASK;
@@ -1309,8 +1311,8 @@ static int presence_scan(memdiff__proc *p, uint64_t addr)
         return 0;
     const unsigned shift = p->page_shift;
     const uint64_t start = addr >> shift << shift;
-    size_t lo = region_after(p, start);
-    if (lo == p->region_count || p->regions[lo].start > start)
+    size_t lo = region_holding(p, start, start);
+    if (lo == p->region_count)
         return 0;
     uint64_t pages = 0, end = start;
     for (size_t j = lo; j < p->region_count && !(p->regions[j].start >> 63); j++) {
@@ -1324,7 +1326,9 @@ static int presence_scan(memdiff__proc *p, uint64_t addr)
         pages += rp;
         end = p->regions[j].end;
     }
-    if (!p->pres && !(p->pres = memdiff__arena_alloc_raw(p->scratch, PRESENCE_VEC * sizeof *p->pres)))
+    if (!p->pres)
+        p->pres = memdiff__arena_alloc_raw(p->scratch, PRESENCE_VEC * sizeof *p->pres);
+    if (!p->pres)
         return 0;
     uint64_t next;
     int n = scan_into(p, p->pres, PRESENCE_VEC, start, end, PAGE_IS_PRESENT, PAGE_IS_PRESENT, 0,
