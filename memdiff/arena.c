@@ -384,8 +384,8 @@ void *memdiff__arena_grow_raw(memdiff__arena *arena, void *old, size_t old_size,
     return grow(arena, old, old_size, new_size, 0);
 }
 
-void *memdiff__arena_room(memdiff__arena *arena, void *v, size_t *cap, size_t count, size_t elem,
-                          size_t initial)
+static void *room(memdiff__arena *arena, void *v, size_t *cap, size_t count, size_t elem,
+                  size_t initial, int zero)
 {
     if (count < *cap)
         return v;
@@ -401,10 +401,22 @@ void *memdiff__arena_room(memdiff__arena *arena, void *v, size_t *cap, size_t co
         memdiff__set_error(MEMDIFF_ENOMEM, "arena: an array of %zu elements is too large", ncap);
         return NULL;
     }
-    void *nv = memdiff__arena_grow(arena, v, *cap * elem, ncap * elem);
+    void *nv = grow(arena, v, *cap * elem, ncap * elem, zero);
     if (nv)
         *cap = ncap;
     return nv;
+}
+
+void *memdiff__arena_room(memdiff__arena *arena, void *v, size_t *cap, size_t count, size_t elem,
+                          size_t initial)
+{
+    return room(arena, v, cap, count, elem, initial, 1);
+}
+
+void *memdiff__arena_room_raw(memdiff__arena *arena, void *v, size_t *cap, size_t count,
+                              size_t elem, size_t initial)
+{
+    return room(arena, v, cap, count, elem, initial, 0);
 }
 
 void memdiff__arena_release(memdiff__arena *arena)

@@ -84,16 +84,11 @@ static int lit_room(memdiff__arena *arena, memdiff__seq *q)
 {
     if (q->lits < q->lit_cap)
         return MEMDIFF_OK;
-    size_t cap = q->lit_cap ? q->lit_cap * 2 : 512;
-    if (cap > SIZE_MAX / 2 / sizeof *q->lit)
-        return memdiff__set_error(MEMDIFF_ENOMEM, "page facts: %zu literal values are too many",
-                                  q->lit_cap);
     uint64_t *lit =
-        memdiff__arena_grow_raw(arena, q->lit, q->lit_cap * sizeof *lit, cap * sizeof *lit);
+        memdiff__arena_room_raw(arena, q->lit, &q->lit_cap, q->lits, sizeof *lit, 512);
     if (!lit)
         return MEMDIFF_ENOMEM;
     q->lit = lit;
-    q->lit_cap = cap;
     return MEMDIFF_OK;
 }
 

@@ -147,6 +147,11 @@ void *memdiff__arena_grow_raw(memdiff__arena *arena, void *old, size_t old_size,
 void *memdiff__arena_room(memdiff__arena *arena, void *v, size_t *cap, size_t count, size_t elem,
                           size_t initial);
 
+/* As memdiff__arena_room, but the room gained is not zeroed where the memory was used before
+ * (memdiff__arena_grow_raw): for arrays whose elements are written before they are read. */
+void *memdiff__arena_room_raw(memdiff__arena *arena, void *v, size_t *cap, size_t count,
+                              size_t elem, size_t initial);
+
 /* Unmaps every chunk of the arena and resets it to empty. */
 void memdiff__arena_release(memdiff__arena *arena);
 
