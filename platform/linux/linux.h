@@ -219,9 +219,9 @@ int memdiff__linux_alive(memdiff__proc *proc);
 /* Reads len (at most 64 KiB) bytes of the process's memory at addr through <dir>/mem, but only
  * when every page involved is present (memdiff__linux_page_present, else pagemap), so that
  * reading never faults in a page and disturbs what is measured. MEMDIFF__LINUX_NOT_RESIDENT
- * when addr's page is not present; MEMDIFF_ENOTSUP when memory cannot be read that way otherwise (no mem or pagemap
- * file, a later page not resident, a fixture tree); no detail is set: callers treat unreadable
- * memory as a fact to work around, not as a failure. */
+ * when addr's page is not present; MEMDIFF_ENOTSUP when memory cannot be read that way
+ * otherwise (no mem or pagemap file, a later page not resident, a fixture tree); no detail is
+ * set: callers treat unreadable memory as a fact to work around, not as a failure. */
 #define MEMDIFF__LINUX_NOT_RESIDENT 1
 int memdiff__linux_read_mem(memdiff__proc *proc, uint64_t addr, void *buf, size_t len);
 
