@@ -338,9 +338,9 @@ static int compare_frames(walk *w, uint64_t lo, uint64_t hi, memdiff__outcome pr
 {
     uint64_t ps = w->page_size;
     const memdiff_snapshot *sb = w->b.snap, *sa = w->a.snap;
-    uint64_t ib = w->b.run->aux + (lo - w->b.run->start) / ps;
-    uint64_t ia = w->a.run->aux + (lo - w->a.run->start) / ps;
-    uint64_t n = (hi - lo) / ps;
+    uint64_t ib = w->b.run->aux + memdiff__in_pages(lo - w->b.run->start, ps);
+    uint64_t ia = w->a.run->aux + memdiff__in_pages(lo - w->a.run->start, ps);
+    uint64_t n = memdiff__in_pages(hi - lo, ps);
     pieces p = {lo, MEMDIFF__OUT_NONE};
     for (uint64_t k = 0; k < n;) {
         uint64_t same = memdiff__seq_mismatch(&sb->frames, ib + k, &sa->frames, ia + k, n - k);
@@ -560,6 +560,10 @@ int memdiff__compare_refs(const memdiff_snapshot *before, const memdiff_snapshot
                                   (unsigned)after->info.page_size);
     if (before->info.page_size == 0)
         return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_compare: snapshot without page size");
+    if (before->info.page_size & (before->info.page_size - 1))
+        return memdiff__set_error(MEMDIFF_EINVAL,
+                                  "memdiff_compare: page size %u is not a power of two",
+                                  (unsigned)before->info.page_size);
 
     /* The diff lives inside its own arena, like a snapshot: one release frees everything. */
     memdiff__arena arena = MEMDIFF__ARENA_INIT;

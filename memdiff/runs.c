@@ -128,7 +128,7 @@ int memdiff__runs_append(memdiff_snapshot *s, uint32_t region, uint64_t start, u
         start >= L->start + L->npages * ps &&
         (with_aux ? L->aux != MEMDIFF__NO_AUX && L->aux + s->last_set == aux
                   : L->aux == MEMDIFF__NO_AUX)) {
-        uint64_t gap = (start - (L->start + L->npages * ps)) / ps;
+        uint64_t gap = memdiff__in_pages(start - (L->start + L->npages * ps), ps);
         int bitmap = (L->attrs & MEMDIFF__RUN_BITMAP) != 0;
         if (gap == 0 && with_aux) {
             /* Runs with frame facts stay apart: a new record. */
@@ -195,20 +195,6 @@ void memdiff__runs_begin_region(const memdiff_snapshot *s, size_t region, memdif
     }
 }
 
-static unsigned ctz64(uint64_t x) /* x != 0 */
-{
-#if defined(__GNUC__) || defined(__clang__)
-    return (unsigned)__builtin_ctzll(x);
-#else
-    unsigned n = 0;
-    while (!(x & 1)) {
-        x >>= 1;
-        n++;
-    }
-    return n;
-#endif
-}
-
 /* The first page at or after b (below n) whose bit is want, or n. */
 static uint64_t find_bit(const uint64_t *w, uint64_t b, uint64_t n, int want)
 {
@@ -218,7 +204,7 @@ static uint64_t find_bit(const uint64_t *w, uint64_t b, uint64_t n, int want)
             x = ~x;
         x &= ~UINT64_C(0) << (b % 64);
         if (x)
-            return MEMDIFF__MIN(n, b / 64 * 64 + ctz64(x));
+            return MEMDIFF__MIN(n, b / 64 * 64 + memdiff__ctz64(x));
         b = (b / 64 + 1) * 64;
     }
     return n;

@@ -30,13 +30,13 @@ static int clip(const builder *b, uint64_t *start, uint64_t *npages, uint64_t *s
     if (*npages == 0 || end <= r->start || lo >= r->end)
         return 0;
     if (lo < r->start) {
-        *skip = (r->start - lo) / ps;
+        *skip = memdiff__in_pages(r->start - lo, ps);
         lo = r->start;
     }
     if (end > r->end)
         end = r->end;
     *start = lo;
-    *npages = (end - lo) / ps;
+    *npages = memdiff__in_pages(end - lo, ps);
     return *npages > 0;
 }
 

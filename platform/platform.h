@@ -53,6 +53,29 @@
 #define MEMDIFF__NOINLINE
 #endif
 
+/* The lowest set bit of x (x != 0). */
+static inline unsigned memdiff__ctz64(uint64_t x)
+{
+#if defined(__GNUC__)
+    return (unsigned)__builtin_ctzll(x);
+#else
+    unsigned n = 0;
+    while (!(x & 1)) {
+        x >>= 1;
+        n++;
+    }
+    return n;
+#endif
+}
+
+/* bytes in pages of ps bytes, ps a power of two (every page size is; a snapshot file's is
+ * checked on load): a shift, where a 64-bit division costs tens of cycles (on the AMD EPYC of
+ * docs/performance.md, 21% of the core's time for a run of one page was one division). */
+static inline uint64_t memdiff__in_pages(uint64_t bytes, uint64_t ps)
+{
+    return bytes >> memdiff__ctz64(ps);
+}
+
 /* The end of the stretch v[i..) that goes on from v[i] by step: the first k > i (at most n)
  * with v[k] != v[i] + (k - i) * step (step 1 for consecutive frames or pagemap entries, 0 for
  * repeats, UINT64_MAX for descending). The tight loop of dense memory, shared by the backends'

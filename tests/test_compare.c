@@ -662,6 +662,23 @@ START_TEST(page_size_mismatch)
 }
 END_TEST
 
+/* Runs are counted in pages by a shift (memdiff__in_pages): a snapshot whose page size is no
+ * power of two, which neither the OS nor a checked file gives, is refused, not misread. */
+START_TEST(page_size_not_a_power_of_two)
+{
+    static const synth_run runs[] = {{HEAP, 1, PRES | PRIV}};
+    memdiff_snapshot *b = synth_snapshot(&SPEC(heap_only, runs));
+    memdiff_snapshot *a = synth_snapshot(&SPEC(heap_only, runs));
+    b->info.page_size = a->info.page_size = 3 * 4096;
+    memdiff_diff *d = (memdiff_diff *)&d;
+    ck_assert_int_eq(memdiff_compare(b, a, 0, &d), MEMDIFF_EINVAL);
+    ck_assert_ptr_null(d);
+    ck_assert_ptr_nonnull(strstr(memdiff_last_error(), "page size 12288 is not a power of two"));
+    memdiff_snapshot_free(a);
+    memdiff_snapshot_free(b);
+}
+END_TEST
+
 START_TEST(out_of_memory_at_every_step)
 {
     /* Enough regions (each its own unit and label) that blocks, labels and the unit table
@@ -776,6 +793,7 @@ Suite *compare_suite(void)
     tc = tcase_create("Errors");
     tcase_add_test(tc, invalid_arguments);
     tcase_add_test(tc, page_size_mismatch);
+    tcase_add_test(tc, page_size_not_a_power_of_two);
     tcase_add_test(tc, out_of_memory_at_every_step);
     suite_add_tcase(s, tc);
 

@@ -1179,14 +1179,13 @@ static int from_window(walker *w, uint64_t start, uint64_t end, int *rc)
     *rc = MEMDIFF_OK;
     if (!p->win_end || start < p->win_start || end > p->win_end)
         return 0;
-    const uint64_t ps = p->page_size;
     size_t i = p->win_pos;
     while (i < p->win_n && p->win[i].end <= start)
         i++;
     for (; i < p->win_n && p->win[i].start < end; i++) {
         const struct page_region *r = &p->win[i];
         uint64_t a = MAX(r->start, start), b = MIN(r->end, end);
-        if ((*rc = feed(w, a, (b - a) / ps, region_attrs(w, r->categories), 0)))
+        if ((*rc = feed(w, a, (b - a) >> p->page_shift, region_attrs(w, r->categories), 0)))
             return 1;
         if (r->end > end)
             break; /* it goes on into the next region */
@@ -1258,7 +1257,6 @@ static int walk_fast(walker *w, uint64_t start, uint64_t end, int *fallback, uin
     if (rc)
         return rc;
     memdiff__proc *p = w->proc;
-    uint64_t ps = p->page_size;
     uint64_t ret = PAGE_IS_PRESENT | PAGE_IS_SWAPPED | PAGE_IS_PFNZERO | PAGE_IS_HUGE;
     if (w->file == FILE_ASK)
         ret |= PAGE_IS_FILE;
@@ -1282,8 +1280,8 @@ static int walk_fast(walker *w, uint64_t start, uint64_t end, int *fallback, uin
         }
         for (int i = 0; i < n; i++) {
             const struct page_region *r = &p->vec[i];
-            if ((rc = feed(w, r->start, (r->end - r->start) / ps, region_attrs(w, r->categories),
-                           0)))
+            if ((rc = feed(w, r->start, (r->end - r->start) >> p->page_shift,
+                           region_attrs(w, r->categories), 0)))
                 return rc;
         }
         found = found || n > 0;
