@@ -136,6 +136,13 @@ void memdiff__snapshot_tally(memdiff_snapshot *s);
 int memdiff__runs_append(memdiff_snapshot *s, uint32_t region, uint64_t start, uint64_t npages,
                          unsigned attrs, uint64_t aux);
 
+/* Appends many short runs with attrs at once, as memdiff__runs_append would one by one (the same
+ * records and bitmaps): page k of [start, start + npages) is in a run when bit k of bits is set
+ * (bits[k / 64] >> k % 64 & 1; bits past npages are ignored). aux: the frame facts of the first
+ * set page, the others' following on, or MEMDIFF__NO_AUX. */
+int memdiff__runs_append_bits(memdiff_snapshot *s, uint32_t region, uint64_t start,
+                              uint64_t npages, unsigned attrs, const uint64_t *bits, uint64_t aux);
+
 /* Reads runs in address order: all of a snapshot's, or one region's. */
 typedef struct memdiff__runs_iter {
     const memdiff_snapshot *s;

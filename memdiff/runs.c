@@ -174,6 +174,118 @@ int memdiff__runs_append(memdiff_snapshot *s, uint32_t region, uint64_t start, u
     return rc;
 }
 
+/* The first page at or after b (below n) whose bit is want, or n. */
+static uint64_t find_bit(const uint64_t *w, uint64_t b, uint64_t n, int want)
+{
+    while (b < n) {
+        uint64_t x = w[b / 64];
+        if (!want)
+            x = ~x;
+        x &= ~UINT64_C(0) << (b % 64);
+        if (x)
+            return MEMDIFF__MIN(n, b / 64 * 64 + memdiff__ctz64(x));
+        b = (b / 64 + 1) * 64;
+    }
+    return n;
+}
+
+/* Sets in dst, from bit to on, the set bits of src's [from, end) (ORs them in). */
+static void or_bits(uint64_t *dst, uint64_t to, const uint64_t *src, uint64_t from, uint64_t end)
+{
+    while (from < end) {
+        unsigned off = (unsigned)(from % 64);
+        uint64_t take = MEMDIFF__MIN(64 - off, end - from);
+        uint64_t x = src[from / 64] >> off;
+        if (take < 64)
+            x &= (UINT64_C(1) << take) - 1;
+        unsigned at = (unsigned)(to % 64);
+        dst[to / 64] |= x << at;
+        if (at && take > 64 - at)
+            dst[to / 64 + 1] |= x >> (64 - at);
+        from += take;
+        to += take;
+    }
+}
+
+/* Appends the runs of bits from page *from on (see memdiff__runs_append_bits) one by one, the
+ * one rule for each, and stops early once the last record is a bitmap when stop_at_bitmap;
+ * *from: where the next run is looked for, *aux: its first frame facts. */
+static int append_each(memdiff_snapshot *s, uint32_t region, uint64_t start, uint64_t npages,
+                       unsigned attrs, const uint64_t *bits, uint64_t *from, uint64_t *aux,
+                       int stop_at_bitmap)
+{
+    const uint64_t ps = s->info.page_size;
+    uint64_t k = find_bit(bits, *from, npages, 1);
+    while (k < npages) {
+        uint64_t e = find_bit(bits, k, npages, 0);
+        int rc = memdiff__runs_append(s, region, start + k * ps, e - k, attrs, *aux);
+        if (rc)
+            return rc;
+        if (*aux != MEMDIFF__NO_AUX)
+            *aux += e - k;
+        k = find_bit(bits, e, npages, 1);
+        if (stop_at_bitmap && (s->runs[s->run_records - 1].attrs & MEMDIFF__RUN_BITMAP))
+            break;
+    }
+    *from = k;
+    return MEMDIFF_OK;
+}
+
+int memdiff__runs_append_bits(memdiff_snapshot *s, uint32_t region, uint64_t start,
+                              uint64_t npages, unsigned attrs, const uint64_t *bits, uint64_t aux)
+{
+    const uint64_t ps = s->info.page_size;
+    /* The first run or two through the rule: they may continue the last record, start one, or
+     * turn a short one into a bitmap. */
+    uint64_t k = 0;
+    int rc = append_each(s, region, start, npages, attrs, bits, &k, &aux, 1);
+    if (rc || k >= npages)
+        return rc;
+    /* The last record L is a bitmap ending with the last run appended. The rest joins it whole
+     * when each of its runs would, the gap before it and its pages within BITMAP_STEP: one pass
+     * over the bits instead of a call a run. */
+    memdiff__run_rec *L = &s->runs[s->run_records - 1];
+    uint64_t last = memdiff__in_pages(L->start + L->npages * ps - start, ps);
+    uint64_t runs = 0, set = 0;
+    for (uint64_t w = k / 64; w <= (npages - 1) / 64; w++) {
+        /* This word's pages in runs from k on, and the ends of the runs: a page in a run whose
+         * next page is not (bit 63's next is the next word's bit 0). */
+        uint64_t x = bits[w], next = w + 1 <= (npages - 1) / 64 ? bits[w + 1] : 0;
+        if (w == (npages - 1) / 64 && npages % 64) {
+            x &= (UINT64_C(1) << (npages % 64)) - 1;
+            next = 0;
+        }
+        if (w == k / 64)
+            x &= ~UINT64_C(0) << (k % 64);
+        set += memdiff__popcount64(x);
+        for (uint64_t ends = x & ~(x >> 1 | next << 63); ends; ends &= ends - 1) {
+            uint64_t e = w * 64 + memdiff__ctz64(ends) + 1;
+            if (e - last > BITMAP_STEP) /* gap + pages: this run would start a record */
+                return append_each(s, region, start, npages, attrs, bits, &k, &aux, 0);
+            last = e;
+            runs++;
+        }
+    }
+    /* Bit j of bits is bit j + before - within of L's bitmap (L may have begun before this
+     * call or at one of its runs). */
+    uint64_t before = L->start < start ? memdiff__in_pages(start - L->start, ps) : 0;
+    uint64_t within = L->start > start ? memdiff__in_pages(L->start - start, ps) : 0;
+    size_t at = s->run_words - words_for(L->npages);
+    uint64_t span = last + before - within;
+    rc = grow_bits(s, at + words_for(span));
+    if (rc)
+        return rc;
+    or_bits(s->run_bits + at, k + before - within, bits, k, last);
+    s->run_words = at + words_for(span);
+    L->npages = span;
+    s->last_set += set;
+    s->run_count += runs;
+    memdiff__region *g = &s->regions[region];
+    g->run_count += runs;
+    memdiff__region_count(g, attrs, set);
+    return MEMDIFF_OK;
+}
+
 /* ---- reading ------------------------------------------------------------------------------ */
 
 void memdiff__runs_begin(const memdiff_snapshot *s, memdiff__runs_iter *it)
@@ -193,21 +305,6 @@ void memdiff__runs_begin_region(const memdiff_snapshot *s, size_t region, memdif
         it->rec_end = MEMDIFF__MIN(g->run_first + g->run_records, s->run_records);
         it->word = g->bits_first;
     }
-}
-
-/* The first page at or after b (below n) whose bit is want, or n. */
-static uint64_t find_bit(const uint64_t *w, uint64_t b, uint64_t n, int want)
-{
-    while (b < n) {
-        uint64_t x = w[b / 64];
-        if (!want)
-            x = ~x;
-        x &= ~UINT64_C(0) << (b % 64);
-        if (x)
-            return MEMDIFF__MIN(n, b / 64 * 64 + memdiff__ctz64(x));
-        b = (b / 64 + 1) * 64;
-    }
-    return n;
 }
 
 int memdiff__runs_next(memdiff__runs_iter *it, memdiff__run *out)

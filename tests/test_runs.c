@@ -239,6 +239,95 @@ START_TEST(random_runs_read_back_as_appended)
 }
 END_TEST
 
+/* memdiff__runs_append_bits stores what memdiff__runs_append stores run by run: the same
+ * records, bitmap words and counts, for runs of every length and gap around BITMAP_STEP (256
+ * pages), with and without frame facts, after plain runs and bitmaps alike; bits past npages
+ * (set here on purpose) are ignored. */
+START_TEST(bits_append_as_runs_one_by_one)
+{
+    static const uint64_t gaps[] = {1, 1, 1, 2, 3, 7, 64, 200, 255, 256, 300};
+    static const uint64_t lens[] = {1, 1, 1, 2, 3, 17, 64, 200, 256, 257};
+    static const unsigned attrs[] = {PRES | PRIV, PRES, MEMDIFF_PAGE_SWAPPED};
+    enum { REGIONS = 3, PAGES = 1 << 17, SPAN = 4096 };
+    uint64_t bits[SPAN / 64 + 2];
+    uint32_t x = 777u + (uint32_t)_i * 104729u;
+#define RND(n) ((x = x * 1103515245u + 12345u), (x >> 8) % (n))
+    memdiff_snapshot *one = empty_snapshot(REGIONS, PAGES), *all = empty_snapshot(REGIONS, PAGES);
+    uint64_t aux = 0;
+    size_t calls = 0;
+    for (uint32_t g = 0; g < REGIONS; g++) {
+        uint64_t page = RND(3);
+        for (;;) {
+            page += RND(2) ? 0 : gaps[RND(11)];
+            unsigned a = attrs[RND(3)];
+            int with_aux = RND(2) == 0;
+            if (RND(4) == 0) { /* a plain run, as a backend delivers a long one */
+                uint64_t len = lens[RND(10)];
+                if (page + len > PAGES)
+                    break;
+                uint64_t at = with_aux ? aux : MEMDIFF__NO_AUX;
+                append(one, g, (uint64_t)g * PAGES + page, len, a, at);
+                append(all, g, (uint64_t)g * PAGES + page, len, a, at);
+                aux += with_aux ? len : 0;
+                page += len + 1;
+                continue;
+            }
+            /* Many runs in one bitmap: page 0 and the last page are in runs. */
+            memset(bits, 0, sizeof bits);
+            uint64_t n = 0, set = 0, at = with_aux ? aux : MEMDIFF__NO_AUX;
+            int small = RND(4) != 0; /* gaps and runs that join a bitmap, or of every size */
+            while (n < SPAN) {
+                uint64_t gap = !n ? 0 : small || RND(4) ? 1 + RND(4) : gaps[RND(11)];
+                uint64_t len = small || RND(3) ? 1 + RND(3) : lens[RND(10)];
+                if (n + gap + len > SPAN || page + n + gap + len > PAGES)
+                    break;
+                for (uint64_t k = n + gap; k < n + gap + len; k++)
+                    bits[k / 64] |= UINT64_C(1) << (k % 64);
+                uint64_t abs = (uint64_t)g * PAGES + page + n + gap;
+                append(one, g, abs, len, a, with_aux ? aux + set : MEMDIFF__NO_AUX);
+                set += len;
+                n += gap + len;
+            }
+            if (n == 0)
+                break;
+            bits[n / 64] |= ~UINT64_C(0) << (n % 64); /* ignored: past npages */
+            bits[n / 64 + 1] = ~UINT64_C(0);
+            ck_assert_int_eq(memdiff__runs_append_bits(all, g, BASE + ((uint64_t)g * PAGES + page) * P,
+                                                       n, a, bits, at),
+                             MEMDIFF_OK);
+            calls++;
+            aux += with_aux ? set : 0;
+            page += n + 1;
+            if (page >= PAGES)
+                break;
+        }
+    }
+#undef RND
+    ck_assert_uint_gt(calls, 20);
+    ck_assert_uint_eq(all->run_records, one->run_records);
+    for (size_t i = 0; i < one->run_records; i++) {
+        const memdiff__run_rec *w = &one->runs[i], *h = &all->runs[i];
+        ck_assert_msg(h->start == w->start && h->npages == w->npages && h->attrs == w->attrs &&
+                          h->region == w->region && h->aux == w->aux,
+                      "record %zu differs", i);
+    }
+    ck_assert_uint_eq(all->run_words, one->run_words);
+    ck_assert_mem_eq(all->run_bits, one->run_bits, one->run_words * sizeof *one->run_bits);
+    ck_assert_uint_eq(all->run_count, one->run_count);
+    ck_assert_uint_eq(all->last_set, one->last_set);
+    ck_assert_uint_gt(one->run_count, 1000);
+    for (uint32_t g = 0; g < REGIONS; g++) {
+        ck_assert_uint_eq(all->regions[g].run_count, one->regions[g].run_count);
+        ck_assert_uint_eq(all->regions[g].run_records, one->regions[g].run_records);
+        ck_assert_uint_eq(all->regions[g].resident_pages, one->regions[g].resident_pages);
+        ck_assert_uint_eq(all->regions[g].private_pages, one->regions[g].private_pages);
+        ck_assert_uint_eq(all->regions[g].swapped_pages, one->regions[g].swapped_pages);
+    }
+    memdiff_snapshot_free(one);
+    memdiff_snapshot_free(all);
+}
+END_TEST
+
 /* A synthetic snapshot's spec: one private region of npages pages from BASE, every other page
  * resident (runs[0..npages / 2) filled here), frames pfn (or NULL). */
 static synth_spec alternate_spec(synth_run *runs, uint64_t npages, const uint64_t *pfn)
@@ -638,6 +727,7 @@ Suite *runs_suite(void)
     tcase_add_test(core, bitmap_runs_keep_their_frame_facts);
     tcase_add_test(core, a_long_run_continuing_a_bitmap_moves_out_of_it);
     tcase_add_loop_test(core, random_runs_read_back_as_appended, 0, 8);
+    tcase_add_loop_test(core, bits_append_as_runs_one_by_one, 0, 16);
     tcase_add_test(core, bitmap_runs_round_trip_through_a_file);
     tcase_add_test(core, compare_finds_a_replaced_frame_inside_a_bitmap);
     tcase_add_loop_test(core, frames_read_back_as_appended, 0, 4);
