@@ -40,6 +40,33 @@ static int clip(const builder *b, uint64_t *start, uint64_t *npages, uint64_t *s
     return *npages > 0;
 }
 
+/* Appends npages pages' frame facts, the first skip of the pieces passed over, for the facts
+ * this snapshot keeps (a fact the backend did not give is 0, unknown): *at is where they begin,
+ * MEMDIFF__NO_AUX when it keeps none. */
+static int append_facts(const builder *b, const memdiff__values *frames, size_t nframes,
+                        const memdiff__values *kflags, size_t nkflags,
+                        const memdiff__values *mapcount, size_t nmapcount, uint64_t skip,
+                        uint64_t npages, uint64_t *at)
+{
+    memdiff_snapshot *s = b->s;
+    *at = MEMDIFF__NO_AUX;
+    if (!((b->want_pfn && nframes) || (b->want_kflags && nkflags) ||
+          (b->want_mapcount && nmapcount)))
+        return MEMDIFF_OK;
+    /* Frame facts as stretches of related values (seq.c). */
+    *at = s->aux_count;
+    memdiff__seq *dst[3] = {&s->frames, &s->kflags, &s->mapcount};
+    const memdiff__values *src[3] = {frames, kflags, mapcount};
+    const size_t nsrc[3] = {nframes, nkflags, nmapcount};
+    const int want[3] = {b->want_pfn, b->want_kflags, b->want_mapcount};
+    for (int k = 0; k < 3; k++)
+        if (want[k] && memdiff__seq_append_pieces(&s->arena, dst[k], src[k],
+                                                  src[k] ? nsrc[k] : 0, skip, npages))
+            return MEMDIFF_ENOMEM;
+    s->aux_count += npages;
+    return MEMDIFF_OK;
+}
+
 /* The page sink for a run whose facts come as pieces (frames; kernel flags and map counts at
  * deep depth). */
 static int on_run_frames(void *ctx, uint64_t start, uint64_t npages, unsigned attrs,
@@ -48,32 +75,54 @@ static int on_run_frames(void *ctx, uint64_t start, uint64_t npages, unsigned at
                          const memdiff__values *mapcount, size_t nmapcount)
 {
     builder *b = ctx;
-    memdiff_snapshot *s = b->s;
-    uint64_t skip;
+    uint64_t skip, at;
     if (!clip(b, &start, &npages, &skip))
         return MEMDIFF_OK;
-
-    uint64_t at = MEMDIFF__NO_AUX;
-    int aux = (b->want_pfn && nframes) || (b->want_kflags && nkflags) ||
-              (b->want_mapcount && nmapcount);
-    if (aux) {
-        /* Frame facts as stretches of related values (seq.c); a fact the backend did not give
-         * for this run is 0, unknown. */
-        at = s->aux_count;
-        memdiff__seq *dst[3] = {&s->frames, &s->kflags, &s->mapcount};
-        const memdiff__values *src[3] = {frames, kflags, mapcount};
-        const size_t nsrc[3] = {nframes, nkflags, nmapcount};
-        const int want[3] = {b->want_pfn, b->want_kflags, b->want_mapcount};
-        for (int k = 0; k < 3; k++)
-            if (want[k] && memdiff__seq_append_pieces(&s->arena, dst[k], src[k], src[k] ? nsrc[k]
-                                                                                       : 0,
-                                                      skip, npages))
-                return MEMDIFF_ENOMEM;
-        s->aux_count += npages;
-    }
+    if (append_facts(b, frames, nframes, kflags, nkflags, mapcount, nmapcount, skip, npages, &at))
+        return MEMDIFF_ENOMEM;
     /* Runs continuing the last one (a backend may split them at batch boundaries) merge there;
      * short ones close together share a bitmap (runs.c). */
-    return memdiff__runs_append(s, (uint32_t)b->region, start, npages, attrs, at);
+    return memdiff__runs_append(b->s, (uint32_t)b->region, start, npages, attrs, at);
+}
+
+/* The page sink for short runs gathered as a bitmap, their frames (or NULL) in page order. A
+ * bitmap that reaches outside the region (a backend must not send one) goes run by run, each
+ * clipped. */
+static int on_run_bits(void *ctx, uint64_t start, uint64_t npages, unsigned attrs,
+                       const uint64_t *bits, const uint64_t *pfn)
+{
+    builder *b = ctx;
+    const memdiff__region *r = &b->s->regions[b->region];
+    uint64_t ps = b->s->info.page_size;
+    if (start < r->start || npages > memdiff__in_pages(r->end - start, ps)) {
+        uint64_t set = 0;
+        for (uint64_t k = 0; k < npages;) {
+            uint64_t e = k;
+            while (e < npages && (bits[e / 64] >> (e % 64) & 1))
+                e++;
+            if (e > k) {
+                memdiff__values f = {0, 1, e - k, pfn ? pfn + set : NULL};
+                int rc = on_run_frames(ctx, start + k * ps, e - k, attrs, &f, pfn ? 1 : 0, NULL,
+                                       0, NULL, 0);
+                if (rc)
+                    return rc;
+                set += e - k;
+            }
+            k = e + 1;
+        }
+        return MEMDIFF_OK;
+    }
+    uint64_t set = 0, at;
+    for (uint64_t w = 0; w < (npages + 63) / 64; w++) {
+        uint64_t x = bits[w];
+        if (w == npages / 64)
+            x &= (UINT64_C(1) << (npages % 64)) - 1;
+        set += memdiff__popcount64(x);
+    }
+    memdiff__values f = {0, 1, set, pfn};
+    if (append_facts(b, &f, pfn ? 1 : 0, NULL, 0, NULL, 0, 0, set, &at))
+        return MEMDIFF_ENOMEM;
+    return memdiff__runs_append_bits(b->s, (uint32_t)b->region, start, npages, attrs, bits, at);
 }
 
 /* The page sink for a run with its frames as an array (or none). */
@@ -205,7 +254,7 @@ static int take(const memdiff_options *o, unsigned flags, memdiff_snapshot *s,
     b.want_kflags = depth >= MEMDIFF_DEPTH_DEEP;
     b.want_mapcount = depth >= MEMDIFF_DEPTH_DEEP;
     s->info.page_size = caps.page_size;
-    memdiff__page_sink sink = {on_run, &b, on_run_frames};
+    memdiff__page_sink sink = {on_run, &b, on_run_frames, on_run_bits};
     for (size_t i = 0; !rc && i < s->region_count; i++) {
         b.region = i;
         rc = memdiff__plat_pages(proc, s->regions[i].start, s->regions[i].end, depth, &sink);

@@ -41,6 +41,7 @@ typedef struct recorder {
     size_t count;
     uint64_t pfn[MAX_AUX], kflags[MAX_AUX], mapcount[MAX_AUX];
     size_t aux;
+    size_t bitmaps, bitmap_runs; /* run_bits calls, and the runs they brought */
 } recorder;
 
 static recorder *rec;
@@ -122,22 +123,55 @@ static int on_run_frames(void *ctx, uint64_t start, uint64_t npages, unsigned at
     return record(ctx, start, npages, attrs, pfn, flags, counts);
 }
 
+/* Records the runs of a bitmap one by one, checking what the sink contract promises: the first
+ * and the last page in runs, a page between runs (the bits tell them apart), more than one. */
+static int on_run_bits(void *ctx, uint64_t start, uint64_t npages, unsigned attrs,
+                       const uint64_t *bits, const uint64_t *pfn)
+{
+    recorder *r = ctx;
+    const uint64_t ps = (uint64_t)sysconf(_SC_PAGESIZE);
+#define BIT(k) ((bits[(k) / 64] >> ((k) % 64)) & 1)
+    ck_assert(npages > 0 && BIT(0) && BIT(npages - 1));
+    size_t runs = 0;
+    uint64_t set = 0;
+    for (uint64_t k = 0; k < npages;) {
+        uint64_t e = k;
+        while (e < npages && BIT(e))
+            e++;
+        int rc = record(ctx, start + k * ps, e - k, attrs, pfn ? pfn + set : NULL, NULL, NULL);
+        if (rc)
+            return rc;
+        runs++;
+        set += e - k;
+        for (k = e; k < npages && !BIT(k); k++)
+            ;
+    }
+#undef BIT
+    ck_assert_uint_gt(runs, 1);
+    r->bitmaps++;
+    r->bitmap_runs += runs;
+    return MEMDIFF_OK;
+}
+
 /* The page walk into the recorder; at deep depth through run_frames, the only way kernel flags
  * come (standard gets arrays: what walk_stretches is compared with). */
 static int walk(memdiff__proc *proc, uint64_t start, uint64_t end, memdiff_depth depth)
 {
-    memdiff__page_sink sink = {on_run, rec, depth == MEMDIFF_DEPTH_DEEP ? on_run_frames : NULL};
+    memdiff__page_sink sink = {on_run, rec, depth == MEMDIFF_DEPTH_DEEP ? on_run_frames : NULL,
+                              NULL};
     rec->count = 0;
     rec->aux = 0;
     return memdiff__plat_pages(proc, start, end, depth, &sink);
 }
 
-/* walk() with a sink that takes frames as stretches where the backend gives them so. */
+/* walk() with a sink that takes frames as stretches where the backend gives them so, and short
+ * runs as bitmaps. */
 static int walk_stretches(memdiff__proc *proc, uint64_t start, uint64_t end, memdiff_depth depth)
 {
-    memdiff__page_sink sink = {on_run, rec, on_run_frames};
+    memdiff__page_sink sink = {on_run, rec, on_run_frames, on_run_bits};
     rec->count = 0;
     rec->aux = 0;
+    rec->bitmaps = rec->bitmap_runs = 0;
     return memdiff__plat_pages(proc, start, end, depth, &sink);
 }
 
@@ -540,17 +574,19 @@ static void per_page(uint64_t a, uint64_t ps, size_t n, unsigned *attrs, uint64_
     }
 }
 
-/* Standard depth over [a, a + n pages) delivers the same pages, attributes and frames whether
- * the sink takes frames as stretches or as arrays. Returns the pages with a frame. */
-static size_t expect_stretches_match(memdiff__proc *proc, uint64_t a, uint64_t ps, size_t n)
+/* A walk at depth over [a, a + n pages) delivers the same pages, attributes and frames whether
+ * the sink takes everything run by run (frames as arrays) or also frames as stretches and
+ * short runs as bitmaps. Returns the pages with a frame. */
+static size_t expect_sinks_match(memdiff__proc *proc, uint64_t a, uint64_t ps, size_t n,
+                                 memdiff_depth depth)
 {
     unsigned *a1 = calloc(n, sizeof *a1), *a2 = calloc(n, sizeof *a2);
     uint64_t *f1 = calloc(n, sizeof *f1), *f2 = calloc(n, sizeof *f2);
     ck_assert(a1 && a2 && f1 && f2);
     uint64_t e = a + n * ps;
-    ck_assert_int_eq(walk(proc, a, e, MEMDIFF_DEPTH_STANDARD), MEMDIFF_OK);
+    ck_assert_int_eq(walk(proc, a, e, depth), MEMDIFF_OK);
     per_page(a, ps, n, a1, f1);
-    ck_assert_int_eq(walk_stretches(proc, a, e, MEMDIFF_DEPTH_STANDARD), MEMDIFF_OK);
+    ck_assert_int_eq(walk_stretches(proc, a, e, depth), MEMDIFF_OK);
     per_page(a, ps, n, a2, f2);
     size_t framed = 0;
     for (size_t i = 0; i < n; i++) {
@@ -564,6 +600,11 @@ static size_t expect_stretches_match(memdiff__proc *proc, uint64_t a, uint64_t p
     free(f1);
     free(f2);
     return framed;
+}
+
+static size_t expect_stretches_match(memdiff__proc *proc, uint64_t a, uint64_t ps, size_t n)
+{
+    return expect_sinks_match(proc, a, ps, n, MEMDIFF_DEPTH_STANDARD);
 }
 
 /* On the tree: a run across the batch boundary, a hole, a run longer than a batch. */
@@ -1074,6 +1115,47 @@ START_TEST(real_stretches_match_arrays)
 }
 END_TEST
 
+/* Short runs close together reach the sink as bitmaps (run_bits) and mean the same pages,
+ * attributes and frames as run by run, at fast and standard depth: every other page written,
+ * runs of three pages two apart, a run too long to gather, runs 300 pages apart (too far to
+ * join), then pages written and read in turn. */
+START_TEST(real_gathered_runs_match_one_by_one)
+{
+    long ps = sysconf(_SC_PAGESIZE);
+    const size_t n = 6000;
+    char *p = map_pages(ps, n, 0);
+    size_t touched_pages = 0;
+    for (size_t i = 0; i < n; i++) {
+        int write = i < 2000   ? i % 2 == 0
+                    : i < 3000 ? (i - 2000) % 5 < 3
+                    : i < 3400 ? 1
+                    : i < 4000 ? (i < 3600 || i >= 3900) && i % 5 == 0
+                               : i % 4 == 0;
+        if (write)
+            p[i * (size_t)ps] = 1;
+        else if (i >= 4000 && i % 4 == 2)
+            (void)((volatile char *)p)[i * (size_t)ps];
+        touched_pages += write || (i >= 4000 && i % 4 == 2);
+    }
+    memdiff__caps caps;
+    memdiff__proc *proc = open_self(&caps);
+    const uint64_t a = (uint64_t)(uintptr_t)p, e = a + (uint64_t)ps * n;
+    const memdiff_depth depth[] = {MEMDIFF_DEPTH_FAST, MEMDIFF_DEPTH_STANDARD};
+    for (size_t d = 0; d < 2; d++) {
+        expect_sinks_match(proc, a, (uint64_t)ps, n, depth[d]);
+        ck_assert_int_eq(walk_stretches(proc, a, e, depth[d]), MEMDIFF_OK);
+        ck_assert_uint_eq(pages_with(P, 0), touched_pages);
+        /* The first 3,000 pages alone are 1,000 runs of one page and 200 of three, all close:
+         * at least two bitmaps (the run of 401 pages at 3,000 and the gap of 304 at 3,596 end
+         * one each). */
+        ck_assert_uint_ge(rec->bitmaps, 2);
+        ck_assert_uint_ge(rec->bitmap_runs, 1200);
+    }
+    memdiff__plat_close(proc);
+    munmap(p, (size_t)ps * n);
+}
+END_TEST
+
 /* Deep depth puts each frame's facts on its own page: a mapping whose pages alternate in
  * stretches between frames shared with a forked child (map count 2) and copies the parent wrote
  * after the fork (map count 1), frames up and down as the allocator gives them. */
@@ -1302,7 +1384,7 @@ START_TEST(unprivileged_caller)
         long ps = sysconf(_SC_PAGESIZE);
         char *p = map_sixteen(ps);
         uint64_t s = (uint64_t)(uintptr_t)p;
-        memdiff__page_sink sink = {on_run, rec, NULL};
+        memdiff__page_sink sink = {on_run, rec, NULL, NULL};
         rec->count = rec->aux = 0;
         if (memdiff__plat_pages(proc, s, s + (uint64_t)ps * 16, MEMDIFF_DEPTH_STANDARD, &sink))
             _exit(15);
@@ -1398,6 +1480,7 @@ Suite *linux_pages_suite(void)
     tcase_add_test(tc, scan_ahead_serves_small_regions_behind);
     tcase_add_test(tc, presence_answers_from_one_scan);
     tcase_add_test(tc, real_stretches_match_arrays);
+    tcase_add_test(tc, real_gathered_runs_match_one_by_one);
     tcase_add_test(tc, real_deep_facts_in_place);
     tcase_add_test(tc, real_scan_refused_midway);
     tcase_add_test(tc, real_huge_page);

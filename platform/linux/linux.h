@@ -85,6 +85,8 @@ struct pm_scan_arg {
 /* Frame stretches a run delivered by run_frames holds at most (dense memory: tens of pages a
  * stretch); a longer run goes out in parts, which the core joins. */
 #define MEMDIFF__LINUX_FS 1024u
+/* Pages the short runs gathered into one call of the sink's run_bits may span (pages.c). */
+#define MEMDIFF__LINUX_GATHER 4096u
 
 /* The backend's view of an open process. Buffers come from the scratch arena given to
  * memdiff__plat_open, created on first use and reused by every later call. */
@@ -131,6 +133,9 @@ struct memdiff__proc {
     } *segs;
     uint64_t *frame_flags, *frame_counts; /* kpageflags / kpagecount of a batch's segments */
     memdiff__values *fs; /* the pending run's frames as stretches (MEMDIFF__LINUX_FS) */
+    /* Short runs gathered for the sink's run_bits (pages.c, gather): a bit a page of the
+     * gathered span, MEMDIFF__LINUX_GATHER / 64 words, zero past it; the gathered pages' frames */
+    uint64_t *gather_bits, *gather_pfn;
     memdiff__values *kp, *mp, *fp; /* deep: one run's kernel flags, map counts and frames as
                                       pieces */
     struct page_region *vec;  /* PAGEMAP_SCAN output */

@@ -109,18 +109,109 @@ typedef struct walker {
     int pending_fs;
     size_t nfs;
     size_t nseg; /* deep: segments of the batch in p->segs (add_segments) */
+    /* Short runs gathered for sink->run_bits (gather): g_runs runs with g_attrs in pages
+     * [g_start, g_start + g_n pages), the last one ending there; their pages' bits set in
+     * p->gather_bits, their frames (w->pfn) p->gather_pfn[0..g_set). */
+    int gather;
+    uint64_t g_start, g_n, g_set;
+    unsigned g_attrs;
+    size_t g_runs;
 } walker;
 
-static int flush(walker *w)
+/* Where memory is fragmented (every other page resident, a file mapped in scattered pages),
+ * a call a run to the sink costs more than the run: runs of up to GATHER_RUN_MAX pages, no
+ * more than GATHER_GAP_MAX pages apart and with the same attrs, go to the sink together as a
+ * bitmap of up to MEMDIFF__LINUX_GATHER pages (sink->run_bits). The two limits add up to the
+ * core's bitmap step (runs.c, BITMAP_STEP), so that its bitmap takes them whole. */
+#define GATHER_RUN_MAX 64u
+#define GATHER_GAP_MAX 192u
+
+/* The pending run to the sink. */
+static int deliver(walker *w)
 {
-    if (!w->pending)
-        return MEMDIFF_OK;
-    w->pending = 0;
     memdiff__proc *p = w->proc;
     if (w->pending_fs)
         return w->sink->run_frames(w->sink->ctx, w->start, w->n, w->attrs, p->fs, w->nfs, NULL, 0,
                                    NULL, 0);
     return w->sink->run(w->sink->ctx, w->start, w->n, w->attrs, w->pfn ? p->pfn + w->off : NULL);
+}
+
+/* The gathered runs to the sink: one alone as a run, more as a bitmap. */
+static int deliver_gathered(walker *w)
+{
+    if (!w->g_n)
+        return MEMDIFF_OK;
+    memdiff__proc *p = w->proc;
+    const uint64_t n = w->g_n;
+    const uint64_t *pfn = w->pfn ? p->gather_pfn : NULL;
+    w->g_n = 0;
+    int rc = w->g_runs == 1
+                 ? w->sink->run(w->sink->ctx, w->g_start, n, w->g_attrs, pfn)
+                 : w->sink->run_bits(w->sink->ctx, w->g_start, n, w->g_attrs, p->gather_bits, pfn);
+    memset(p->gather_bits, 0, (size_t)(n + 63) / 64 * sizeof *p->gather_bits);
+    return rc;
+}
+
+/* The pending run (short) joins the gathered ones, which go to the sink first when it cannot:
+ * other attrs, adjacent (a run in a bitmap ends before a page not in it), too far, or past the
+ * span. Its frames are copied: the pending run's may point into the batch. */
+static int gather(walker *w)
+{
+    memdiff__proc *p = w->proc;
+    const unsigned shift = p->page_shift;
+    if (w->g_n) {
+        uint64_t end = w->g_start + (w->g_n << shift);
+        if (w->attrs != w->g_attrs || w->start <= end ||
+            ((w->start - end) >> shift) > GATHER_GAP_MAX ||
+            ((w->start - w->g_start) >> shift) + w->n > MEMDIFF__LINUX_GATHER) {
+            int rc = deliver_gathered(w);
+            if (rc)
+                return rc;
+        }
+    }
+    if (!w->g_n) {
+        w->g_start = w->start;
+        w->g_attrs = w->attrs;
+        w->g_runs = 0;
+        w->g_set = 0;
+    }
+    uint64_t at = (w->start - w->g_start) >> shift;
+    for (uint64_t b = at; b < at + w->n;) {
+        unsigned off = (unsigned)(b % 64);
+        uint64_t take = MIN(64 - off, at + w->n - b);
+        p->gather_bits[b / 64] |= (take == 64 ? ~UINT64_C(0) : (UINT64_C(1) << take) - 1) << off;
+        b += take;
+    }
+    if (w->pfn) {
+        uint64_t *dst = p->gather_pfn + w->g_set;
+        if (!w->pending_fs) {
+            memcpy(dst, p->pfn + w->off, w->n * sizeof *dst);
+        } else {
+            for (size_t k = 0; k < w->nfs; k++) {
+                const memdiff__values *v = &p->fs[k];
+                for (uint64_t i = 0; i < v->count; i++)
+                    *dst++ = v->values ? v->values[(int64_t)i * v->step]
+                                       : v->first + (uint64_t)v->step * i;
+            }
+        }
+    }
+    w->g_set += w->n;
+    w->g_n = at + w->n;
+    w->g_runs++;
+    return MEMDIFF_OK;
+}
+
+/* Delivers the pending run: gathered, when short and the sink takes bitmaps, else after the
+ * gathered ones. */
+static int flush(walker *w)
+{
+    if (!w->pending)
+        return MEMDIFF_OK;
+    w->pending = 0;
+    if (w->gather && w->n <= GATHER_RUN_MAX)
+        return gather(w);
+    int rc = deliver_gathered(w);
+    return rc ? rc : deliver(w);
 }
 
 /* Delivers the pending run and opens one of pages [addr, addr + n) with attrs: its frames as
@@ -215,6 +306,15 @@ static int buffers(walker *w, int scan)
         if (!p->vec)
             return MEMDIFF_ENOMEM;
     }
+    if (w->gather && !p->gather_bits) {
+        p->gather_bits =
+            memdiff__arena_alloc_raw(p->scratch, MEMDIFF__LINUX_GATHER / 64 * sizeof(uint64_t));
+        if (!p->gather_bits)
+            return MEMDIFF_ENOMEM;
+        memset(p->gather_bits, 0, MEMDIFF__LINUX_GATHER / 64 * sizeof(uint64_t));
+    }
+    if (w->gather && w->pfn && alloc_u64(p, &p->gather_pfn, MEMDIFF__LINUX_GATHER))
+        return MEMDIFF_ENOMEM;
     if (scan && w->fast)
         return MEMDIFF_OK;
     if (w->stretches && !p->fs) {
@@ -1474,6 +1574,7 @@ int memdiff__plat_pages(memdiff__proc *proc, uint64_t start, uint64_t end, memdi
         w.deep = 0; /* kernel flags go through run_frames only: a sink without it gets frames */
         w.batch = MEMDIFF__LINUX_BATCH;
     }
+    w.gather = sink->run_bits && !w.deep; /* deep's runs carry kernel flags: run_frames */
     int scan = (proc->sources & MEMDIFF_SRC_PAGEMAP_SCAN) && !proc->scan_off;
     int rc = buffers(&w, scan);
     if (rc)
@@ -1494,5 +1595,9 @@ int memdiff__plat_pages(memdiff__proc *proc, uint64_t start, uint64_t end, memdi
     }
     if (!rc)
         rc = flush(&w);
+    if (!rc)
+        rc = deliver_gathered(&w);
+    if (rc && w.g_n) /* the bits are clear for the next walk, as deliver_gathered leaves them */
+        memset(proc->gather_bits, 0, (size_t)(w.g_n + 63) / 64 * sizeof *proc->gather_bits);
     return rc;
 }

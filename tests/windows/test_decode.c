@@ -155,7 +155,7 @@ static void test_pages_from_working_set(void)
     proc.ws = ws;
     proc.ws_count = sizeof ws / sizeof ws[0];
     runs r = {.n = 0};
-    memdiff__page_sink sink = {collect, &r, NULL};
+    memdiff__page_sink sink = {collect, &r, NULL, NULL};
 
     REQUIRE_OK(memdiff__plat_pages(&proc, 0x10000000, 0x10010000, MEMDIFF_DEPTH_FAST, &sink));
     REQUIRE(CHECK_EQ(r.n, 2));
