@@ -1304,15 +1304,19 @@ static void expect_counts_read(void)
 
 /* A transparent huge page, where the kernel grants one: every depth must call the same pages
  * huge (fast and standard from PAGEMAP_SCAN, deep from kpageflags too). */
+/* A transparent huge page and 512 small pages behind it, in one batch: the huge page's pages
+ * are huge at every depth, the others not, whether the walk decodes page by page or in
+ * stretches (the standard snapshot's way, where the scan's ranges mark the huge stretch). */
 START_TEST(real_huge_page)
 {
     const size_t huge = 2u << 20;
-    char *raw = mmap(NULL, huge * 2, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    char *raw = mmap(NULL, huge * 3, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     ck_assert_ptr_ne(raw, MAP_FAILED);
     char *p = (char *)(((uintptr_t)raw + huge - 1) & ~(uintptr_t)(huge - 1));
     madvise(p, huge, MADV_HUGEPAGE);
-    memset(p, 1, huge);
-    uint64_t a = (uint64_t)(uintptr_t)p, e = a + huge;
+    madvise(p + huge, huge, MADV_NOHUGEPAGE);
+    memset(p, 1, 2 * huge);
+    uint64_t a = (uint64_t)(uintptr_t)p, e = a + 2 * huge;
     memdiff__caps caps;
     memdiff__proc *proc = open_self(&caps);
     ck_assert_int_eq(walk(proc, a, e, MEMDIFF_DEPTH_FAST), MEMDIFF_OK);
@@ -1321,10 +1325,16 @@ START_TEST(real_huge_page)
         fprintf(stderr, "real_huge_page: no THP granted or no PAGEMAP_SCAN; checked nothing\n");
     } else {
         ck_assert_uint_eq(n, huge / 4096);
+        ck_assert_uint_eq(pages_with(P, MEMDIFF_PAGE_HUGE), huge / 4096);
         ck_assert_int_eq(walk(proc, a, e, MEMDIFF_DEPTH_STANDARD), MEMDIFF_OK);
         ck_assert_uint_eq(pages_with(P | X | MEMDIFF_PAGE_HUGE, 0), n);
+        ck_assert_uint_eq(pages_with(P | X, MEMDIFF_PAGE_HUGE), huge / 4096);
+        ck_assert_int_eq(walk_stretches(proc, a, e, MEMDIFF_DEPTH_STANDARD), MEMDIFF_OK);
+        ck_assert_uint_eq(pages_with(P | X | MEMDIFF_PAGE_HUGE, 0), n);
+        ck_assert_uint_eq(pages_with(P | X, MEMDIFF_PAGE_HUGE), huge / 4096);
+        expect_sinks_match(proc, a, 4096, 2 * huge / 4096, MEMDIFF_DEPTH_STANDARD);
         if (caps.sources & MEMDIFF_SRC_KPAGEFLAGS) {
-            ck_assert_int_eq(walk(proc, a, e, MEMDIFF_DEPTH_DEEP), MEMDIFF_OK);
+            ck_assert_int_eq(walk(proc, a, a + huge, MEMDIFF_DEPTH_DEEP), MEMDIFF_OK);
             ck_assert_uint_eq(pages_with(P | X | MEMDIFF_PAGE_HUGE, 0), n);
             ck_assert_uint_ne(kflags_of(0, 0) & (1u << 22), 0); /* KPF_THP */
             /* Exclusively mapped, but a large folio's pages: their counts are read. */
@@ -1332,7 +1342,7 @@ START_TEST(real_huge_page)
         }
     }
     memdiff__plat_close(proc);
-    munmap(raw, huge * 2);
+    munmap(raw, huge * 3);
 }
 END_TEST
 

@@ -581,6 +581,35 @@ static int scan_huge_candidates(walker *w, uint64_t addr, size_t count, const ui
                    : MEMDIFF_OK;
 }
 
+/* Stretch mode's way to the zero and huge pages of [addr, addr + count pages), for a batch
+ * where maybe_huge() saw a candidate: the scan's ranges (in p->vec), whose attributes
+ * decode_frames() gives the stretches inside them, so that the batch is not decoded page by page
+ * (a transparent huge page is a stretch of 512 frames). 1 when one call covered the batch (a
+ * refused scan covers it with no range), 0 when the ranges did not fit in the vector (the caller
+ * then decodes page by page), or a negative status. */
+static int scan_batch_extras(walker *w, uint64_t addr, size_t count,
+                             const struct page_region **r, size_t *nr)
+{
+    memdiff__proc *p = w->proc;
+    *r = p->vec;
+    *nr = 0;
+    if (p->scan_off)
+        return 1;
+    const uint64_t end = addr + ((uint64_t)count << p->page_shift);
+    const uint64_t mask = PAGE_IS_PFNZERO | PAGE_IS_HUGE;
+    uint64_t next;
+    int n = scan_once(p, addr, end, mask, mask, 0, &next);
+    if (n < 0) {
+        if (scan_refused(-n) || -n == EFAULT) {
+            p->scan_off = p->scan_off || scan_refused(-n);
+            return 1;
+        }
+        return scan_error(p, -n, addr, end);
+    }
+    *nr = (size_t)n;
+    return next >= end;
+}
+
 /* ---- deep: frame facts ------------------------------------------------------------------- */
 
 uint64_t *memdiff__linux_radix_sort(uint64_t *a, uint64_t *tmp, size_t n, unsigned from)
@@ -1069,30 +1098,59 @@ static size_t decode(walker *w, size_t base, size_t n)
     return found;
 }
 
+/* decode_frames' next boundary of the zero and huge pages' ranges r[0..nr) after page i of n
+ * from addr, *at the first range that ends above page i: its start, or its end with *extra its
+ * attributes when page i is in it. */
+static MEMDIFF__NOINLINE size_t next_extras(const struct page_region *r, size_t nr, size_t *at,
+                                            uint64_t addr, unsigned shift, size_t i, size_t n,
+                                            unsigned *extra)
+{
+    const uint64_t page = addr + ((uint64_t)i << shift);
+    while (*at < nr && r[*at].end <= page)
+        ++*at;
+    *extra = 0;
+    if (*at == nr)
+        return n;
+    if (r[*at].start > page)
+        return (size_t)MIN((uint64_t)n, (r[*at].start - addr) >> shift);
+    *extra = scan_attrs(r[*at].categories) & (MEMDIFF_PAGE_ZERO | MEMDIFF_PAGE_HUGE);
+    return (size_t)MIN((uint64_t)n, (r[*at].end - addr) >> shift);
+}
+
 /* Stretch mode: feeds the entries p->pm[base..base + n) for pages from addr with their frames
  * as stretches, and where stretches are this short, as the frames themselves (decoded in place:
  * memory the allocator handed out piecemeal has one page in two in a stretch of its own, which
  * would cost a stretch each). The pending run is delivered at the end: it may point into pm.
  * Returns how many pages are present or swapped, or a negative status. */
 #define LITERAL_MAX 2u
-static int64_t decode_frames(walker *w, uint64_t addr, size_t base, size_t n)
+static int64_t decode_frames(walker *w, uint64_t addr, size_t base, size_t n,
+                             const struct page_region *extras, size_t nextras)
 {
     memdiff__proc *p = w->proc;
     uint64_t *pm = p->pm + base;
     unsigned shift = p->page_shift;
     int64_t found = 0;
     const uint64_t zero = p->zero_pfn;
+    /* Stretches end where a range of the scan's zero or huge pages begins or ends (lim); inside
+     * one, present pages take its attributes (extra). extras[r]: the first range that ends
+     * above lim. */
+    size_t r = 0, lim = nextras ? 0 : n;
+    unsigned extra = 0;
     for (size_t i = 0; i < n;) {
+        if (i >= lim)
+            lim = next_extras(extras, nextras, &r, addr, shift, i, n, &extra);
         unsigned a;
         uint64_t f, step;
-        size_t j = stretch_at(w, pm, i, n, &a, &f, &step);
+        size_t j = stretch_at(w, pm, i, lim, &a, &f, &step);
+        if (extra && (a & MEMDIFF_PAGE_PRESENT))
+            a |= extra;
         const uint64_t *values = NULL;
         if (j - i <= LITERAL_MAX && a) {
             for (size_t k = i; k < j; k++, f += step)
                 pm[k] = f;
             /* More pages of these attrs where no stretch of three starts go with them: how the
              * values are cut does not change what the snapshot stores (seq.c). */
-            while (!(a & MEMDIFF_PAGE_ZERO) && j + 2 < n) {
+            while (!(a & MEMDIFF_PAGE_ZERO) && j + 2 < lim) {
                 uint64_t e = pm[j], d = pm[j + 1] - e;
                 if (w->table[e >> PM_TABLE_SHIFT] != a || !(e & MEMDIFF__PM_PRESENT) ||
                     (e & MEMDIFF__PM_PFN_MASK) == zero ||
@@ -1163,8 +1221,14 @@ static int walk_pagemap(walker *w, uint64_t addr, uint64_t npages,
         int rc = read_pagemap(w, addr, base, n);
         if (rc)
             return rc;
-        if (w->stretches && !ranges && !(extras && maybe_huge(w, addr, p->pm + base, n))) {
-            int64_t got = decode_frames(w, addr, base, n);
+        const struct page_region *zh = NULL; /* zero and huge pages, when the batch may hold some */
+        size_t nzh = 0;
+        int whole = 1;
+        if (w->stretches && !ranges && extras && maybe_huge(w, addr, p->pm + base, n) &&
+            (whole = scan_batch_extras(w, addr, n, &zh, &nzh)) < 0)
+            return whole;
+        if (w->stretches && !ranges && whole) {
+            int64_t got = decode_frames(w, addr, base, n, zh, nzh);
             if (got < 0)
                 return (int)got;
             *found += (uint64_t)got;
