@@ -29,17 +29,6 @@ static size_t words_for(uint64_t pages)
     return (size_t)((pages + 63) / 64);
 }
 
-static void set_bits(uint64_t *w, uint64_t from, uint64_t n)
-{
-    for (uint64_t b = from; b < from + n;) {
-        unsigned off = (unsigned)(b % 64);
-        uint64_t take = MEMDIFF__MIN(64 - off, from + n - b);
-        uint64_t mask = take == 64 ? ~UINT64_C(0) : ((UINT64_C(1) << take) - 1) << off;
-        w[b / 64] |= mask;
-        b += take;
-    }
-}
-
 static int test_bit(const uint64_t *w, uint64_t b)
 {
     return (int)((w[b / 64] >> (b % 64)) & 1);
@@ -146,10 +135,10 @@ int memdiff__runs_append(memdiff_snapshot *s, uint32_t region, uint64_t start, u
             if (!bitmap) {
                 if (g->run_records == 1)
                     g->bits_first = at; /* L is the region's first record */
-                set_bits(s->run_bits + at, 0, L->npages);
+                memdiff__set_bits(s->run_bits + at, 0, L->npages);
                 L->attrs |= MEMDIFF__RUN_BITMAP;
             }
-            set_bits(s->run_bits + at, L->npages + gap, npages);
+            memdiff__set_bits(s->run_bits + at, L->npages + gap, npages);
             s->run_words = at + words_for(span);
             L->npages = span;
             s->last_set += npages;

@@ -76,6 +76,17 @@ static inline uint64_t memdiff__in_pages(uint64_t bytes, uint64_t ps)
     return bytes >> memdiff__ctz64(ps);
 }
 
+/* Sets bits [from, from + n) of the bitmap w (bit b: w[b / 64] >> b % 64). */
+static inline void memdiff__set_bits(uint64_t *w, uint64_t from, uint64_t n)
+{
+    for (uint64_t b = from; b < from + n;) {
+        unsigned off = (unsigned)(b % 64);
+        uint64_t take = 64 - off < from + n - b ? 64 - off : from + n - b;
+        w[b / 64] |= (take == 64 ? ~UINT64_C(0) : (UINT64_C(1) << take) - 1) << off;
+        b += take;
+    }
+}
+
 /* The set bits of x. */
 static inline unsigned memdiff__popcount64(uint64_t x)
 {

@@ -176,12 +176,7 @@ static int gather(walker *w)
         w->g_set = 0;
     }
     uint64_t at = (w->start - w->g_start) >> shift;
-    for (uint64_t b = at; b < at + w->n;) {
-        unsigned off = (unsigned)(b % 64);
-        uint64_t take = MIN(64 - off, at + w->n - b);
-        p->gather_bits[b / 64] |= (take == 64 ? ~UINT64_C(0) : (UINT64_C(1) << take) - 1) << off;
-        b += take;
-    }
+    memdiff__set_bits(p->gather_bits, at, w->n);
     if (w->pfn) {
         uint64_t *dst = p->gather_pfn + w->g_set;
         if (!w->pending_fs) {
