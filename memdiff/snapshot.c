@@ -6,8 +6,8 @@
  * read, so a mapping that appears during the page walk is simply not in this snapshot, and one
  * that vanishes reports no pages. The process totals are read last, after the page walk, so
  * that a process that exited meanwhile fails the snapshot (MEMDIFF_ESRCH) instead of passing
- * off a half torn-down address space as whole. memdiff's own chunks are named (Linux [anon:memdiff]) and also
- * listed from the arena registry, so they are Own either way.
+ * off a half torn-down address space as whole. memdiff's own chunks are named (Linux
+ * [anon:memdiff]) and also listed from the arena registry, so they are Own either way.
  */
 #include <string.h>
 
@@ -94,7 +94,7 @@ static int on_run_bits(void *ctx, uint64_t start, uint64_t npages, unsigned attr
     builder *b = ctx;
     const memdiff__region *r = &b->s->regions[b->region];
     uint64_t ps = b->s->info.page_size;
-    if (start < r->start || npages > memdiff__in_pages(r->end - start, ps)) {
+    if (start < r->start || start >= r->end || npages > memdiff__in_pages(r->end - start, ps)) {
         uint64_t set = 0;
         for (uint64_t k = 0; k < npages;) {
             uint64_t e = k;

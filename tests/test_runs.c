@@ -292,9 +292,8 @@ START_TEST(bits_append_as_runs_one_by_one)
                 break;
             bits[n / 64] |= ~UINT64_C(0) << (n % 64); /* ignored: past npages */
             bits[n / 64 + 1] = ~UINT64_C(0);
-            ck_assert_int_eq(memdiff__runs_append_bits(all, g, BASE + ((uint64_t)g * PAGES + page) * P,
-                                                       n, a, bits, at),
-                             MEMDIFF_OK);
+            uint64_t from = BASE + ((uint64_t)g * PAGES + page) * P;
+            ck_assert_int_eq(memdiff__runs_append_bits(all, g, from, n, a, bits, at), MEMDIFF_OK);
             calls++;
             aux += with_aux ? set : 0;
             page += n + 1;
