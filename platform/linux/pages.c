@@ -483,6 +483,18 @@ static int scan_error(const memdiff__proc *p, int e, uint64_t start, uint64_t en
                               memdiff__linux_errno_text(e));
 }
 
+/* A scan over [start, end) that failed with n (-errno): MEMDIFF_OK when the caller is to go on
+ * without it, because the kernel refused the scan (EINVAL, ENOTTY, EOPNOTSUPP: off for the
+ * process from then on) or this range (EFAULT, above what access_ok() takes: pagemap answers
+ * there); else the error's status. */
+static int scan_failure(memdiff__proc *p, int n, uint64_t start, uint64_t end)
+{
+    if (-n != EFAULT && !scan_refused(-n))
+        return scan_error(p, -n, start, end);
+    p->scan_off = p->scan_off || scan_refused(-n);
+    return MEMDIFF_OK;
+}
+
 static unsigned scan_attrs(uint64_t categories)
 {
     unsigned a = 0;
@@ -529,13 +541,8 @@ static int scan_extras(walker *w, uint64_t addr, size_t count, unsigned *attrs)
     while (cur < end) {
         uint64_t next;
         int n = scan_once(p, cur, end, mask, mask, 0, &next);
-        if (n < 0) {
-            if (scan_refused(-n) || -n == EFAULT) {
-                p->scan_off = p->scan_off || scan_refused(-n);
-                return MEMDIFF_OK;
-            }
-            return scan_error(p, -n, cur, end);
-        }
+        if (n < 0)
+            return scan_failure(p, n, cur, end); /* without the scan: nothing to mark */
         mark_extras(w, p->vec, (size_t)n, addr, count, attrs);
         cur = next;
     }
@@ -595,11 +602,8 @@ static int scan_batch_extras(walker *w, uint64_t addr, size_t count,
     uint64_t next;
     int n = scan_once(p, addr, end, mask, mask, 0, &next);
     if (n < 0) {
-        if (scan_refused(-n) || -n == EFAULT) {
-            p->scan_off = p->scan_off || scan_refused(-n);
-            return 1;
-        }
-        return scan_error(p, -n, addr, end);
+        int rc = scan_failure(p, n, addr, end);
+        return rc ? rc : 1;
     }
     *nr = (size_t)n;
     return next >= end;
@@ -1426,16 +1430,13 @@ static int walk_fast(walker *w, uint64_t start, uint64_t end, int *fallback, uin
         uint64_t next;
         int n = scan_once(p, cur, end, PAGE_IS_PRESENT | PAGE_IS_SWAPPED, ret, 0, &next);
         if (n < 0) {
-            /* EFAULT: the scan checks its range with access_ok() (memdiff__plat_pages keeps
-             * [vsyscall], above the user address space, away; any other range so refused is
-             * read with pagemap). A refused scan: pagemap from here on. */
-            if (-n == EFAULT || scan_refused(-n)) {
-                p->scan_off = p->scan_off || scan_refused(-n);
-                *fallback = 1;
-                *cur_out = cur;
-                return MEMDIFF_OK;
-            }
-            return scan_error(p, -n, cur, end);
+            /* memdiff__plat_pages keeps [vsyscall] away; any other range the scan refuses, and
+             * all of it once refused, is read with pagemap. */
+            if ((rc = scan_failure(p, n, cur, end)))
+                return rc;
+            *fallback = 1;
+            *cur_out = cur;
+            return MEMDIFF_OK;
         }
         for (int i = 0; i < n; i++) {
             const struct page_region *r = &p->vec[i];
@@ -1582,11 +1583,9 @@ static int walk_adaptive(walker *w, uint64_t start, uint64_t end)
                           PAGE_IS_PRESENT | PAGE_IS_SWAPPED | PAGE_IS_PFNZERO | PAGE_IS_HUGE, B,
                           &next);
         if (n < 0) {
-            /* EFAULT: above the range the scan accepts ([vsyscall]), where pagemap answers (see
-             * walk_fast). A refused scan: pagemap from here on. */
-            if (-n != EFAULT && !scan_refused(-n))
-                return scan_error(p, -n, cur, end);
-            p->scan_off = p->scan_off || scan_refused(-n);
+            int rc = scan_failure(p, n, cur, end); /* or pagemap from here on */
+            if (rc)
+                return rc;
             can_scan = 0;
             continue;
         }
