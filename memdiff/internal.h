@@ -349,6 +349,7 @@ int memdiff__refset_diff(const memdiff_snapshot *before, const memdiff_snapshot 
 
 /* memdiff__snapshot_take_flags() flags. */
 #define MEMDIFF__TAKE_ACCESSED 0x1u /* mark pages accessed since a PAGES reset (refset.c) */
+#define MEMDIFF__TAKE_EXACT 0x2u    /* no backend shortcuts (MEMDIFF__OPEN_EXACT): a second try */
 
 /* memdiff_snapshot_take() with MEMDIFF__TAKE_* flags. */
 int memdiff__snapshot_take_flags(const memdiff_options *options, unsigned flags,

@@ -195,8 +195,10 @@ static int take(const memdiff_options *o, unsigned flags, memdiff_snapshot *s,
     memset(&caps, 0, sizeof caps);
     /* kpageflags and kpagecount are opened only for a deep snapshot (two opens and two closes
      * fewer for the others). */
-    memdiff__open_args args = {o->pid, o->proc_root, o->sys_root,
-                               o->depth >= MEMDIFF_DEPTH_DEEP ? 0u : MEMDIFF__OPEN_NO_DEEP};
+    memdiff__open_args args = {
+        o->pid, o->proc_root, o->sys_root,
+        (o->depth >= MEMDIFF_DEPTH_DEEP ? 0u : MEMDIFF__OPEN_NO_DEEP) |
+            (flags & MEMDIFF__TAKE_EXACT ? MEMDIFF__OPEN_EXACT : 0u)};
     char host[256];
 
     s->info.time_ns = memdiff__os_time_ns();
@@ -303,23 +305,31 @@ int memdiff__snapshot_take_flags(const memdiff_options *options, unsigned flags,
     if (o.pid < 0)
         return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_snapshot_take: invalid pid %d", o.pid);
 
-    /* The snapshot lives inside its own arena: one release frees everything, and keeps the
-     * chunks for the next snapshot (memdiff_trim). */
-    memdiff__arena a = MEMDIFF__ARENA_INIT;
-    a.recycle = 1;
-    memdiff_snapshot *s = memdiff__arena_alloc(&a, sizeof *s);
-    if (!s)
-        return MEMDIFF_ENOMEM;
-    s->arena = a;
-    memdiff__arena scratch = MEMDIFF__ARENA_INIT;
-    int rc = take(&o, flags, s, &scratch);
-    memdiff__arena_release(&scratch);
-    if (rc) {
-        memdiff_snapshot_free(s);
-        return rc;
+    /* MEMDIFF_ECHANGED from the backend: what a shortcut of its walk rested on changed during
+     * it (platform.h, MEMDIFF__OPEN_EXACT); once more without shortcuts, which cannot fail so. */
+    for (;;) {
+        /* The snapshot lives inside its own arena: one release frees everything, and keeps the
+         * chunks for the next snapshot (memdiff_trim). */
+        memdiff__arena a = MEMDIFF__ARENA_INIT;
+        a.recycle = 1;
+        memdiff_snapshot *s = memdiff__arena_alloc(&a, sizeof *s);
+        if (!s)
+            return MEMDIFF_ENOMEM;
+        s->arena = a;
+        memdiff__arena scratch = MEMDIFF__ARENA_INIT;
+        int rc = take(&o, flags, s, &scratch);
+        memdiff__arena_release(&scratch);
+        if (rc) {
+            memdiff_snapshot_free(s);
+            if (rc == MEMDIFF_ECHANGED && !(flags & MEMDIFF__TAKE_EXACT)) {
+                flags |= MEMDIFF__TAKE_EXACT;
+                continue;
+            }
+            return rc;
+        }
+        *out = s;
+        return MEMDIFF_OK;
     }
-    *out = s;
-    return MEMDIFF_OK;
 }
 
 int memdiff_snapshot_self(memdiff_depth depth, memdiff_snapshot **out)

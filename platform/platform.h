@@ -263,6 +263,12 @@ typedef struct memdiff__open_args {
  * (Linux: kpageflags, kpagecount) are not opened, nor reported in caps. */
 #define MEMDIFF__OPEN_NO_DEEP 0x1u
 
+/* No shortcut that rests on the state of the whole system as read once (Linux: a page walk
+ * without frame numbers that leaves out the zero / huge page scan where /proc/meminfo says no
+ * such page exists). The core asks for it when it takes a snapshot again after
+ * memdiff__plat_totals said MEMDIFF_ECHANGED. */
+#define MEMDIFF__OPEN_EXACT 0x2u
+
 /* What the backend can deliver for this process and caller, decided once at open. A source
  * that is missing has its reason in the matching *_why string (static or arena storage). */
 typedef struct memdiff__caps {
@@ -380,7 +386,9 @@ int memdiff__plat_heaps(memdiff__proc *proc, memdiff__arena *arena,
 
 /* Process totals in bytes. Missing figures are 0. The core calls it last, after the page walk:
  * MEMDIFF_ESRCH when the process has exited (or begun to) since memdiff__plat_open, so that
- * pages read from an address space being torn down are never passed off as a snapshot. */
+ * pages read from an address space being torn down are never passed off as a snapshot;
+ * MEMDIFF_ECHANGED when what a shortcut of the walk rested on no longer holds (see
+ * MEMDIFF__OPEN_EXACT), so that the core takes the snapshot once more without it. */
 int memdiff__plat_totals(memdiff__proc *proc, memdiff_process_totals *out);
 
 /* One fact of count consecutive pages (their frames, kernel flags or map counts): first,

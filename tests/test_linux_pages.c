@@ -2,6 +2,8 @@
  * fixture tree (the pagemap read path), batch boundaries on a tree built at run time, and the
  * real kernel (PAGEMAP_SCAN where it exists) on pages this test touches itself. */
 #include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1421,6 +1423,314 @@ START_TEST(unprivileged_caller)
 }
 END_TEST
 
+/* ---- the zero / huge page scan left out where meminfo allows (pages.c, pmd_free) --------- */
+
+START_TEST(meminfo_pmd_free_needs_both_fields_zero)
+{
+    static const struct {
+        const char *text;
+        int want;
+    } cases[] = {
+        {"MemTotal:  8000 kB\nAnonHugePages:         0 kB\nShmemHugePages:  2048 kB\n"
+         "HugePages_Total:   0\nHugetlb:               0 kB",
+         1},
+        {"AnonHugePages:      2048 kB\nHugetlb:               0 kB\n", 0},
+        {"AnonHugePages:         0 kB\nHugetlb:         1048576 kB\n", 0},
+        {"AnonHugePages:         0 kB\nHugePages_Total:       0\n", 0}, /* no Hugetlb line */
+        {"ShmemHugePages:        0 kB\nHugetlb:               0 kB\n", 0}, /* no AnonHugePages */
+        {"AnonHugePages:  kB\nHugetlb:               0 kB\n", 0},         /* no figure */
+        {"XAnonHugePages:        0 kB\nHugetlb:               0 kB\n", 0},
+        {"", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        ck_assert_msg(memdiff__linux_meminfo_pmd_free(cases[i].text, strlen(cases[i].text)) ==
+                          cases[i].want,
+                      "case %zu", i);
+}
+END_TEST
+
+/* A check in a child that cannot use Check's assertions: says which failed, returns 1. */
+#define NEED(c)                                                                                \
+    do {                                                                                       \
+        if (!(c)) {                                                                            \
+            fprintf(stderr, "%s:%d: failed: %s\n", __FILE__, __LINE__, #c);                    \
+            return 1;                                                                          \
+        }                                                                                      \
+    } while (0)
+
+/* Runs body without CAP_SYS_ADMIN (pagemap without frame numbers): as nobody in a child when
+ * the test runs as root, else in the test process itself. */
+static void unprivileged(int (*body)(void))
+{
+    if (geteuid() != 0) {
+        ck_assert_int_eq(body(), 0);
+        return;
+    }
+    pid_t c = fork();
+    ck_assert_int_ge(c, 0);
+    if (c == 0) {
+        if (setgid(65534) != 0 || setuid(65534) != 0)
+            _exit(10);
+        prctl(PR_SET_DUMPABLE, 1, 0, 0, 0); /* setuid handed our /proc files to root */
+        _exit(body());
+    }
+    int status = 0;
+    ck_assert_int_eq(waitpid(c, &status, 0), c);
+    ck_assert(WIFEXITED(status));
+    ck_assert_int_eq(WEXITSTATUS(status), 0);
+}
+
+#define MEMINFO_NONE "AnonHugePages:         0 kB\nHugetlb:               0 kB\n"
+#define MEMINFO_THP "AnonHugePages:      2048 kB\nHugetlb:               0 kB\n"
+
+/* A proc root whose self is the real one and whose meminfo says what the test wants. */
+static int meminfo_tree(char dir[64])
+{
+    strcpy(dir, "/tmp/memdiff-pmd-XXXXXX");
+    if (!mkdtemp(dir))
+        return -1;
+    char path[128];
+    snprintf(path, sizeof path, "%s/self", dir);
+    return symlink("/proc/self", path);
+}
+
+static int put_meminfo(const char *dir, const char *text)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/meminfo", dir);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    int ok = fputs(text, f) >= 0;
+    return fclose(f) == 0 && ok ? 0 : -1;
+}
+
+static void remove_meminfo_tree(const char *dir)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/self", dir);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/meminfo", dir);
+    unlink(path);
+    rmdir(dir);
+}
+
+/* The walk of map_sixteen's pages in [s, e) with every scan refused (a scan asked turns
+ * scan_off on, and the walk goes on without it); 0 when it delivered the 5 pages, all
+ * exclusively mapped unless shared. */
+static int walk_sixteen(const char *root, unsigned flags, uint64_t s, uint64_t e, int shared,
+                        memdiff__arena *a, memdiff__proc **out)
+{
+    memdiff__open_args args = {0, root, NULL, flags};
+    memdiff__caps caps;
+    NEED(memdiff__plat_open(&args, a, out, &caps) == MEMDIFF_OK);
+    NEED(!(caps.sources & MEMDIFF_SRC_PFN));
+    (*out)->scan_refuse_at = 1;
+    NEED(walk(*out, s, e, MEMDIFF_DEPTH_STANDARD) == MEMDIFF_OK);
+    NEED(pages_with(P, F | Z | S) == 5);
+    NEED(pages_with(P | X, 0) == (shared ? 0u : 5u));
+    return 0;
+}
+
+static int pmd_free_body(void)
+{
+    long ps = sysconf(_SC_PAGESIZE);
+    memdiff__arena a = MEMDIFF__ARENA_INIT;
+    memdiff__open_args live = {0, NULL, NULL, 0};
+    memdiff__proc *proc;
+    memdiff__caps caps;
+    NEED(memdiff__plat_open(&live, &a, &proc, &caps) == MEMDIFF_OK);
+    memdiff__plat_close(proc);
+    if (!(caps.sources & MEMDIFF_SRC_PAGEMAP_SCAN)) {
+        fprintf(stderr, "walk_leaves_out_scan_where_meminfo_allows: no PAGEMAP_SCAN; checked "
+                        "nothing\n");
+        return 0;
+    }
+    char dir[64];
+    NEED(meminfo_tree(dir) == 0);
+    NEED(put_meminfo(dir, MEMINFO_NONE) == 0);
+    char *p = map_sixteen(ps);
+    uint64_t s = (uint64_t)(uintptr_t)p, e = s + (uint64_t)ps * 16;
+    memdiff_process_totals t;
+
+    /* No huge page in the system, 5 exclusively mapped anonymous pages: no scan asked. */
+    NEED(walk_sixteen(dir, 0, s, e, 0, &a, &proc) == 0);
+    NEED(!proc->scan_off);
+    NEED(proc->pmd_free == 1 && proc->pmd_free_used);
+    NEED(memdiff__plat_totals(proc, &t) == MEMDIFF_OK);
+    /* A huge page since: the totals say the snapshot must be taken again. */
+    NEED(put_meminfo(dir, MEMINFO_THP) == 0);
+    NEED(memdiff__plat_totals(proc, &t) == MEMDIFF_ECHANGED);
+    NEED(strstr(memdiff_last_error(), "/meminfo: PMD-mapped or hugetlb pages appeared") != NULL);
+    memdiff__plat_close(proc);
+
+    /* Where meminfo tells of huge pages, the scan is asked (and refused here). */
+    NEED(walk_sixteen(dir, 0, s, e, 0, &a, &proc) == 0);
+    NEED(proc->scan_off && proc->pmd_free == -1 && !proc->pmd_free_used);
+    NEED(memdiff__plat_totals(proc, &t) == MEMDIFF_OK);
+    memdiff__plat_close(proc);
+
+    /* Taken again without shortcuts, whatever meminfo says. */
+    NEED(put_meminfo(dir, MEMINFO_NONE) == 0);
+    NEED(walk_sixteen(dir, MEMDIFF__OPEN_EXACT, s, e, 0, &a, &proc) == 0);
+    NEED(proc->scan_off && !proc->pmd_free_used);
+    memdiff__plat_close(proc);
+
+    /* Pages a child shares since fork (copy on write) are not exclusively mapped: such a page
+     * could be the zero page, so its batch is asked about. */
+    pid_t c = fork();
+    NEED(c >= 0);
+    if (c == 0) {
+        pause();
+        _exit(0);
+    }
+    int rc = walk_sixteen(dir, 0, s, e, 1, &a, &proc);
+    kill(c, SIGKILL);
+    waitpid(c, NULL, 0);
+    NEED(rc == 0);
+    NEED(proc->scan_off && !proc->pmd_free_used);
+    memdiff__plat_close(proc);
+
+    memdiff__arena_release(&a);
+    munmap(p, (size_t)ps * 16);
+    remove_meminfo_tree(dir);
+    return 0;
+}
+
+/* Without frame numbers nothing in a pagemap entry tells a huge page's or the zero page's pages
+ * from others: a batch of exclusively mapped anonymous pages goes without the scan that would,
+ * only while meminfo says the system has no PMD-mapped anonymous or hugetlb page. */
+START_TEST(walk_leaves_out_scan_where_meminfo_allows)
+{
+    unprivileged(pmd_free_body);
+}
+END_TEST
+
+/* Serves the FIFO <dir>/meminfo: MEMINFO_NONE to its first reader, MEMINFO_THP to every later
+ * one, one reader at a time (the writer keeps its end open until the reader has closed its
+ * own: POLLERR), until stop. */
+typedef struct meminfo_server {
+    char path[128];
+    volatile int stop;
+    int served;
+} meminfo_server;
+
+static void *serve_meminfo(void *arg)
+{
+    meminfo_server *m = arg;
+    for (;;) {
+        int fd = open(m->path, O_WRONLY); /* waits for a reader */
+        if (fd < 0 || m->stop) {
+            if (fd >= 0)
+                close(fd);
+            return NULL;
+        }
+        const char *text = m->served++ == 0 ? MEMINFO_NONE : MEMINFO_THP;
+        if (write(fd, text, strlen(text)) < 0)
+            m->served = -1000;
+        struct pollfd pf = {fd, 0, 0};
+        while (poll(&pf, 1, 10000) == 1 && !(pf.revents & POLLERR))
+            ;
+        close(fd);
+    }
+}
+
+static int retake_body(void)
+{
+    long ps = sysconf(_SC_PAGESIZE);
+    meminfo_server m;
+    memset(&m, 0, sizeof m);
+    char dir[64];
+    NEED(meminfo_tree(dir) == 0);
+    snprintf(m.path, sizeof m.path, "%s/meminfo", dir);
+    NEED(mkfifo(m.path, 0600) == 0);
+    pthread_t th;
+    NEED(pthread_create(&th, NULL, serve_meminfo, &m) == 0);
+    char *p = map_sixteen(ps);
+    memdiff_options o = MEMDIFF_OPTIONS_INIT;
+    o.proc_root = dir;
+    memdiff_snapshot *snap = NULL;
+    int rc = memdiff_snapshot_take(&o, &snap);
+    m.stop = 1;
+    int fd = open(m.path, O_RDONLY | O_NONBLOCK); /* lets the server see stop */
+    pthread_join(th, NULL);
+    if (fd >= 0)
+        close(fd);
+    NEED(rc == MEMDIFF_OK);
+    /* Read by the first batch that went without the scan, then by the totals (a huge page):
+     * the snapshot taken again read it no more. */
+    NEED(m.served == 2);
+    memdiff_snapshot_info info;
+    NEED(memdiff_snapshot_get_info(snap, &info) == MEMDIFF_OK);
+    NEED(info.depth == MEMDIFF_DEPTH_STANDARD && !(info.sources & MEMDIFF_SRC_PFN));
+    memdiff_region r;
+    NEED(memdiff_snapshot_find(snap, (uint64_t)(uintptr_t)p, &r) == MEMDIFF_OK);
+    memdiff_snapshot_free(snap);
+    munmap(p, (size_t)ps * 16);
+    unlink(m.path);
+    remove_meminfo_tree(dir);
+    return 0;
+}
+
+/* A huge page that appears between the walk and the totals: the snapshot is taken again without
+ * the shortcut, and comes out whole, with no error for the caller. */
+START_TEST(snapshot_taken_again_when_huge_pages_appear)
+{
+    memdiff__caps caps;
+    memdiff__proc *proc = open_self(&caps);
+    memdiff__plat_close(proc);
+    if (!(caps.sources & MEMDIFF_SRC_PAGEMAP_SCAN)) {
+        fprintf(stderr, "snapshot_taken_again_when_huge_pages_appear: no PAGEMAP_SCAN; checked "
+                        "nothing\n");
+        return;
+    }
+    unprivileged(retake_body);
+}
+END_TEST
+
+static int huge_body(void)
+{
+    const size_t huge = 2u << 20;
+    char *raw = mmap(NULL, huge * 3, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    NEED(raw != MAP_FAILED);
+    char *p = (char *)(((uintptr_t)raw + huge - 1) & ~(uintptr_t)(huge - 1));
+    madvise(p, huge, MADV_HUGEPAGE);
+    madvise(p + huge, huge, MADV_NOHUGEPAGE);
+    memset(p, 1, 2 * huge);
+    uint64_t a = (uint64_t)(uintptr_t)p, e = a + 2 * huge;
+    memdiff__arena ar = MEMDIFF__ARENA_INIT;
+    memdiff__open_args args = {0, NULL, NULL, 0};
+    memdiff__proc *proc;
+    memdiff__caps caps;
+    NEED(memdiff__plat_open(&args, &ar, &proc, &caps) == MEMDIFF_OK);
+    NEED(!(caps.sources & MEMDIFF_SRC_PFN));
+    NEED(walk(proc, a, e, MEMDIFF_DEPTH_FAST) == MEMDIFF_OK);
+    uint64_t n = pages_with(P | MEMDIFF_PAGE_HUGE, 0);
+    if (n == 0 || !(caps.sources & MEMDIFF_SRC_PAGEMAP_SCAN)) {
+        fprintf(stderr, "unprivileged_huge_page: no THP granted or no PAGEMAP_SCAN; checked "
+                        "nothing\n");
+    } else {
+        /* The huge page is in meminfo's AnonHugePages: the scan is asked and finds it. */
+        NEED(n == huge / 4096);
+        NEED(walk(proc, a, e, MEMDIFF_DEPTH_STANDARD) == MEMDIFF_OK);
+        NEED(pages_with(P | X | MEMDIFF_PAGE_HUGE, 0) == n);
+        NEED(pages_with(P | X, MEMDIFF_PAGE_HUGE) == huge / 4096);
+        NEED(proc->pmd_free == -1 || !proc->pmd_free_used);
+    }
+    memdiff__plat_close(proc);
+    memdiff__arena_release(&ar);
+    munmap(raw, huge * 3);
+    return 0;
+}
+
+/* A transparent huge page seen without frame numbers: its pages are huge at standard depth too,
+ * and the 512 small pages behind it are not. */
+START_TEST(unprivileged_huge_page)
+{
+    unprivileged(huge_body);
+}
+END_TEST
+
 START_TEST(exited_process)
 {
     int fds[2];
@@ -1499,6 +1809,10 @@ Suite *linux_pages_suite(void)
     tcase_add_test(tc, real_huge_page);
     tcase_add_test(tc, real_unmapped_range_reports_nothing);
     tcase_add_test(tc, unprivileged_caller);
+    tcase_add_test(tc, meminfo_pmd_free_needs_both_fields_zero);
+    tcase_add_test(tc, walk_leaves_out_scan_where_meminfo_allows);
+    tcase_add_test(tc, snapshot_taken_again_when_huge_pages_appear);
+    tcase_add_test(tc, unprivileged_huge_page);
     tcase_add_test(tc, exited_process);
     suite_add_tcase(s, tc);
     return s;

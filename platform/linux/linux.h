@@ -152,6 +152,11 @@ struct memdiff__proc {
     size_t pres_n;
     uint64_t pres_lo, pres_hi;
     int scan_off;             /* the kernel refused a scan (EINVAL): pagemap only from then on */
+    /* Whether a batch read without frame numbers may go without the zero / huge page scan
+     * where its entries allow (pages.c, pmd_free): 0 not yet asked, 1 meminfo said so
+     * (memdiff__linux_pmd_free), -1 it did not, or MEMDIFF__OPEN_EXACT. pmd_free_used: a batch
+     * went without the scan, so memdiff__plat_totals asks meminfo again. */
+    int pmd_free, pmd_free_used;
     unsigned scan_refuse_at;  /* tests only: the scan call that fails with EINVAL, counting
                                  from 1 (0: none), as a kernel may refuse mid-walk */
     size_t batch_cap;         /* entries the batch buffers above hold */
@@ -210,6 +215,22 @@ ssize_t memdiff__linux_pread_full(int fd, void *buf, size_t len, uint64_t off);
 /* The value of "<key>:" in a /proc status text, in the field's own unit; 0 when missing. base is
  * 10 for "VmRSS:   1234 kB" style fields, 16 for "CapEff:  000001ff..". */
 uint64_t memdiff__linux_status_field(const char *text, size_t len, const char *key, int base);
+
+/* The same, telling a field that reads (1, *value set) from one missing or without a figure
+ * (0). */
+int memdiff__linux_status_find(const char *text, size_t len, const char *key, int base,
+                               uint64_t *value);
+
+/* Whether a /proc/meminfo text says that no page of the system is mapped by a PMD as anonymous
+ * memory (AnonHugePages: 0 kB; NR_ANON_THPS counts the PMD-mapped anonymous folios) and that no
+ * hugetlb page exists (Hugetlb: 0 kB, every pool size). Then a present page that pagemap calls
+ * exclusively mapped and not a file page is neither part of a huge page nor the zero page (whose
+ * entries carry neither bit: the zero page has no struct page for pagemap to ask, the huge zero
+ * page is no anonymous folio). 0 when a field is missing or not 0. */
+int memdiff__linux_meminfo_pmd_free(const char *text, size_t len);
+
+/* memdiff__linux_meminfo_pmd_free of <proc_root>/meminfo; 0 when it cannot be read. */
+int memdiff__linux_pmd_free(const memdiff__proc *proc);
 
 /* (major << 32) | minor of a stat st_dev, as memdiff__plat_region.dev packs maps' dev field. */
 uint64_t memdiff__linux_dev(dev_t dev);

@@ -18,7 +18,9 @@
  *    pages again, plain batches resume. Zero and huge pages, which pagemap does not flag, come
  *    from the scan: with frame numbers (root), only where the frames could be a huge page's (512
  *    consecutive, aligned frames) or the zero page is known by its frame; without, the scan asks
- *    the page table for just those two categories.
+ *    the page table for just those two categories, in a batch with a page pagemap does not call
+ *    exclusively mapped anonymous memory, or wherever /proc/meminfo says the system may have
+ *    PMD-mapped anonymous memory or hugetlb pages (pmd_free).
  *  - without the scan (older kernels, a scan refused with EINVAL, fixture files): pagemap in
  *    batches over the whole range.
  * Deep adds kpageflags and kpagecount, read per span of nearby frames after sorting a batch's
@@ -1047,10 +1049,21 @@ static size_t stretch_at(const walker *w, const uint64_t *pm, size_t i, size_t n
     return j;
 }
 
+/* A present page that pagemap calls anything but exclusively mapped anonymous memory: the zero
+ * page (neither bit: it has no struct page for pagemap to ask), the huge zero page (a file bit:
+ * no anonymous folio), memory shared or a file page. Only such a page, or one of a PMD-mapped
+ * or hugetlb page where meminfo says the system may have some, can be what the zero / huge
+ * page scan looks for (pmd_free). */
+static int zero_or_shared(uint64_t e)
+{
+    return (e & MEMDIFF__PM_PRESENT) &&
+           (e & (MEMDIFF__PM_EXCLUSIVE | MEMDIFF__PM_FILE)) != MEMDIFF__PM_EXCLUSIVE;
+}
+
 /* Decodes the entries p->pm[base..base + n) into p->attrs[0..n); with frame numbers, each
  * entry becomes its page's frame in place (p->pfn is p->pm: no copy). Returns how many pages
- * are present or swapped. */
-static size_t decode(walker *w, size_t base, size_t n)
+ * are present or swapped; without frame numbers, *cand tells whether a page is zero_or_shared. */
+static size_t decode(walker *w, size_t base, size_t n, int *cand)
 {
     memdiff__proc *p = w->proc;
     uint64_t *pm = p->pm + base;
@@ -1076,25 +1089,47 @@ static size_t decode(walker *w, size_t base, size_t n)
     } else if (!zero) {
         /* No frame numbers (unprivileged): the entries of a page's neighbours are its own in
          * dense memory, so they are decoded a stretch of equal entries at a time. */
+        int c = 0;
         for (size_t i = 0; i < n;) {
             size_t j = memdiff__stretch_end(pm, i, n, 0);
             unsigned a = w->table[pm[i] >> PM_TABLE_SHIFT];
+            c |= zero_or_shared(pm[i]);
             for (size_t k = i; k < j; k++)
                 attrs[k] = a;
             found += a ? j - i : 0;
             i = j;
         }
+        *cand = c;
     } else {
+        int c = 0;
         for (size_t i = 0; i < n; i++) {
             uint64_t e = pm[i];
             unsigned a = w->table[e >> PM_TABLE_SHIFT];
             if ((e >> 63) && (e & MEMDIFF__PM_PFN_MASK) == zero)
                 a |= MEMDIFF_PAGE_ZERO;
+            c |= zero_or_shared(e);
             attrs[i] = a;
             found += a != 0;
         }
+        *cand = c;
     }
     return found;
+}
+
+/* Whether a batch without frame numbers whose pages are all exclusively mapped anonymous
+ * memory (no zero_or_shared page) may go without the zero / huge page scan: when meminfo says
+ * no page of the system is PMD-mapped anonymous memory or a hugetlb page. The scan walks every
+ * page table entry again, a quarter of pagemap's cost. meminfo is read once a walk, on first
+ * need, and again by memdiff__plat_totals once a batch went without the scan: a huge page that
+ * appeared in between makes the snapshot be taken again (MEMDIFF__OPEN_EXACT). */
+static int pmd_free(memdiff__proc *p)
+{
+    if (!p->pmd_free)
+        p->pmd_free = memdiff__linux_pmd_free(p) ? 1 : -1;
+    if (p->pmd_free < 0)
+        return 0;
+    p->pmd_free_used = 1;
+    return 1;
 }
 
 /* decode_frames' next boundary of the zero and huge pages' ranges r[0..nr) after page i of n
@@ -1237,13 +1272,14 @@ static int walk_pagemap(walker *w, uint64_t addr, uint64_t npages,
         }
         if (w->pending && w->pending_fs && (rc = flush(w)))
             return rc;
-        size_t got = decode(w, base, n);
+        int cand = 1;
+        size_t got = decode(w, base, n, &cand);
         *found += got;
         if (got && ranges)
             mark_extras(w, ranges, nranges, addr, n, p->attrs);
         else if (got && extras && w->pfn)
             rc = scan_huge_candidates(w, addr, n, p->pfn + base, p->attrs);
-        else if (got && extras)
+        else if (got && extras && (cand || !pmd_free(p)))
             rc = scan_extras(w, addr, n, p->attrs);
         if (!rc && got && w->deep)
             rc = frame_facts(w);

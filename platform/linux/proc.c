@@ -232,6 +232,7 @@ int memdiff__plat_open(const memdiff__open_args *args, memdiff__arena *scratch,
     proc->pagemap_fd = proc->mem_fd = proc->kpageflags_fd = proc->kpagecount_fd = -1;
     proc->idle_fd = -1;
     proc->pm_table_fast = -1;
+    proc->pmd_free = args->flags & MEMDIFF__OPEN_EXACT ? -1 : 0;
     proc->scratch = scratch;
     const char *proc_root = args->proc_root ? args->proc_root : "/proc";
     const char *sys_root = args->sys_root ? args->sys_root : "/sys";
@@ -370,6 +371,14 @@ int memdiff__plat_totals(memdiff__proc *proc, memdiff_process_totals *out)
     char path[PATH_MAX];
     size_t len = 0;
     memset(out, 0, sizeof *out);
+    /* A batch went without the zero / huge page scan because meminfo said the system had no
+     * page it could find (pages.c, pmd_free): that must still hold, or a huge page may have
+     * appeared where the walk had yet to come. */
+    if (proc->pmd_free_used && !memdiff__linux_pmd_free(proc))
+        return memdiff__set_error(MEMDIFF_ECHANGED,
+                                  "%s/meminfo: PMD-mapped or hugetlb pages appeared during the "
+                                  "snapshot, which read some pages as if there were none",
+                                  proc->proc_root);
     int rc = memdiff__linux_path(path, sizeof path, proc->dir, "status");
     if (rc)
         return rc;

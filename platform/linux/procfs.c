@@ -184,9 +184,11 @@ ssize_t memdiff__linux_pread_full(int fd, void *buf, size_t len, uint64_t off)
     return (ssize_t)n;
 }
 
-uint64_t memdiff__linux_status_field(const char *text, size_t len, const char *key, int base)
+int memdiff__linux_status_find(const char *text, size_t len, const char *key, int base,
+                               uint64_t *value)
 {
     size_t klen = strlen(key);
+    *value = 0;
     size_t i = 0;
     while (i < len) {
         const char *line = text + i;
@@ -197,6 +199,7 @@ uint64_t memdiff__linux_status_field(const char *text, size_t len, const char *k
             size_t j = klen + 1;
             while (j < llen && (line[j] == ' ' || line[j] == '\t'))
                 j++;
+            size_t first = j;
             for (; j < llen; j++) {
                 unsigned c = (unsigned char)line[j], d;
                 if (c >= '0' && c <= '9')
@@ -211,11 +214,37 @@ uint64_t memdiff__linux_status_field(const char *text, size_t len, const char *k
                     return 0; /* not a figure the kernel would print */
                 v = v * (uint64_t)base + d;
             }
-            return v;
+            *value = v;
+            return j > first;
         }
         i += llen + 1;
     }
     return 0;
+}
+
+uint64_t memdiff__linux_status_field(const char *text, size_t len, const char *key, int base)
+{
+    uint64_t v;
+    memdiff__linux_status_find(text, len, key, base, &v);
+    return v;
+}
+
+int memdiff__linux_meminfo_pmd_free(const char *text, size_t len)
+{
+    uint64_t anon_huge, hugetlb;
+    return memdiff__linux_status_find(text, len, "AnonHugePages", 10, &anon_huge) &&
+           memdiff__linux_status_find(text, len, "Hugetlb", 10, &hugetlb) && anon_huge == 0 &&
+           hugetlb == 0;
+}
+
+int memdiff__linux_pmd_free(const memdiff__proc *proc)
+{
+    char path[PATH_MAX], buf[8192];
+    if (memdiff__linux_path(path, sizeof path, proc->proc_root, "meminfo"))
+        return 0;
+    ssize_t n = memdiff__linux_read_small(path, buf, sizeof buf);
+    /* meminfo is about 1.5 KiB: a text that fills the buffer may have lost the fields. */
+    return n > 0 && (size_t)n < sizeof buf - 1 && memdiff__linux_meminfo_pmd_free(buf, (size_t)n);
 }
 
 uint64_t memdiff__linux_dev(dev_t dev)
