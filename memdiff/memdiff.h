@@ -146,8 +146,10 @@ typedef struct memdiff_snapshot memdiff_snapshot;
 /* Takes a snapshot as described by options (NULL: the calling process at standard depth).
  * Errors: MEMDIFF_EINVAL (out NULL, bad option), MEMDIFF_ESRCH (no such process, or it exited
  * during the snapshot), MEMDIFF_EACCES (the process may not be read at all), MEMDIFF_ENOMEM,
- * MEMDIFF_EIO. A depth the caller is not allowed is not an error: the snapshot is taken at the
- * depth available and records why (memdiff_snapshot_info.degraded). */
+ * MEMDIFF_EIO, MEMDIFF_ECHANGED (Windows: memory went away while it was read, in the snapshot
+ * taken once more too; a snapshot whose reading the process or the system changed under it is
+ * taken again once before any such error). A depth the caller is not allowed is not an error:
+ * the snapshot is taken at the depth available and records why (memdiff_snapshot_info.degraded). */
 int memdiff_snapshot_take(const memdiff_options *options, memdiff_snapshot **out);
 
 /* Shorthand: the calling process at the given depth. */
