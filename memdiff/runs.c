@@ -163,21 +163,6 @@ int memdiff__runs_append(memdiff_snapshot *s, uint32_t region, uint64_t start, u
     return rc;
 }
 
-/* The first page at or after b (below n) whose bit is want, or n. */
-static uint64_t find_bit(const uint64_t *w, uint64_t b, uint64_t n, int want)
-{
-    while (b < n) {
-        uint64_t x = w[b / 64];
-        if (!want)
-            x = ~x;
-        x &= ~UINT64_C(0) << (b % 64);
-        if (x)
-            return MEMDIFF__MIN(n, b / 64 * 64 + memdiff__ctz64(x));
-        b = (b / 64 + 1) * 64;
-    }
-    return n;
-}
-
 /* Sets in dst, from bit to on, the set bits of src's [from, end) (ORs them in). */
 static void or_bits(uint64_t *dst, uint64_t to, const uint64_t *src, uint64_t from, uint64_t end)
 {
@@ -204,15 +189,15 @@ static int append_each(memdiff_snapshot *s, uint32_t region, uint64_t start, uin
                        int stop_at_bitmap)
 {
     const uint64_t ps = s->info.page_size;
-    uint64_t k = find_bit(bits, *from, npages, 1);
+    uint64_t k = memdiff__find_bit(bits, *from, npages, 1);
     while (k < npages) {
-        uint64_t e = find_bit(bits, k, npages, 0);
+        uint64_t e = memdiff__find_bit(bits, k, npages, 0);
         int rc = memdiff__runs_append(s, region, start + k * ps, e - k, attrs, *aux);
         if (rc)
             return rc;
         if (*aux != MEMDIFF__NO_AUX)
             *aux += e - k;
-        k = find_bit(bits, e, npages, 1);
+        k = memdiff__find_bit(bits, e, npages, 1);
         if (stop_at_bitmap && (s->runs[s->run_records - 1].attrs & MEMDIFF__RUN_BITMAP))
             break;
     }
@@ -317,14 +302,14 @@ int memdiff__runs_next(memdiff__runs_iter *it, memdiff__run *out)
             return 0;
         }
         const uint64_t *w = s->run_bits + it->word;
-        uint64_t b = find_bit(w, it->bit, r->npages, 1);
+        uint64_t b = memdiff__find_bit(w, it->bit, r->npages, 1);
         if (b == r->npages) {
             it->rec++;
             it->word += words;
             it->bit = it->set = 0;
             continue;
         }
-        uint64_t e = find_bit(w, b, r->npages, 0);
+        uint64_t e = memdiff__find_bit(w, b, r->npages, 0);
         out->start = r->start + b * s->info.page_size;
         out->npages = e - b;
         out->attrs = r->attrs & ~MEMDIFF__RUN_BITMAP;

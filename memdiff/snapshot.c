@@ -96,19 +96,15 @@ static int on_run_bits(void *ctx, uint64_t start, uint64_t npages, unsigned attr
     uint64_t ps = b->s->info.page_size;
     if (start < r->start || start >= r->end || npages > memdiff__in_pages(r->end - start, ps)) {
         uint64_t set = 0;
-        for (uint64_t k = 0; k < npages;) {
-            uint64_t e = k;
-            while (e < npages && (bits[e / 64] >> (e % 64) & 1))
-                e++;
-            if (e > k) {
-                memdiff__values f = {0, 1, e - k, pfn ? pfn + set : NULL};
-                int rc = on_run_frames(ctx, start + k * ps, e - k, attrs, &f, pfn ? 1 : 0, NULL,
-                                       0, NULL, 0);
-                if (rc)
-                    return rc;
-                set += e - k;
-            }
-            k = e + 1;
+        for (uint64_t k = memdiff__find_bit(bits, 0, npages, 1); k < npages;) {
+            uint64_t e = memdiff__find_bit(bits, k, npages, 0);
+            memdiff__values f = {0, 1, e - k, pfn ? pfn + set : NULL};
+            int rc = on_run_frames(ctx, start + k * ps, e - k, attrs, &f, pfn ? 1 : 0, NULL, 0,
+                                   NULL, 0);
+            if (rc)
+                return rc;
+            set += e - k;
+            k = memdiff__find_bit(bits, e, npages, 1);
         }
         return MEMDIFF_OK;
     }

@@ -100,6 +100,23 @@ static inline unsigned memdiff__popcount64(uint64_t x)
 #endif
 }
 
+/* The first bit at or after b (below n) of the bitmap w that is want (1 or 0), or n. */
+static inline uint64_t memdiff__find_bit(const uint64_t *w, uint64_t b, uint64_t n, int want)
+{
+    while (b < n) {
+        uint64_t x = w[b / 64];
+        if (!want)
+            x = ~x;
+        x &= ~UINT64_C(0) << (b % 64);
+        if (x) {
+            uint64_t at = b / 64 * 64 + memdiff__ctz64(x);
+            return at < n ? at : n;
+        }
+        b = (b / 64 + 1) * 64;
+    }
+    return n;
+}
+
 /* The end of the stretch v[i..) that goes on from v[i] by step: the first k > i (at most n)
  * with v[k] != v[i] + (k - i) * step (step 1 for consecutive frames or pagemap entries, 0 for
  * repeats, UINT64_MAX for descending). The tight loop of dense memory, shared by the backends'

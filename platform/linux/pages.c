@@ -303,13 +303,10 @@ static int buffers(walker *w, int scan)
         if (!p->vec)
             return MEMDIFF_ENOMEM;
     }
-    if (w->gather && !p->gather_bits) {
-        p->gather_bits =
-            memdiff__arena_alloc_raw(p->scratch, MEMDIFF__LINUX_GATHER / 64 * sizeof(uint64_t));
-        if (!p->gather_bits)
-            return MEMDIFF_ENOMEM;
-        memset(p->gather_bits, 0, MEMDIFF__LINUX_GATHER / 64 * sizeof(uint64_t));
-    }
+    if (w->gather && !p->gather_bits &&
+        !(p->gather_bits =
+              memdiff__arena_alloc(p->scratch, MEMDIFF__LINUX_GATHER / 64 * sizeof(uint64_t))))
+        return MEMDIFF_ENOMEM;
     if (w->gather && w->pfn && alloc_u64(p, &p->gather_pfn, MEMDIFF__LINUX_GATHER))
         return MEMDIFF_ENOMEM;
     if (scan && w->fast)
