@@ -190,11 +190,14 @@ static int take(const memdiff_options *o, unsigned flags, memdiff_snapshot *s,
     memdiff__caps caps;
     memset(&caps, 0, sizeof caps);
     /* kpageflags and kpagecount are opened only for a deep snapshot (two opens and two closes
-     * fewer for the others). */
+     * fewer for the others); a fast one, which stores no frames, need not ask whether frames
+     * could be read (four syscalls fewer on Linux). */
+    int frames_unused = o->depth == MEMDIFF_DEPTH_FAST && !(flags & MEMDIFF__TAKE_ACCESSED);
     memdiff__open_args args = {
         o->pid, o->proc_root, o->sys_root,
         (o->depth >= MEMDIFF_DEPTH_DEEP ? 0u : MEMDIFF__OPEN_NO_DEEP) |
-            (flags & MEMDIFF__TAKE_EXACT ? MEMDIFF__OPEN_EXACT : 0u)};
+            (flags & MEMDIFF__TAKE_EXACT ? MEMDIFF__OPEN_EXACT : 0u) |
+            (frames_unused ? MEMDIFF__OPEN_NO_FRAMES : 0u)};
     char host[256];
 
     s->info.time_ns = memdiff__os_time_ns();

@@ -286,6 +286,12 @@ typedef struct memdiff__open_args {
  * memdiff__plat_totals said MEMDIFF_ECHANGED. */
 #define MEMDIFF__OPEN_EXACT 0x2u
 
+/* The caller will walk at fast depth only and track no references: frame numbers go unused, so
+ * the backend may leave MEMDIFF_SRC_PFN out of caps without asking whether it could read them
+ * (Linux: where PAGEMAP_SCAN names the zero page itself; a walk that has to fall back to
+ * pagemap then learns the zero page's frame on its own). */
+#define MEMDIFF__OPEN_NO_FRAMES 0x4u
+
 /* What the backend can deliver for this process and caller, decided once at open. A source
  * that is missing has its reason in the matching *_why string (static or arena storage). */
 typedef struct memdiff__caps {

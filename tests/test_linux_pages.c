@@ -1293,6 +1293,66 @@ START_TEST(real_scan_refused_midway)
 }
 END_TEST
 
+/* A fast snapshot opens without asking for frames (MEMDIFF__OPEN_NO_FRAMES: no capget, no read
+ * fault and pagemap read of its own page for the zero page's frame) where the scan names the
+ * zero page. A walk that must fall back to pagemap (the kernel refuses the scan) learns the
+ * zero page's frame then, the one a plain open learns, and reads the pages as an unbroken walk
+ * does: 8 pages, 3 written, 1 only read (the zero page where the kernel maps one), 4 untouched. */
+START_TEST(fast_open_leaves_frames_unasked)
+{
+    long ps = sysconf(_SC_PAGESIZE);
+    memdiff__caps plain_caps, caps;
+    memdiff__proc *plain = open_self(&plain_caps);
+    const uint64_t zero = plain->zero_pfn;
+    memdiff__plat_close(plain);
+    memdiff__open_args args = {0, NULL, NULL, MEMDIFF__OPEN_NO_DEEP | MEMDIFF__OPEN_NO_FRAMES};
+    memdiff__proc *proc = NULL;
+    ck_assert_int_eq(memdiff__plat_open(&args, &arena, &proc, &caps), MEMDIFF_OK);
+    if (!(caps.sources & MEMDIFF_SRC_PAGEMAP_SCAN)) {
+        /* No scan to name the zero page: frames are asked as ever. */
+        ck_assert_int_eq(proc->frames_unasked, 0);
+        ck_assert_uint_eq(caps.sources & MEMDIFF_SRC_PFN, plain_caps.sources & MEMDIFF_SRC_PFN);
+        memdiff__plat_close(proc);
+        fprintf(stderr, "fast_open_leaves_frames_unasked: no PAGEMAP_SCAN here; checked the "
+                        "open alone\n");
+        return;
+    }
+    ck_assert_int_eq(proc->frames_unasked, 1);
+    ck_assert_uint_eq(caps.sources & MEMDIFF_SRC_PFN, 0);
+    ck_assert_uint_eq(proc->zero_pfn, 0);
+    ck_assert_ptr_nonnull(strstr(caps.pfn_why, "fast depth"));
+
+    enum { N = 8 };
+    char *p = map_pages(ps, N, 0);
+    p[0] = p[2 * ps] = p[5 * ps] = 1;
+    ck_assert_int_eq(*(volatile char *)(p + 7 * ps), 0);
+    const uint64_t a = (uint64_t)(uintptr_t)p;
+    unsigned want[N], got[N];
+    uint64_t wf[N], gf[N];
+    ck_assert_int_eq(walk(proc, a, a + (uint64_t)ps * N, MEMDIFF_DEPTH_FAST), MEMDIFF_OK);
+    per_page(a, (uint64_t)ps, N, want, wf);
+    ck_assert_int_eq(proc->frames_unasked, 1); /* the scan told all */
+    proc->scan_refuse_at = 1;
+    ck_assert_int_eq(walk(proc, a, a + (uint64_t)ps * N, MEMDIFF_DEPTH_FAST), MEMDIFF_OK);
+    per_page(a, (uint64_t)ps, N, got, gf);
+    ck_assert(proc->scan_off);
+    ck_assert_int_eq(proc->frames_unasked, 0);
+    ck_assert_uint_eq(proc->zero_pfn, zero);
+    size_t resident = 0;
+    for (size_t i = 0; i < N; i++) {
+        /* Without frames (no CAP_SYS_ADMIN) pagemap cannot tell the zero page: page 7's ZERO
+         * is compared only where the plain open learned its frame. */
+        unsigned mask = i == 7 && !zero ? ~(unsigned)MEMDIFF_PAGE_ZERO : ~0u;
+        ck_assert_msg((want[i] & mask) == (got[i] & mask), "page %zu: 0x%x, 0x%x after the refusal",
+                      i, want[i], got[i]);
+        resident += got[i] != 0;
+    }
+    ck_assert_uint_eq(resident, 4);
+    memdiff__plat_close(proc);
+    munmap(p, (size_t)ps * N);
+}
+END_TEST
+
 /* Every page the last walk delivered has the map count kpagecount gives for its frame now. */
 static void expect_counts_read(void)
 {
@@ -1806,6 +1866,7 @@ Suite *linux_pages_suite(void)
     tcase_add_test(tc, real_gathered_runs_match_one_by_one);
     tcase_add_test(tc, real_deep_facts_in_place);
     tcase_add_test(tc, real_scan_refused_midway);
+    tcase_add_test(tc, fast_open_leaves_frames_unasked);
     tcase_add_test(tc, real_huge_page);
     tcase_add_test(tc, real_unmapped_range_reports_nothing);
     tcase_add_test(tc, unprivileged_caller);

@@ -93,6 +93,10 @@ struct pm_scan_arg {
 struct memdiff__proc {
     int pid;                  /* resolved, never 0 */
     int self;                 /* the calling process */
+    int live;                 /* the live /proc (no proc root given), not a fixture tree */
+    /* MEMDIFF__OPEN_NO_FRAMES left frames unasked, zero_pfn with them: learned by
+     * memdiff__linux_learn_zero_page if a walk needs it after all. */
+    int frames_unasked;
     const char *proc_root;    /* copies in scratch */
     const char *sys_root;
     char dir[PATH_MAX];       /* "<proc_root>/<pid>" or "<proc_root>/self" */
@@ -250,6 +254,12 @@ int memdiff__linux_alive(memdiff__proc *proc);
  * set: callers treat unreadable memory as a fact to work around, not as a failure. */
 #define MEMDIFF__LINUX_NOT_RESIDENT 1
 int memdiff__linux_read_mem(memdiff__proc *proc, uint64_t addr, void *buf, size_t len);
+
+/* For a process opened with MEMDIFF__OPEN_NO_FRAMES: learns the zero page's frame now (a fast
+ * walk that falls back to pagemap, where only the frame tells the zero page), as the open does
+ * otherwise. Nothing to report: without it the zero page is not told from other pages, as
+ * for any caller without CAP_SYS_ADMIN. */
+void memdiff__linux_learn_zero_page(memdiff__proc *proc);
 
 /* ---- reference tracking (refs.c) -------------------------------------------------------- */
 

@@ -1676,13 +1676,16 @@ int memdiff__plat_pages(memdiff__proc *proc, uint64_t start, uint64_t end, memdi
         uint64_t cur;
         rc = walk_fast(&w, start, end, &fallback, &cur);
         if (!rc && fallback) {
+            memdiff__linux_learn_zero_page(proc); /* the scan no longer names it */
             rc = buffers(&w, 0);
             if (!rc)
                 rc = walk_pagemap(&w, cur, (end - cur) >> proc->page_shift, NULL, 0, &found);
         }
+    } else if (w.fast) {
+        memdiff__linux_learn_zero_page(proc); /* no scan to name it (refused since the open) */
+        rc = walk_pagemap(&w, start, (end - start) >> proc->page_shift, NULL, 0, &found);
     } else {
-        rc = w.fast ? walk_pagemap(&w, start, (end - start) >> proc->page_shift, NULL, 0, &found)
-                    : walk_adaptive(&w, start, end);
+        rc = walk_adaptive(&w, start, end);
     }
     if (!rc)
         rc = flush(&w);

@@ -22,6 +22,7 @@
 static const char PFN_WHY[] = "frame numbers need CAP_SYS_ADMIN (pagemap hides them since Linux 4.2)";
 static const char PFN_HIDDEN_WHY[] = "frame numbers are hidden: pagemap needs CAP_SYS_ADMIN in the "
                                      "initial user namespace";
+static const char NOT_ASKED_WHY[] = "frame numbers are not read at fast depth";
 static const char DEEP_WHY[] = "kernel page flags and map counts need CAP_SYS_ADMIN "
                                "(/proc/kpageflags, /proc/kpagecount)";
 
@@ -103,6 +104,22 @@ static int probe_scan(int fd, uint32_t page_size)
     arg.return_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED | PAGE_IS_FILE | PAGE_IS_PFNZERO |
                       PAGE_IS_HUGE;
     return ioctl(fd, PAGEMAP_SCAN, &arg) >= 0;
+}
+
+/* Whether the live kernel has answered a probe_scan: it has PAGEMAP_SCAN from then on, so one
+ * probe a process, not one a snapshot (a later call that fails still falls back: pages.c,
+ * scan_off). A fixture tree's pagemap is probed every time. */
+static atomic_int live_scan_works;
+
+static int scan_works(const memdiff__proc *proc)
+{
+    if (proc->live && atomic_load_explicit(&live_scan_works, memory_order_relaxed))
+        return 1;
+    if (!probe_scan(proc->pagemap_fd, proc->page_size))
+        return 0;
+    if (proc->live)
+        atomic_store_explicit(&live_scan_works, 1, memory_order_relaxed);
+    return 1;
 }
 
 /* Whether the caller holds CAP_SYS_ADMIN: on the live system from capget(2), one syscall where
@@ -213,6 +230,17 @@ static int zero_pfn(const memdiff__proc *proc, const char *proc_root, int live, 
     return r;
 }
 
+void memdiff__linux_learn_zero_page(memdiff__proc *proc)
+{
+    if (!proc->frames_unasked)
+        return;
+    proc->frames_unasked = 0;
+    uint64_t z = 0;
+    if (proc->pagemap_fd >= 0 && caller_has_sys_admin(proc->proc_root, proc->live) &&
+        zero_pfn(proc, proc->proc_root, proc->live, &z) > 0)
+        proc->zero_pfn = z;
+}
+
 int memdiff__plat_open(const memdiff__open_args *args, memdiff__arena *scratch,
                        memdiff__proc **out, memdiff__caps *caps)
 {
@@ -235,6 +263,7 @@ int memdiff__plat_open(const memdiff__open_args *args, memdiff__arena *scratch,
     proc->pmd_free = args->flags & MEMDIFF__OPEN_EXACT ? -1 : 0;
     proc->scratch = scratch;
     const char *proc_root = args->proc_root ? args->proc_root : "/proc";
+    proc->live = args->proc_root == NULL;
     const char *sys_root = args->sys_root ? args->sys_root : "/sys";
     proc->proc_root = memdiff__arena_strndup(scratch, proc_root, strlen(proc_root));
     proc->sys_root = memdiff__arena_strndup(scratch, sys_root, strlen(sys_root));
@@ -284,7 +313,7 @@ int memdiff__plat_open(const memdiff__open_args *args, memdiff__arena *scratch,
         }
     } else {
         src |= MEMDIFF_SRC_PAGEMAP;
-        if (probe_scan(proc->pagemap_fd, proc->page_size))
+        if (scan_works(proc))
             src |= MEMDIFF_SRC_PAGEMAP_SCAN;
     }
     proc->mem_fd = open_in(proc->dir, "mem", 0);
@@ -292,14 +321,18 @@ int memdiff__plat_open(const memdiff__open_args *args, memdiff__arena *scratch,
         src |= MEMDIFF_SRC_HEAPS;
     /* Every process directory of the live /proc has status and task (fs/proc/base.c,
      * tgid_base_stuff); only a fixture tree may have left them out, which these opens tell. */
-    int live = args->proc_root == NULL;
+    const int live = proc->live;
     if (live || has_entry(proc->dir, "status", 0))
         src |= MEMDIFF_SRC_STATUS;
     if (live || has_entry(proc->dir, "task", O_DIRECTORY))
         src |= MEMDIFF_SRC_THREADS;
 
     caps->pfn_why = PFN_WHY;
-    if (proc->pagemap_fd >= 0 && caller_has_sys_admin(proc_root, live)) {
+    if ((args->flags & MEMDIFF__OPEN_NO_FRAMES) && (src & MEMDIFF_SRC_PAGEMAP_SCAN)) {
+        /* Fast depth: the scan names the zero page; frames are neither stored nor asked. */
+        proc->frames_unasked = 1;
+        caps->pfn_why = NOT_ASKED_WHY;
+    } else if (proc->pagemap_fd >= 0 && caller_has_sys_admin(proc_root, live)) {
         int z = zero_pfn(proc, proc_root, live, &proc->zero_pfn);
         if (z < 0) {
             /* CapEff can show CAP_SYS_ADMIN held in a user namespace (a container), while
