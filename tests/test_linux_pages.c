@@ -1013,6 +1013,55 @@ START_TEST(presence_answers_from_one_scan)
 }
 END_TEST
 
+/* Presence is kept for every window scanned, not just the last: modules ask about their
+ * headers, then heaps ask again from the bottom of the address space. Two 8-page mappings A and
+ * B with 2,048 PROT_NONE pages between (one window covers 1,024 pages of mappings: A's ends
+ * inside the gap): after a question about A and one about B, questions about both are answered
+ * with every further scan refused; a window scanned between them stops where B's begins. */
+START_TEST(presence_windows_kept)
+{
+    long ps = sysconf(_SC_PAGESIZE);
+    enum { N = 8, GAP = 2048 };
+    memdiff__proc *proc = open_self_with_scan("presence_windows_kept");
+    if (!proc)
+        return;
+    char *p = scn_map(N + GAP + N, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ck_assert_int_eq(mprotect(p + N * ps, (size_t)GAP * (size_t)ps, PROT_NONE), 0);
+    char *q = p + (size_t)(N + GAP) * (size_t)ps;
+    p[0] = p[5 * ps] = q[ps] = q[7 * ps] = 1;
+    memdiff__plat_region *regions = NULL;
+    size_t count = 0;
+    ck_assert_int_eq(memdiff__plat_regions(proc, &arena, &regions, &count), MEMDIFF_OK);
+    const uint64_t a = (uint64_t)(uintptr_t)p, b = (uint64_t)(uintptr_t)q, gap_end = b;
+    ck_assert_int_eq(memdiff__linux_page_present(proc, a), 1);
+    ck_assert_int_eq(memdiff__linux_page_present(proc, b + (uint64_t)ps), 1);
+    ck_assert_uint_eq(proc->pres_wn, 2);
+    /* The last gap page: a window of its own, up to B's. */
+    ck_assert_int_eq(memdiff__linux_page_present(proc, gap_end - (uint64_t)ps), 0);
+    ck_assert_uint_eq(proc->pres_wn, 3);
+    for (size_t w = 0; w + 1 < proc->pres_wn; w++)
+        ck_assert_uint_le(proc->pres_win[w].hi, proc->pres_win[w + 1].lo);
+    ck_assert_uint_eq(proc->pres_win[1].hi, proc->pres_win[2].lo);
+
+    proc->scan_refuse_at = 1; /* from here on, a scan is refused */
+    for (int i = 0; i < N; i++) {
+        ck_assert_int_eq(memdiff__linux_page_present(proc, a + (uint64_t)i * ps),
+                         i == 0 || i == 5);
+        ck_assert_int_eq(memdiff__linux_page_present(proc, b + (uint64_t)i * ps),
+                         i == 1 || i == 7);
+    }
+    uint64_t at = 0;
+    ck_assert(memdiff__linux_first_page_known(proc, a + (uint64_t)ps, a + (uint64_t)ps * N, 1, &at));
+    ck_assert_uint_eq(at, a + 5 * (uint64_t)ps);
+    ck_assert(memdiff__linux_first_page_known(proc, b + (uint64_t)ps, b + (uint64_t)ps * N, 0, &at));
+    ck_assert_uint_eq(at, b + 2 * (uint64_t)ps);
+    /* Outside every window: unknown now (the scan it needs is refused). */
+    ck_assert_int_eq(memdiff__linux_page_present(proc, gap_end - (uint64_t)ps * (GAP / 2)), -1);
+    memdiff__plat_close(proc);
+    scn_unmap(p, N + GAP + N);
+}
+END_TEST
+
 /* An open for no deeper than standard leaves the system-wide page files alone (two opens and
  * two closes a snapshot): no kpageflags or kpagecount descriptor, no such source; frames are
  * still checked, as standard depth uses them. */
@@ -1867,6 +1916,7 @@ Suite *linux_pages_suite(void)
     tcase_add_test(tc, real_deep_facts_in_place);
     tcase_add_test(tc, real_scan_refused_midway);
     tcase_add_test(tc, fast_open_leaves_frames_unasked);
+    tcase_add_test(tc, presence_windows_kept);
     tcase_add_test(tc, real_huge_page);
     tcase_add_test(tc, real_unmapped_range_reports_nothing);
     tcase_add_test(tc, unprivileged_caller);

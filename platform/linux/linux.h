@@ -150,11 +150,14 @@ struct memdiff__proc {
     size_t win_n, win_pos;
     uint64_t win_start, win_end;
     /* Presence of the pages attribution reads (pages.c, memdiff__linux_page_present): the
-     * present ranges of one scan, [pres_lo, pres_hi) covered (pres_hi 0: none); valid until the
-     * region list is read again. */
+     * present ranges of every scan made for it (pres_n, by address) and the windows they cover
+     * (pres_wn, by address, none overlapping); valid until the region list is read again. */
     struct page_region *pres;
-    size_t pres_n;
-    uint64_t pres_lo, pres_hi;
+    size_t pres_n, pres_cap;
+    struct memdiff__linux_window {
+        uint64_t lo, hi;
+    } *pres_win;
+    size_t pres_wn, pres_win_cap;
     int scan_off;             /* the kernel refused a scan (EINVAL): pagemap only from then on */
     /* Whether a batch read without frame numbers may go without the zero / huge page scan
      * where its entries allow (pages.c, pmd_free): 0 not yet asked, 1 meminfo said so

@@ -302,7 +302,7 @@ int memdiff__plat_regions(memdiff__proc *proc, memdiff__arena *arena,
         proc->region_count = *count;
         proc->ahead_n = 0; /* a new pass: nothing read or scanned ahead holds for it */
         proc->win_end = 0;
-        proc->pres_hi = 0;
+        proc->pres_n = proc->pres_wn = 0;
     }
     return rc;
 }

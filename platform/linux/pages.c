@@ -1491,45 +1491,31 @@ static int walk_fast(walker *w, uint64_t start, uint64_t end, int *fallback, uin
 /* Attribution reads a few words of many small regions (ELF headers, malloc's headers), each only
  * when its page is present; one scan from the first page asked over PRESENCE_PAGES of mappings
  * (the region's own, then the regions behind it) answers most of the questions that follow. The
- * scan asks presence alone: the page table, no struct page. */
+ * scan asks presence alone: the page table, no struct page. Every window scanned is kept for the
+ * snapshot (modules ask, then heaps ask again from the bottom of the address space): p->pres
+ * holds the present ranges of all of them by address, p->pres_win the windows covered. */
 #define PRESENCE_PAGES 1024u
 #define PRESENCE_VEC 256u
 
-static int presence_scan(memdiff__proc *p, uint64_t addr)
+/* The first window that ends above addr (pres_wn when none). */
+static size_t window_above(const memdiff__proc *p, uint64_t addr)
 {
-    if (!(p->sources & MEMDIFF_SRC_PAGEMAP_SCAN) || p->scan_off || !p->regions ||
-        p->pagemap_fd < 0 || addr >> 63)
-        return 0;
-    const unsigned shift = p->page_shift;
-    const uint64_t start = addr >> shift << shift;
-    size_t lo = region_holding(p, start, start);
-    if (lo == p->region_count)
-        return 0;
-    uint64_t pages = 0, end = start;
-    for (size_t j = lo; j < p->region_count && !(p->regions[j].start >> 63); j++) {
-        uint64_t from = MAX(p->regions[j].start, start);
-        uint64_t rp = (p->regions[j].end - from) >> shift;
-        if (pages + rp > PRESENCE_PAGES) {
-            if (j == lo)
-                end = from + ((uint64_t)PRESENCE_PAGES << shift);
-            break;
-        }
-        pages += rp;
-        end = p->regions[j].end;
+    size_t lo = 0, hi = p->pres_wn;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (p->pres_win[mid].hi <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
-    if (!p->pres)
-        p->pres = memdiff__arena_alloc_raw(p->scratch, PRESENCE_VEC * sizeof *p->pres);
-    if (!p->pres)
-        return 0;
-    uint64_t next;
-    int n = scan_into(p, p->pres, PRESENCE_VEC, start, end, PAGE_IS_PRESENT, PAGE_IS_PRESENT, 0,
-                      &next);
-    if (n < 0)
-        return 0;
-    p->pres_n = (size_t)n;
-    p->pres_lo = start;
-    p->pres_hi = next; /* short of end when the vector filled */
-    return 1;
+    return lo;
+}
+
+/* The window holding addr: its index in p->pres_win, or pres_wn when none does. */
+static size_t window_at(const memdiff__proc *p, uint64_t addr)
+{
+    size_t w = window_above(p, addr);
+    return w < p->pres_wn && p->pres_win[w].lo <= addr ? w : p->pres_wn;
 }
 
 /* The first of the kept ranges that ends after addr (pres_n when none). */
@@ -1546,15 +1532,86 @@ static size_t presence_at(const memdiff__proc *p, uint64_t addr)
     return lo;
 }
 
-static int presence_covers(memdiff__proc *p, uint64_t addr)
+static void reverse_ranges(struct page_region *r, size_t n)
 {
-    return (p->pres_hi && addr >= p->pres_lo && addr < p->pres_hi) ||
-           (presence_scan(p, addr) && addr >= p->pres_lo && addr < p->pres_hi);
+    for (size_t i = 0; i < n / 2; i++) {
+        struct page_region t = r[i];
+        r[i] = r[n - 1 - i];
+        r[n - 1 - i] = t;
+    }
+}
+
+/* Scans a new window from addr's page (not covered by any), up to the next window kept, and
+ * files its ranges and itself in address order. Returns its index, or pres_wn when it cannot. */
+static size_t presence_scan(memdiff__proc *p, uint64_t addr)
+{
+    if (!(p->sources & MEMDIFF_SRC_PAGEMAP_SCAN) || p->scan_off || !p->regions ||
+        p->pagemap_fd < 0 || addr >> 63)
+        return p->pres_wn;
+    const unsigned shift = p->page_shift;
+    const uint64_t start = addr >> shift << shift;
+    size_t lo = region_holding(p, start, start);
+    if (lo == p->region_count)
+        return p->pres_wn;
+    uint64_t pages = 0, end = start;
+    for (size_t j = lo; j < p->region_count && !(p->regions[j].start >> 63); j++) {
+        uint64_t from = MAX(p->regions[j].start, start);
+        uint64_t rp = (p->regions[j].end - from) >> shift;
+        if (pages + rp > PRESENCE_PAGES) {
+            if (j == lo)
+                end = from + ((uint64_t)PRESENCE_PAGES << shift);
+            break;
+        }
+        pages += rp;
+        end = p->regions[j].end;
+    }
+    /* start is in no window: the first one above it (w) bounds this one, and this one goes
+     * in at w. */
+    const size_t w = window_above(p, start);
+    if (w < p->pres_wn && p->pres_win[w].lo < end)
+        end = p->pres_win[w].lo; /* known from there on */
+    struct page_region *pv = memdiff__arena_room_raw(p->scratch, p->pres, &p->pres_cap,
+                                                     p->pres_n + PRESENCE_VEC - 1, sizeof *pv,
+                                                     PRESENCE_VEC);
+    if (!pv)
+        return p->pres_wn;
+    p->pres = pv; /* one doubling gives the room: pres_n <= pres_cap, PRESENCE_VEC <= pres_cap */
+    struct memdiff__linux_window *wv = memdiff__arena_room_raw(p->scratch, p->pres_win,
+                                                               &p->pres_win_cap, p->pres_wn,
+                                                               sizeof *wv, 16);
+    if (!wv)
+        return p->pres_wn;
+    p->pres_win = wv;
+    /* The new ranges go behind all kept ones, then into place. */
+    struct page_region *fresh = p->pres + p->pres_n;
+    uint64_t next;
+    int n = scan_into(p, fresh, PRESENCE_VEC, start, end, PAGE_IS_PRESENT, PAGE_IS_PRESENT, 0,
+                      &next);
+    if (n < 0)
+        return p->pres_wn;
+    /* Kept ranges from at on lie above the window: rotate the new ones in front of them. */
+    const size_t at = presence_at(p, start), total = p->pres_n + (size_t)n;
+    reverse_ranges(p->pres + at, p->pres_n - at);
+    reverse_ranges(fresh, (size_t)n);
+    reverse_ranges(p->pres + at, total - at);
+    p->pres_n = total;
+    memmove(p->pres_win + w + 1, p->pres_win + w, (p->pres_wn - w) * sizeof *p->pres_win);
+    p->pres_win[w].lo = start;
+    p->pres_win[w].hi = next; /* short of end when the vector filled */
+    p->pres_wn++;
+    return w;
+}
+
+/* The window covering addr, scanned now if none does; pres_wn when presence is unknown. */
+static size_t presence_covers(memdiff__proc *p, uint64_t addr)
+{
+    size_t w = window_at(p, addr);
+    return w < p->pres_wn ? w : presence_scan(p, addr);
 }
 
 int memdiff__linux_page_present(memdiff__proc *proc, uint64_t addr)
 {
-    if (!presence_covers(proc, addr))
+    if (presence_covers(proc, addr) == proc->pres_wn)
         return -1;
     size_t i = presence_at(proc, addr);
     return i < proc->pres_n && proc->pres[i].start <= addr;
@@ -1567,9 +1624,10 @@ int memdiff__linux_first_page_known(memdiff__proc *proc, uint64_t from, uint64_t
         *at = to;
         return 1;
     }
-    if (!presence_covers(proc, from))
+    size_t w = presence_covers(proc, from);
+    if (w == proc->pres_wn)
         return 0;
-    const uint64_t hi = proc->pres_hi;
+    const uint64_t hi = proc->pres_win[w].hi;
     uint64_t cur = from;
     size_t i = presence_at(proc, from);
     if (present) {
