@@ -1040,8 +1040,8 @@ START_TEST(presence_windows_kept)
     ck_assert_int_eq(memdiff__linux_page_present(proc, gap_end - (uint64_t)ps), 0);
     ck_assert_uint_eq(proc->pres_wn, 3);
     for (size_t w = 0; w + 1 < proc->pres_wn; w++)
-        ck_assert_uint_le(proc->pres_win[w].hi, proc->pres_win[w + 1].lo);
-    ck_assert_uint_eq(proc->pres_win[1].hi, proc->pres_win[2].lo);
+        ck_assert_uint_le(proc->pres_win[w].end, proc->pres_win[w + 1].start);
+    ck_assert_uint_eq(proc->pres_win[1].end, proc->pres_win[2].start);
 
     proc->scan_refuse_at = 1; /* from here on, a scan is refused */
     for (int i = 0; i < N; i++) {

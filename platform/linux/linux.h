@@ -154,9 +154,7 @@ struct memdiff__proc {
      * (pres_wn, by address, none overlapping); valid until the region list is read again. */
     struct page_region *pres;
     size_t pres_n, pres_cap;
-    struct memdiff__linux_window {
-        uint64_t lo, hi;
-    } *pres_win;
+    struct page_region *pres_win; /* categories unused */
     size_t pres_wn, pres_win_cap;
     int scan_off;             /* the kernel refused a scan (EINVAL): pagemap only from then on */
     /* Whether a batch read without frame numbers may go without the zero / huge page scan

@@ -1497,13 +1497,13 @@ static int walk_fast(walker *w, uint64_t start, uint64_t end, int *fallback, uin
 #define PRESENCE_PAGES 1024u
 #define PRESENCE_VEC 256u
 
-/* The first window that ends above addr (pres_wn when none). */
-static size_t window_above(const memdiff__proc *p, uint64_t addr)
+/* The first of ascending ranges r[0..n) that ends above addr (n when none). */
+static size_t ending_above(const struct page_region *r, size_t n, uint64_t addr)
 {
-    size_t lo = 0, hi = p->pres_wn;
+    size_t lo = 0, hi = n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (p->pres_win[mid].hi <= addr)
+        if (r[mid].end <= addr)
             lo = mid + 1;
         else
             hi = mid;
@@ -1514,22 +1514,14 @@ static size_t window_above(const memdiff__proc *p, uint64_t addr)
 /* The window holding addr: its index in p->pres_win, or pres_wn when none does. */
 static size_t window_at(const memdiff__proc *p, uint64_t addr)
 {
-    size_t w = window_above(p, addr);
-    return w < p->pres_wn && p->pres_win[w].lo <= addr ? w : p->pres_wn;
+    size_t w = ending_above(p->pres_win, p->pres_wn, addr);
+    return w < p->pres_wn && p->pres_win[w].start <= addr ? w : p->pres_wn;
 }
 
 /* The first of the kept ranges that ends after addr (pres_n when none). */
 static size_t presence_at(const memdiff__proc *p, uint64_t addr)
 {
-    size_t lo = 0, hi = p->pres_n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (p->pres[mid].end <= addr)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    return ending_above(p->pres, p->pres_n, addr);
 }
 
 static void reverse_ranges(struct page_region *r, size_t n)
@@ -1567,16 +1559,16 @@ static size_t presence_scan(memdiff__proc *p, uint64_t addr)
     }
     /* start is in no window: the first one above it (w) bounds this one, and this one goes
      * in at w. */
-    const size_t w = window_above(p, start);
-    if (w < p->pres_wn && p->pres_win[w].lo < end)
-        end = p->pres_win[w].lo; /* known from there on */
+    const size_t w = ending_above(p->pres_win, p->pres_wn, start);
+    if (w < p->pres_wn && p->pres_win[w].start < end)
+        end = p->pres_win[w].start; /* known from there on */
     struct page_region *pv = memdiff__arena_room_raw(p->scratch, p->pres, &p->pres_cap,
                                                      p->pres_n + PRESENCE_VEC - 1, sizeof *pv,
                                                      PRESENCE_VEC);
     if (!pv)
         return p->pres_wn;
     p->pres = pv; /* one doubling gives the room: pres_n <= pres_cap, PRESENCE_VEC <= pres_cap */
-    struct memdiff__linux_window *wv = memdiff__arena_room_raw(p->scratch, p->pres_win,
+    struct page_region *wv = memdiff__arena_room_raw(p->scratch, p->pres_win,
                                                                &p->pres_win_cap, p->pres_wn,
                                                                sizeof *wv, 16);
     if (!wv)
@@ -1596,8 +1588,8 @@ static size_t presence_scan(memdiff__proc *p, uint64_t addr)
     reverse_ranges(p->pres + at, total - at);
     p->pres_n = total;
     memmove(p->pres_win + w + 1, p->pres_win + w, (p->pres_wn - w) * sizeof *p->pres_win);
-    p->pres_win[w].lo = start;
-    p->pres_win[w].hi = next; /* short of end when the vector filled */
+    p->pres_win[w] = (struct page_region){start, next, 0}; /* next: short of end when the
+                                                              vector filled */
     p->pres_wn++;
     return w;
 }
@@ -1627,7 +1619,7 @@ int memdiff__linux_first_page_known(memdiff__proc *proc, uint64_t from, uint64_t
     size_t w = presence_covers(proc, from);
     if (w == proc->pres_wn)
         return 0;
-    const uint64_t hi = proc->pres_win[w].hi;
+    const uint64_t hi = proc->pres_win[w].end;
     uint64_t cur = from;
     size_t i = presence_at(proc, from);
     if (present) {
