@@ -273,14 +273,15 @@ int memdiff__linux_idle_attrs(memdiff__proc *proc, const uint64_t *pfn, unsigned
 /* ---- presence (pages.c) ----------------------------------------------------------------- */
 
 /* Whether addr's page is present (1) or not (0), from one PAGEMAP_SCAN over the region that
- * holds it and the small regions behind it, kept for the next questions (what attribution
- * reads is a few pages of each of many small regions: one ioctl instead of a pread each); -1
- * when no scan can tell (none, refused, not mapped). Swapped pages count as not present. */
+ * holds it and the small regions behind it (a window), kept with every other window scanned
+ * for the next questions (what attribution reads is a few pages of each of many small regions:
+ * one ioctl instead of a pread each); -1 when no scan can tell (none, refused, not mapped).
+ * Swapped pages count as not present. */
 int memdiff__linux_page_present(memdiff__proc *proc, uint64_t addr);
 
-/* The first page of [from, to) that is present (present 1) or not (present 0), from the same
- * scan: 1 with *at set (to when there is none), or 0 when the scan does not reach far enough to
- * tell. */
+/* The first page of [from, to) that is present (present 1) or not (present 0), from the window
+ * that holds from: 1 with *at set (to when there is none), or 0 when it does not reach far
+ * enough to tell. */
 int memdiff__linux_first_page_known(memdiff__proc *proc, uint64_t from, uint64_t to, int present,
                                     uint64_t *at);
 

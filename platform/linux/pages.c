@@ -1568,9 +1568,8 @@ static size_t presence_scan(memdiff__proc *p, uint64_t addr)
     if (!pv)
         return p->pres_wn;
     p->pres = pv; /* one doubling gives the room: pres_n <= pres_cap, PRESENCE_VEC <= pres_cap */
-    struct page_region *wv = memdiff__arena_room_raw(p->scratch, p->pres_win,
-                                                               &p->pres_win_cap, p->pres_wn,
-                                                               sizeof *wv, 16);
+    struct page_region *wv = memdiff__arena_room_raw(p->scratch, p->pres_win, &p->pres_win_cap,
+                                                     p->pres_wn, sizeof *wv, 16);
     if (!wv)
         return p->pres_wn;
     p->pres_win = wv;
@@ -1588,8 +1587,8 @@ static size_t presence_scan(memdiff__proc *p, uint64_t addr)
     reverse_ranges(p->pres + at, total - at);
     p->pres_n = total;
     memmove(p->pres_win + w + 1, p->pres_win + w, (p->pres_wn - w) * sizeof *p->pres_win);
-    p->pres_win[w] = (struct page_region){start, next, 0}; /* next: short of end when the
-                                                              vector filled */
+    /* next: short of end when the vector filled */
+    p->pres_win[w] = (struct page_region){start, next, 0};
     p->pres_wn++;
     return w;
 }
