@@ -2,7 +2,7 @@
  * fixture tree (the pagemap read path), batch boundaries on a tree built at run time, and the
  * real kernel (PAGEMAP_SCAN where it exists) on pages this test touches itself. */
 #include <fcntl.h>
-#include <poll.h>
+#include <sys/ioctl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -1716,8 +1716,11 @@ START_TEST(walk_leaves_out_scan_where_meminfo_allows)
 END_TEST
 
 /* Serves the FIFO <dir>/meminfo: MEMINFO_NONE to its first reader, MEMINFO_THP to every later
- * one, one reader at a time (the writer keeps its end open until the reader has closed its
- * own: POLLERR), until stop. */
+ * one, one text at a time, until stop. A text is written whole (one write, under PIPE_BUF)
+ * and the writer keeps its end open until the pipe holds nothing more (FIONREAD 0: the reader
+ * has taken it), then closes it: the reader's next read says end. Waiting for the reader to
+ * close instead (POLLERR) would wait for ever when the next reader opens before this thread
+ * has looked: a reader stays, and no POLLERR comes. */
 typedef struct meminfo_server {
     char path[128];
     volatile int stop;
@@ -1737,9 +1740,9 @@ static void *serve_meminfo(void *arg)
         const char *text = m->served++ == 0 ? MEMINFO_NONE : MEMINFO_THP;
         if (write(fd, text, strlen(text)) < 0)
             m->served = -1000;
-        struct pollfd pf = {fd, 0, 0};
-        while (poll(&pf, 1, 10000) == 1 && !(pf.revents & POLLERR))
-            ;
+        int left = 0;
+        while (!m->stop && ioctl(fd, FIONREAD, &left) == 0 && left > 0)
+            usleep(100);
         close(fd);
     }
 }
