@@ -211,6 +211,8 @@ static void measure(result *r, int want_deep_floors)
     for (int m = 0; m < M_COUNT; m++)
         enabled[m] = 1;
     enabled[M_SCAN] = !r->scan_missing;
+    /* Deep degraded to standard (no CAP_SYS_ADMIN) would time standard twice under two names. */
+    enabled[M_DEEP] = r->got_depth[2] == MEMDIFF_DEPTH_DEEP;
     enabled[M_KSORTED] = enabled[M_KEACH] = want_deep_floors && have_runs;
     enabled[M_CMP_FAST] = pair[0][0] && pair[0][1];
     enabled[M_CMP_STANDARD] = pair[1][0] && pair[1][1];
@@ -444,6 +446,8 @@ static void print_tables(const result *res, size_t n, const machine *mc, const c
         if (!r->ok)
             continue;
         for (int d = 0; d < 3; d++) {
+            if (d > 0 && r->got_depth[d] == r->got_depth[d - 1])
+                continue; /* degraded: the same depth as the row before */
             const bench_storage *st = &r->storage[d];
             double bits = r->mapped_pages ? (double)st->run_bytes * 8 / (double)r->mapped_pages
                                           : 0;
@@ -515,9 +519,11 @@ static void print_json(const result *res, size_t n, const machine *mc, const cha
         printf("},\n     \"storage\": [");
         for (int d = 0; d < 3; d++) {
             const bench_storage *st = &r->storage[d];
-            printf("%s{\"depth\": \"%s\", \"storage_bytes\": %" PRIu64 ", \"run_bytes\": %" PRIu64
-                   ", \"frame_bytes\": %" PRIu64 ", \"runs\": %" PRIu64 "}",
-                   d ? ", " : "", memdiff_depth_name(r->got_depth[d]), r->storage_bytes[d],
+            printf("%s{\"requested\": \"%s\", \"depth\": \"%s\", \"storage_bytes\": %" PRIu64
+                   ", \"run_bytes\": %" PRIu64 ", \"frame_bytes\": %" PRIu64 ", \"runs\": %" PRIu64
+                   "}",
+                   d ? ", " : "", memdiff_depth_name((memdiff_depth)d),
+                   memdiff_depth_name(r->got_depth[d]), r->storage_bytes[d],
                    st->run_bytes, st->aux_bytes, st->runs);
         }
         printf("]}");
