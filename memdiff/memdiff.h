@@ -36,6 +36,24 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* MEMDIFF_API marks the library's exported functions. The library is built with hidden
+ * visibility (nothing internal is exported from a shared build); on Windows a shared build
+ * (CMake's BUILD_SHARED_LIBS) defines MEMDIFF_BUILD_DLL while compiling the library, and
+ * programs using the DLL need nothing (functions link through the import library). */
+#ifndef MEMDIFF_API
+#if defined(_WIN32) || defined(__CYGWIN__)
+#ifdef MEMDIFF_BUILD_DLL
+#define MEMDIFF_API __declspec(dllexport)
+#else
+#define MEMDIFF_API
+#endif
+#elif defined(__GNUC__) || defined(__clang__)
+#define MEMDIFF_API __attribute__((visibility("default")))
+#else
+#define MEMDIFF_API
+#endif
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -69,15 +87,15 @@ typedef enum memdiff_status {
 } memdiff_status;
 
 /* The status's symbolic name ("MEMDIFF_ESRCH"); "MEMDIFF_UNKNOWN" for a value not in the list. */
-const char *memdiff_status_name(int status);
+MEMDIFF_API const char *memdiff_status_name(int status);
 
 /* A short English description of the status; never NULL. */
-const char *memdiff_strerror(int status);
+MEMDIFF_API const char *memdiff_strerror(int status);
 
 /* The detail message of the calling thread's last failure ("open /proc/4242/maps: no such
  * process"), or "" when the thread has had none. The string is thread-local and valid until the
  * thread's next call into memdiff. */
-const char *memdiff_last_error(void);
+MEMDIFF_API const char *memdiff_last_error(void);
 
 /* ---------------------------------------------------------------------------------------------
  * Categories: where a page is attributed. docs/categories.md states each rule and its sources.
@@ -98,7 +116,7 @@ typedef enum memdiff_category {
 
 /* "image", "heap", "stack", "mapped-file", "shared", "private", "special", "own", "unknown";
  * "invalid" for a value out of range. */
-const char *memdiff_category_name(memdiff_category category);
+MEMDIFF_API const char *memdiff_category_name(memdiff_category category);
 
 /* ---------------------------------------------------------------------------------------------
  * Snapshots.
@@ -112,7 +130,7 @@ typedef enum memdiff_depth {
 } memdiff_depth;
 
 /* "fast", "standard", "deep". */
-const char *memdiff_depth_name(memdiff_depth depth);
+MEMDIFF_API const char *memdiff_depth_name(memdiff_depth depth);
 
 /* Where the figures of a snapshot came from (memdiff_snapshot_info.sources). */
 #define MEMDIFF_SRC_MAPS 0x0001u        /* region list (/proc/PID/maps) */
@@ -139,7 +157,7 @@ typedef struct memdiff_options {
 
 #define MEMDIFF_OPTIONS_INIT {0, MEMDIFF_DEPTH_STANDARD, NULL, NULL}
 
-void memdiff_options_init(memdiff_options *options);
+MEMDIFF_API void memdiff_options_init(memdiff_options *options);
 
 typedef struct memdiff_snapshot memdiff_snapshot;
 
@@ -150,13 +168,13 @@ typedef struct memdiff_snapshot memdiff_snapshot;
  * taken once more too; a snapshot whose reading the process or the system changed under it is
  * taken again once before any such error). A depth the caller is not allowed is not an error:
  * the snapshot is taken at the depth available and records why (memdiff_snapshot_info.degraded). */
-int memdiff_snapshot_take(const memdiff_options *options, memdiff_snapshot **out);
+MEMDIFF_API int memdiff_snapshot_take(const memdiff_options *options, memdiff_snapshot **out);
 
 /* Shorthand: the calling process at the given depth. */
-int memdiff_snapshot_self(memdiff_depth depth, memdiff_snapshot **out);
+MEMDIFF_API int memdiff_snapshot_self(memdiff_depth depth, memdiff_snapshot **out);
 
 /* Releases the snapshot and all its storage. NULL is allowed. */
-void memdiff_snapshot_free(memdiff_snapshot *snapshot);
+MEMDIFF_API void memdiff_snapshot_free(memdiff_snapshot *snapshot);
 
 /* Unmaps the scratch memory memdiff keeps between snapshots. A snapshot's working buffers (on
  * Linux a 1.5 MiB mapping, about 1 MiB of it touched by a standard snapshot of a large process;
@@ -164,7 +182,7 @@ void memdiff_snapshot_free(memdiff_snapshot *snapshot);
  * the next snapshot to use without mapping and faulting them in again; they count as memdiff's
  * own (Own), never as the program's. Call this when done taking snapshots if that memory
  * matters; any thread, any time. Snapshots are not affected. */
-void memdiff_trim(void);
+MEMDIFF_API void memdiff_trim(void);
 
 /* Figures the process itself reports (Linux: /proc/PID/status), in bytes; 0 when unknown. */
 typedef struct memdiff_process_totals {
@@ -199,7 +217,8 @@ typedef struct memdiff_snapshot_info {
 } memdiff_snapshot_info;
 
 /* Fills *info. Strings point into the snapshot. Errors: MEMDIFF_EINVAL. */
-int memdiff_snapshot_get_info(const memdiff_snapshot *snapshot, memdiff_snapshot_info *info);
+MEMDIFF_API int memdiff_snapshot_get_info(const memdiff_snapshot *snapshot,
+                                          memdiff_snapshot_info *info);
 
 /* Region protection and kind (memdiff_region.prot / .flags). */
 #define MEMDIFF_PROT_READ 0x1u
@@ -223,14 +242,16 @@ typedef struct memdiff_region {
     uint64_t swapped_bytes;
 } memdiff_region;
 
-size_t memdiff_snapshot_region_count(const memdiff_snapshot *snapshot);
+MEMDIFF_API size_t memdiff_snapshot_region_count(const memdiff_snapshot *snapshot);
 
 /* Fills *out with region index (0 .. count-1, ascending addresses). Errors: MEMDIFF_EINVAL,
  * MEMDIFF_ERANGE. */
-int memdiff_snapshot_region(const memdiff_snapshot *snapshot, size_t index, memdiff_region *out);
+MEMDIFF_API int memdiff_snapshot_region(const memdiff_snapshot *snapshot, size_t index,
+                                        memdiff_region *out);
 
 /* Finds the region containing addr; MEMDIFF_ERANGE when no region does. */
-int memdiff_snapshot_find(const memdiff_snapshot *snapshot, uint64_t addr, memdiff_region *out);
+MEMDIFF_API int memdiff_snapshot_find(const memdiff_snapshot *snapshot, uint64_t addr,
+                                      memdiff_region *out);
 
 /* ---------------------------------------------------------------------------------------------
  * Comparing snapshots.
@@ -264,7 +285,7 @@ typedef enum memdiff_change {
 } memdiff_change;
 
 /* "new", "freed", "replaced", "became-private", "became-shared", "mixed", "touched". */
-const char *memdiff_change_name(memdiff_change change);
+MEMDIFF_API const char *memdiff_change_name(memdiff_change change);
 
 /* memdiff_compare() flags. */
 #define MEMDIFF_COMPARE_VERBOSE 0x1u /* coalesce contiguous pages with identical attributes,
@@ -314,28 +335,28 @@ typedef struct memdiff_diff memdiff_diff;
  * Errors: MEMDIFF_EINVAL (a NULL argument, unknown flag), MEMDIFF_EMISMATCH (different page
  * sizes; or different pids or host names without MEMDIFF_COMPARE_FORCE, the detail naming
  * both), MEMDIFF_ENOMEM. */
-int memdiff_compare(const memdiff_snapshot *before, const memdiff_snapshot *after,
-                    unsigned flags, memdiff_diff **out);
+MEMDIFF_API int memdiff_compare(const memdiff_snapshot *before, const memdiff_snapshot *after,
+                                unsigned flags, memdiff_diff **out);
 
 /* Releases a diff. NULL is allowed. */
-void memdiff_diff_free(memdiff_diff *diff);
+MEMDIFF_API void memdiff_diff_free(memdiff_diff *diff);
 
 /* Totals over all categories but Own. Errors: MEMDIFF_EINVAL. */
-int memdiff_diff_totals(const memdiff_diff *diff, memdiff_totals *out);
+MEMDIFF_API int memdiff_diff_totals(const memdiff_diff *diff, memdiff_totals *out);
 
 /* Totals of one category (Own included here, to see memdiff's own cost).
  * Errors: MEMDIFF_EINVAL (NULL, category out of range). */
-int memdiff_diff_category_totals(const memdiff_diff *diff, memdiff_category category,
-                                 memdiff_totals *out);
+MEMDIFF_API int memdiff_diff_category_totals(const memdiff_diff *diff, memdiff_category category,
+                                             memdiff_totals *out);
 
 /* Blocks in ascending address order. memdiff_diff_block() returns NULL when index is out of
  * range; the pointer stays valid until the diff is freed. */
-size_t memdiff_diff_block_count(const memdiff_diff *diff);
-const memdiff_block *memdiff_diff_block(const memdiff_diff *diff, size_t index);
+MEMDIFF_API size_t memdiff_diff_block_count(const memdiff_diff *diff);
+MEMDIFF_API const memdiff_block *memdiff_diff_block(const memdiff_diff *diff, size_t index);
 
 /* The infos of the two snapshots the diff was made from (strings point into the diff). */
-int memdiff_diff_snapshot_info(const memdiff_diff *diff, int which_after,
-                               memdiff_snapshot_info *out);
+MEMDIFF_API int memdiff_diff_snapshot_info(const memdiff_diff *diff, int which_after,
+                                           memdiff_snapshot_info *out);
 
 /* ---------------------------------------------------------------------------------------------
  * Reports. Both writers return MEMDIFF_EIO when writing to the stream fails.
@@ -345,10 +366,10 @@ int memdiff_diff_snapshot_info(const memdiff_diff *diff, int which_after,
 
 /* MemDiff-style text: net change, allocated, freed, new private/shared; a table per category;
  * the blocks with sizes and names (with page attributes for a verbose diff). */
-int memdiff_report_text(const memdiff_diff *diff, FILE *out, unsigned flags);
+MEMDIFF_API int memdiff_report_text(const memdiff_diff *diff, FILE *out, unsigned flags);
 
 /* The same as one JSON object; schema in docs/json-report.md. */
-int memdiff_report_json(const memdiff_diff *diff, FILE *out, unsigned flags);
+MEMDIFF_API int memdiff_report_json(const memdiff_diff *diff, FILE *out, unsigned flags);
 
 /* ---------------------------------------------------------------------------------------------
  * Snapshot files: keep a snapshot, compare it later or elsewhere. The format is versioned,
@@ -366,14 +387,14 @@ int memdiff_report_json(const memdiff_diff *diff, FILE *out, unsigned flags);
  * The stream stays open and owned by the caller. Errors: MEMDIFF_EINVAL (a NULL argument, or a
  * snapshot that breaks the data model, e.g. overlapping regions), MEMDIFF_ENOMEM, MEMDIFF_EIO
  * (writing or flushing failed; the stream then holds a partial file). */
-int memdiff_snapshot_save(const memdiff_snapshot *snapshot, FILE *out);
+MEMDIFF_API int memdiff_snapshot_save(const memdiff_snapshot *snapshot, FILE *out);
 
 /* Writes the snapshot to the file at path, atomically: into a new file beside it, renamed over
  * path once complete, so that a reader sees the old file or the new one, never a partial one.
  * The file is created like any fopen()ed file (mode 0666 less the umask: 0644 usually).
  * Errors: as memdiff_snapshot_save(), MEMDIFF_EACCES (path may not be written), MEMDIFF_EIO.
  * On failure path is left as it was. */
-int memdiff_snapshot_save_file(const memdiff_snapshot *snapshot, const char *path);
+MEMDIFF_API int memdiff_snapshot_save_file(const memdiff_snapshot *snapshot, const char *path);
 
 /* Reads one snapshot from in (binary mode), to the end of the stream, and checks all of it:
  * checksum, bounds of every count and index, order of regions and runs, enums. The result is
@@ -382,12 +403,12 @@ int memdiff_snapshot_save_file(const memdiff_snapshot *snapshot, const char *pat
  * file, unsupported version, truncated, corrupt: the detail names what and where, e.g.
  * "snapshot file: truncated in the run table (need 120 bytes at offset 4711, 3 left)"),
  * MEMDIFF_EIO (reading failed), MEMDIFF_ENOMEM. */
-int memdiff_snapshot_load(FILE *in, memdiff_snapshot **out);
+MEMDIFF_API int memdiff_snapshot_load(FILE *in, memdiff_snapshot **out);
 
 /* memdiff_snapshot_load() from the file at path; the detail message starts with path.
  * Errors: as memdiff_snapshot_load(), MEMDIFF_EACCES (path may not be read), MEMDIFF_EIO (it
  * cannot be opened, e.g. it does not exist). */
-int memdiff_snapshot_load_file(const char *path, memdiff_snapshot **out);
+MEMDIFF_API int memdiff_snapshot_load_file(const char *path, memdiff_snapshot **out);
 
 /* ---------------------------------------------------------------------------------------------
  * Assertions on a diff, for unit tests (assert.c, filter.c, bracket.c). Framework-neutral:
@@ -427,7 +448,7 @@ typedef enum memdiff_measure {
 /* "new", "freed", "net", "new private", "new shared", "net private", "touched", "peak",
  * "replaced";
  * "invalid" for a value out of range. */
-const char *memdiff_measure_name(memdiff_measure measure);
+MEMDIFF_API const char *memdiff_measure_name(memdiff_measure measure);
 
 /* How a figure is compared with a bound: "figure <= bound" for MEMDIFF_CMP_LE. */
 typedef enum memdiff_cmp {
@@ -440,11 +461,11 @@ typedef enum memdiff_cmp {
 } memdiff_cmp;
 
 /* "<=", "<", "==", "!=", ">=", ">"; "?" for a value out of range. */
-const char *memdiff_cmp_symbol(memdiff_cmp cmp);
+MEMDIFF_API const char *memdiff_cmp_symbol(memdiff_cmp cmp);
 
 /* The comparison written as symbol ("<=", ...; surrounding blanks allowed), so that a macro can
  * take the operator itself. Errors: MEMDIFF_EINVAL (NULL, or not one of the six). */
-int memdiff_cmp_parse(const char *symbol, memdiff_cmp *out);
+MEMDIFF_API int memdiff_cmp_parse(const char *symbol, memdiff_cmp *out);
 
 /* The bit of category c in memdiff_filter.ignore_categories. */
 #define MEMDIFF_CAT_BIT(c) (1u << (unsigned)(c))
@@ -476,8 +497,8 @@ typedef struct memdiff_filter {
  * (NULL: none) keeps. For MEMDIFF_CAT_OWN, which has no blocks, the category's totals,
  * unfiltered. Errors: MEMDIFF_EINVAL (NULL diff or out, category, measure or filter flags out of
  * range), MEMDIFF_ENOTSUP (touched or peak of a diff not from memdiff_refset_end). */
-int memdiff_figure(const memdiff_diff *diff, const memdiff_filter *filter,
-                   memdiff_category category, memdiff_measure measure, int64_t *out);
+MEMDIFF_API int memdiff_figure(const memdiff_diff *diff, const memdiff_filter *filter,
+                               memdiff_category category, memdiff_measure measure, int64_t *out);
 
 /* At most this many blocks are listed in a failure message, largest change first. */
 #define MEMDIFF_CHECK_MAX_BLOCKS 10
@@ -491,9 +512,9 @@ int memdiff_figure(const memdiff_diff *diff, const memdiff_filter *filter,
  * the figure per category and what the filter left out; on an error, the error. A message that
  * does not fit is cut after a whole line and ends with "...": the most important lines come
  * first. */
-int memdiff_check(const memdiff_diff *diff, const memdiff_filter *filter,
-                  memdiff_category category, memdiff_measure measure, memdiff_cmp cmp,
-                  int64_t bound, char *msg, size_t msg_size);
+MEMDIFF_API int memdiff_check(const memdiff_diff *diff, const memdiff_filter *filter,
+                              memdiff_category category, memdiff_measure measure, memdiff_cmp cmp,
+                              int64_t bound, char *msg, size_t msg_size);
 
 /* How a label is matched (memdiff_check_label). */
 typedef enum memdiff_match {
@@ -509,9 +530,10 @@ typedef enum memdiff_match {
  * the matching blocks, or when none matches, the category's largest blocks, so that the labels
  * there are seen. Errors: MEMDIFF_EINVAL (NULL diff or pattern, an argument out of range),
  * MEMDIFF_ENOTSUP (touched or peak, as memdiff_figure()). */
-int memdiff_check_label(const memdiff_diff *diff, memdiff_category category,
-                        const char *pattern, memdiff_match match, memdiff_measure measure,
-                        int64_t min_bytes, char *msg, size_t msg_size);
+MEMDIFF_API int memdiff_check_label(const memdiff_diff *diff, memdiff_category category,
+                                    const char *pattern, memdiff_match match,
+                                    memdiff_measure measure, int64_t min_bytes, char *msg,
+                                    size_t msg_size);
 
 /* ---- measuring code: brackets, warm-up, settling, leak slopes ---------------------------- */
 
@@ -519,12 +541,12 @@ int memdiff_check_label(const memdiff_diff *diff, memdiff_category category,
  * malloc_trim(0), which also discards free pages inside the heap; Windows: HeapCompact on each
  * process heap); elsewhere it does nothing. Called before a snapshot, it keeps memory a test
  * freed from counting as retained. Never allocates; safe from any thread. */
-void memdiff_settle_heap(void);
+MEMDIFF_API void memdiff_settle_heap(void);
 
 /* Calls fn(arg) `times` times: runs code before measuring it, so that its first-call costs (code
  * paged in, lazy binding, caches filled, allocator arenas set up) fall outside the bracket.
  * Errors: MEMDIFF_EINVAL (fn NULL). */
-int memdiff_warm_up(void (*fn)(void *arg), void *arg, unsigned times);
+MEMDIFF_API int memdiff_warm_up(void (*fn)(void *arg), void *arg, unsigned times);
 
 /* How a bracket takes its snapshots. Initialise with MEMDIFF_BRACKET_OPTIONS_INIT. */
 typedef struct memdiff_bracket_options {
@@ -539,13 +561,14 @@ typedef struct memdiff_bracket_options {
  * frees one snapshot, which pages in memdiff's own code and the stack depth it uses so that they
  * do not show as new, settles again and takes *before. options NULL: the defaults.
  * Errors: as memdiff_snapshot_take(); MEMDIFF_EINVAL (before NULL, bad options). */
-int memdiff_bracket_begin(const memdiff_bracket_options *options, memdiff_snapshot **before);
+MEMDIFF_API int memdiff_bracket_begin(const memdiff_bracket_options *options,
+                                      memdiff_snapshot **before);
 
 /* Ends a bracket: settles (when asked), takes the after snapshot and compares before with it
  * into *out. Takes ownership of before and frees it, on failure too. Use the same options as
  * memdiff_bracket_begin(). Errors: as memdiff_snapshot_take() and memdiff_compare(). */
-int memdiff_bracket_end(memdiff_snapshot *before, const memdiff_bracket_options *options,
-                        memdiff_diff **out);
+MEMDIFF_API int memdiff_bracket_end(memdiff_snapshot *before,
+                                    const memdiff_bracket_options *options, memdiff_diff **out);
 
 /* How memdiff_leak_slope() runs. Initialise with MEMDIFF_SLOPE_OPTIONS_INIT. */
 typedef struct memdiff_slope_options {
@@ -586,14 +609,15 @@ typedef struct memdiff_slope {
  * Errors: MEMDIFF_EINVAL (fn or out NULL, iterations < 2, sample_every 0 or above iterations,
  * bad figure), MEMDIFF_ENOTSUP (touched or peak: slopes are of plain diffs), and those of
  * snapshots and compares. */
-int memdiff_leak_slope(void (*fn)(void *arg), void *arg, const memdiff_slope_options *options,
-                       memdiff_slope *out, memdiff_diff **diff);
+MEMDIFF_API int memdiff_leak_slope(void (*fn)(void *arg), void *arg,
+                                   const memdiff_slope_options *options, memdiff_slope *out,
+                                   memdiff_diff **diff);
 
 /* Checks "slope->bytes_per_iteration cmp bound". Returns 1, 0 or a negative status and writes
  * msg as memdiff_check(): the slope, the bound, first and last figures, and (when diff, from
  * memdiff_leak_slope(), is not NULL) the blocks behind the last figure. Errors: MEMDIFF_EINVAL. */
-int memdiff_check_slope(const memdiff_slope *slope, const memdiff_diff *diff, memdiff_cmp cmp,
-                        int64_t bound, char *msg, size_t msg_size);
+MEMDIFF_API int memdiff_check_slope(const memdiff_slope *slope, const memdiff_diff *diff,
+                                    memdiff_cmp cmp, int64_t bound, char *msg, size_t msg_size);
 
 /* ---------------------------------------------------------------------------------------------
  * Reference sets: what code touched, its peak, and its impact (docs/reference-set.md).
@@ -666,33 +690,34 @@ typedef struct memdiff_refset memdiff_refset;
  * (clear_refs needs the process's owner or root) degrades the bracket and is recorded in
  * memdiff_refset_get_info(); it is no error. Errors: as memdiff_snapshot_take().
  * The caller frees *out with memdiff_refset_free(). */
-int memdiff_refset_begin(const memdiff_options *options, memdiff_refset **out);
+MEMDIFF_API int memdiff_refset_begin(const memdiff_options *options, memdiff_refset **out);
 
 /* Ends the bracket: reads the peak, the referenced state per mapping or per page and the after
  * snapshot, and compares (flags: MEMDIFF_COMPARE_VERBOSE) into *out, a diff that also carries
  * the impact accessors below. A bracket ends once; it stays to be freed. Errors: MEMDIFF_EINVAL
  * (NULL, unknown flags, ended already), and those of memdiff_snapshot_take() and
  * memdiff_compare(). */
-int memdiff_refset_end(memdiff_refset *refset, unsigned flags, memdiff_diff **out);
+MEMDIFF_API int memdiff_refset_end(memdiff_refset *refset, unsigned flags, memdiff_diff **out);
 
 /* Releases a bracket, ended or not (an unended bracket leaves the process's bits as they are).
  * NULL is allowed. */
-void memdiff_refset_free(memdiff_refset *refset);
+MEMDIFF_API void memdiff_refset_free(memdiff_refset *refset);
 
 /* What the bracket measures (the fields marked "diffs only" are 0). Errors: MEMDIFF_EINVAL. */
-int memdiff_refset_get_info(const memdiff_refset *refset, memdiff_refset_info *out);
+MEMDIFF_API int memdiff_refset_get_info(const memdiff_refset *refset, memdiff_refset_info *out);
 
 /* The reference-set figures of a diff from memdiff_refset_end(). Strings point into the diff.
  * Errors: MEMDIFF_EINVAL (NULL, or a diff that did not come from a bracket). */
-int memdiff_diff_refset_info(const memdiff_diff *diff, memdiff_refset_info *out);
+MEMDIFF_API int memdiff_diff_refset_info(const memdiff_diff *diff, memdiff_refset_info *out);
 
 /* Impact over all categories but Own, of one category (Own included), or of block index.
  * Errors: MEMDIFF_EINVAL (NULL, category out of range, not a bracket's diff), MEMDIFF_ERANGE
  * (index). */
-int memdiff_diff_impact(const memdiff_diff *diff, memdiff_impact *out);
-int memdiff_diff_category_impact(const memdiff_diff *diff, memdiff_category category,
-                                 memdiff_impact *out);
-int memdiff_diff_block_impact(const memdiff_diff *diff, size_t index, memdiff_impact *out);
+MEMDIFF_API int memdiff_diff_impact(const memdiff_diff *diff, memdiff_impact *out);
+MEMDIFF_API int memdiff_diff_category_impact(const memdiff_diff *diff, memdiff_category category,
+                                             memdiff_impact *out);
+MEMDIFF_API int memdiff_diff_block_impact(const memdiff_diff *diff, size_t index,
+                                          memdiff_impact *out);
 
 /* ---------------------------------------------------------------------------------------------
  * Working-set size over time, the way Brendan Gregg's wss.pl measures it: clear the referenced
@@ -740,14 +765,14 @@ typedef int (*memdiff_wss_callback)(void *ctx, const memdiff_wss_sample *sample)
  * callback, interval 0, unknown mode, count 0 with no way to stop: never, the callback can),
  * MEMDIFF_ESRCH, MEMDIFF_EACCES (clear_refs refused: a WSS without clearing would be the RSS),
  * MEMDIFF_ENOTSUP (no referenced state on this OS), MEMDIFF_EIO. */
-int memdiff_wss_run(const memdiff_wss_options *options, memdiff_wss_callback callback,
-                    void *ctx);
+MEMDIFF_API int memdiff_wss_run(const memdiff_wss_options *options, memdiff_wss_callback callback,
+                                void *ctx);
 
 /* The same into the caller's array: measures min(options->count, capacity) samples (count 0:
  * capacity) and stores how many into *count. Errors: as memdiff_wss_run(); MEMDIFF_EINVAL for
  * NULL samples or capacity 0. Samples measured before an error are kept in *count. */
-int memdiff_wss_measure(const memdiff_wss_options *options, memdiff_wss_sample *samples,
-                        size_t capacity, size_t *count);
+MEMDIFF_API int memdiff_wss_measure(const memdiff_wss_options *options, memdiff_wss_sample *samples,
+                                    size_t capacity, size_t *count);
 
 #ifdef __cplusplus
 }
