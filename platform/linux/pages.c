@@ -1440,6 +1440,49 @@ static int scan_window(walker *w, uint64_t start, uint64_t end)
     return MEMDIFF_OK;
 }
 
+/* The scan's ranges r[0..n) as runs. Where memory is fragmented (a range of a few pages
+ * between holes, thousands of them a call), a range that flush() would only add to the gathered
+ * bitmap goes there straight: short, with the gathered runs' attrs, after a gap that neither
+ * ends the bitmap nor joins the pending run, the range behind it not adjacent (it would join),
+ * and no frames to carry (fast depth has none). Everything else goes through feed(). */
+static int feed_ranges(walker *w, const struct page_region *r, size_t n)
+{
+    memdiff__proc *p = w->proc;
+    const unsigned shift = p->page_shift;
+    const int direct = w->gather && !w->pfn && !w->deep;
+    uint64_t cat = ~UINT64_C(0);
+    unsigned attrs = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t np = (r[i].end - r[i].start) >> shift;
+        if (r[i].categories != cat) {
+            cat = r[i].categories;
+            attrs = region_attrs(w, cat);
+        }
+        if (direct && np <= GATHER_RUN_MAX && (attrs & RESIDENT) && i + 1 < n &&
+            r[i + 1].start != r[i].end &&
+            (!w->pending || w->start + (w->n << shift) != r[i].start)) {
+            int rc = flush(w); /* as open_run would: the pending run is not joined */
+            if (rc)
+                return rc;
+            uint64_t end = w->g_start + (w->g_n << shift);
+            uint64_t at = (r[i].start - w->g_start) >> shift;
+            if (w->g_n && attrs == w->g_attrs && r[i].start > end &&
+                ((r[i].start - end) >> shift) <= GATHER_GAP_MAX &&
+                at + np <= MEMDIFF__LINUX_GATHER) {
+                memdiff__set_bits(p->gather_bits, at, np);
+                w->g_set += np;
+                w->g_n = at + np;
+                w->g_runs++;
+                continue;
+            }
+        }
+        int rc = feed(w, r[i].start, np, attrs, 0);
+        if (rc)
+            return rc;
+    }
+    return MEMDIFF_OK;
+}
+
 /* Fast depth: the scan's ranges are the runs. */
 static int walk_fast(walker *w, uint64_t start, uint64_t end, int *fallback, uint64_t *cur_out)
 {
@@ -1471,12 +1514,8 @@ static int walk_fast(walker *w, uint64_t start, uint64_t end, int *fallback, uin
             *cur_out = cur;
             return MEMDIFF_OK;
         }
-        for (int i = 0; i < n; i++) {
-            const struct page_region *r = &p->vec[i];
-            if ((rc = feed(w, r->start, (r->end - r->start) >> p->page_shift,
-                           region_attrs(w, r->categories), 0)))
-                return rc;
-        }
+        if ((rc = feed_ranges(w, p->vec, (size_t)n)))
+            return rc;
         found = found || n > 0;
         cur = next;
     }
