@@ -154,22 +154,37 @@ static int deliver_gathered(walker *w)
     return rc;
 }
 
-/* The pending run (short) joins the gathered ones, which go to the sink first when it cannot:
- * other attrs, adjacent (a run in a bitmap ends before a page not in it), too far, or past the
- * span. Its frames are copied: the pending run's may point into the batch. */
+/* Whether pages [addr, addr + n pages) with attrs join the gathered runs: some are gathered,
+ * with these attrs, and the pages come after them (not adjacent: a run in a bitmap ends before
+ * a page not in it), not too far, inside the bitmap's span. */
+static int gather_joins(const walker *w, uint64_t addr, uint64_t n, unsigned attrs)
+{
+    const unsigned shift = w->proc->page_shift;
+    const uint64_t end = w->g_start + (w->g_n << shift);
+    return w->g_n && attrs == w->g_attrs && addr > end &&
+           ((addr - end) >> shift) <= GATHER_GAP_MAX &&
+           ((addr - w->g_start) >> shift) + n <= MEMDIFF__LINUX_GATHER;
+}
+
+/* Pages [addr, addr + n pages) join the gathered runs (their frames are the caller's to copy). */
+static void gather_pages(walker *w, uint64_t addr, uint64_t n)
+{
+    const uint64_t at = (addr - w->g_start) >> w->proc->page_shift;
+    memdiff__set_bits(w->proc->gather_bits, at, n);
+    w->g_set += n;
+    w->g_n = at + n;
+    w->g_runs++;
+}
+
+/* The pending run (short) joins the gathered ones, which go to the sink first when it cannot
+ * (gather_joins). Its frames are copied: the pending run's may point into the batch. */
 static int gather(walker *w)
 {
     memdiff__proc *p = w->proc;
-    const unsigned shift = p->page_shift;
-    if (w->g_n) {
-        uint64_t end = w->g_start + (w->g_n << shift);
-        if (w->attrs != w->g_attrs || w->start <= end ||
-            ((w->start - end) >> shift) > GATHER_GAP_MAX ||
-            ((w->start - w->g_start) >> shift) + w->n > MEMDIFF__LINUX_GATHER) {
-            int rc = deliver_gathered(w);
-            if (rc)
-                return rc;
-        }
+    if (w->g_n && !gather_joins(w, w->start, w->n, w->attrs)) {
+        int rc = deliver_gathered(w);
+        if (rc)
+            return rc;
     }
     if (!w->g_n) {
         w->g_start = w->start;
@@ -177,8 +192,6 @@ static int gather(walker *w)
         w->g_runs = 0;
         w->g_set = 0;
     }
-    uint64_t at = (w->start - w->g_start) >> shift;
-    memdiff__set_bits(p->gather_bits, at, w->n);
     if (w->pfn) {
         uint64_t *dst = p->gather_pfn + w->g_set;
         if (!w->pending_fs) {
@@ -192,9 +205,7 @@ static int gather(walker *w)
             }
         }
     }
-    w->g_set += w->n;
-    w->g_n = at + w->n;
-    w->g_runs++;
+    gather_pages(w, w->start, w->n);
     return MEMDIFF_OK;
 }
 
@@ -1442,14 +1453,13 @@ static int scan_window(walker *w, uint64_t start, uint64_t end)
 
 /* The scan's ranges r[0..n) as runs. Where memory is fragmented (a range of a few pages
  * between holes, thousands of them a call), a range that flush() would only add to the gathered
- * bitmap goes there straight: short, with the gathered runs' attrs, after a gap that neither
- * ends the bitmap nor joins the pending run, the range behind it not adjacent (it would join),
- * and no frames to carry (fast depth has none). Everything else goes through feed(). */
+ * bitmap goes there straight: short, not joining the pending run, the range behind it not
+ * adjacent (it would join this one), gather_joins, and no frames to carry (fast depth has none).
+ * Everything else goes through feed(). */
 static int feed_ranges(walker *w, const struct page_region *r, size_t n)
 {
-    memdiff__proc *p = w->proc;
-    const unsigned shift = p->page_shift;
-    const int direct = w->gather && !w->pfn && !w->deep;
+    const unsigned shift = w->proc->page_shift;
+    const int direct = w->gather && !w->pfn;
     uint64_t cat = ~UINT64_C(0);
     unsigned attrs = 0;
     for (size_t i = 0; i < n; i++) {
@@ -1464,15 +1474,8 @@ static int feed_ranges(walker *w, const struct page_region *r, size_t n)
             int rc = flush(w); /* as open_run would: the pending run is not joined */
             if (rc)
                 return rc;
-            uint64_t end = w->g_start + (w->g_n << shift);
-            uint64_t at = (r[i].start - w->g_start) >> shift;
-            if (w->g_n && attrs == w->g_attrs && r[i].start > end &&
-                ((r[i].start - end) >> shift) <= GATHER_GAP_MAX &&
-                at + np <= MEMDIFF__LINUX_GATHER) {
-                memdiff__set_bits(p->gather_bits, at, np);
-                w->g_set += np;
-                w->g_n = at + np;
-                w->g_runs++;
+            if (gather_joins(w, r[i].start, np, attrs)) {
+                gather_pages(w, r[i].start, np);
                 continue;
             }
         }
