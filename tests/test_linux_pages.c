@@ -1717,15 +1717,15 @@ START_TEST(walk_leaves_out_scan_where_meminfo_allows)
 END_TEST
 
 /* Serves the FIFO <dir>/meminfo: MEMINFO_NONE to its first reader, MEMINFO_THP to every later
- * one, one text at a time, until stop. A text is written whole (one write, under PIPE_BUF)
- * and the writer keeps its end open until the pipe holds nothing more (FIONREAD 0: the reader
- * has taken it), then closes it: the reader's next read says end. Waiting for the reader to
- * close instead (POLLERR) would wait for ever when the next reader opens before this thread
- * has looked: a reader stays, and no POLLERR comes. The open for the next text may find the
- * last reader still there and the write find it gone (EPIPE; SIGPIPE is ignored meanwhile):
- * that text reached nobody, and is served to the next reader. */
+ * one, one text a reader, until stop. memdiff's reader stops at a short read and closes without
+ * waiting for the end, so a writer still holding the FIFO when the next reader opens it would
+ * give that reader an empty text. Hence each open of the write end (which waits for a reader)
+ * first puts a new FIFO in the path (rename: the next reader blocks on it until the next
+ * open), then writes the text whole (one write, under PIPE_BUF) and closes: the reader holding
+ * the old FIFO reads the text, then its end. A failed step (SIGPIPE is ignored meanwhile) makes
+ * served negative, which the test reports. */
 typedef struct meminfo_server {
-    char path[128];
+    char path[128], next[136];
     volatile int stop;
     int served;
 } meminfo_server;
@@ -1741,16 +1741,11 @@ static void *serve_meminfo(void *arg)
             return NULL;
         }
         const char *text = m->served == 0 ? MEMINFO_NONE : MEMINFO_THP;
-        if (write(fd, text, strlen(text)) < 0) {
-            if (errno != EPIPE)
-                m->served = -1000;
-            close(fd);
-            continue;
-        }
-        m->served++;
-        int left = 0;
-        while (!m->stop && ioctl(fd, FIONREAD, &left) == 0 && left > 0)
-            usleep(100);
+        if (mkfifo(m->next, 0600) != 0 || rename(m->next, m->path) != 0 ||
+            write(fd, text, strlen(text)) != (ssize_t)strlen(text))
+            m->served = -1000;
+        else
+            m->served++;
         close(fd);
     }
 }
@@ -1763,6 +1758,7 @@ static int retake_body(void)
     char dir[64];
     NEED(meminfo_tree(dir) == 0);
     snprintf(m.path, sizeof m.path, "%s/meminfo", dir);
+    snprintf(m.next, sizeof m.next, "%s.next", m.path);
     NEED(mkfifo(m.path, 0600) == 0);
     void (*was)(int) = signal(SIGPIPE, SIG_IGN);
     pthread_t th;
