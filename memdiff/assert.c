@@ -320,34 +320,19 @@ MEMDIFF__PRINTF(2, 3) static void msg_line(msg *m, const char *fmt, ...)
     }
 }
 
-/* label on one line, as the text report writes it, its tail kept when it is long. */
+/* label on one line, as the text report writes it (escape.c), its tail kept when it is long. */
 static const char *shown_label(char out[LABEL_BUF], const char *label)
 {
-    const unsigned char *p = (const unsigned char *)(label ? label : "");
-    size_t n = strlen((const char *)p), o = 0;
+    const char *p = label ? label : "";
+    size_t n = strlen(p), o = 0;
     if (n > LABEL_SHOWN) {
         p += n - LABEL_SHOWN;
-        n = LABEL_SHOWN;
-        while (n && (*p & 0xC0) == 0x80) { /* start at a character */
+        while (((unsigned char)*p & 0xC0) == 0x80) /* start at a character */
             p++;
-            n--;
-        }
         memcpy(out, "...", 3);
         o = 3;
     }
-    while (n > 0) {
-        size_t len = memdiff__utf8_len(p, n);
-        if (*p == '\\' || len == 0 || *p < 0x20 || *p == 0x7F) {
-            o += (size_t)snprintf(out + o, LABEL_BUF - o, *p == '\\' ? "\\\\" : "\\x%02x", *p);
-            len = 1;
-        } else {
-            memcpy(out + o, p, len);
-            o += len;
-        }
-        p += len;
-        n -= len;
-    }
-    out[o] = '\0';
+    memdiff_escape_text(out + o, LABEL_BUF - o, p); /* at most 4 bytes a byte: it fits */
     return out;
 }
 

@@ -7,8 +7,9 @@
 
 #include "internal.h"
 
-/* Thread-local so that concurrent snapshots do not overwrite each other's details. */
-static _Thread_local char last_error[512];
+/* Thread-local so that concurrent snapshots do not overwrite each other's details. Room for a
+ * 511-byte detail with a few escapes; a detail of many control bytes is cut between escapes. */
+static _Thread_local char last_error[1024];
 
 const char *memdiff_status_name(int status)
 {
@@ -41,10 +42,15 @@ const char *memdiff_last_error(void)
 
 int memdiff__set_error(int status, const char *fmt, ...)
 {
+    /* Details embed paths from a target's maps and host names from files: escaped once, here,
+     * so that memdiff_last_error() is always safe to print, whoever formatted the detail.
+     * Formatted apart first: an argument may be memdiff_last_error() itself. */
+    char raw[512];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    memdiff_escape_text(last_error, sizeof last_error, raw);
     return status;
 }
 

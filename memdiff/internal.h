@@ -359,6 +359,10 @@ int memdiff__snapshot_take_flags(const memdiff_options *options, unsigned flags,
  * that does not begin one (stray continuation, overlong form, surrogate, beyond U+10FFFF). */
 size_t memdiff__utf8_len(const unsigned char *s, size_t n);
 
+/* text escaped as memdiff_escape_text() does, written to out (escape.c): labels, paths and
+ * host names in the text report. Write errors are left in the stream for the caller. */
+void memdiff__put_text(FILE *out, const char *text);
+
 /* The name of one MEMDIFF_PAGE_* bit ("present", "soft-dirty"), or NULL for an unknown bit. */
 const char *memdiff__page_attr_name(unsigned bit);
 

@@ -371,6 +371,15 @@ MEMDIFF_API int memdiff_report_text(const memdiff_diff *diff, FILE *out, unsigne
 /* The same as one JSON object; schema in docs/json-report.md. */
 MEMDIFF_API int memdiff_report_json(const memdiff_diff *diff, FILE *out, unsigned flags);
 
+/* text (NUL-terminated bytes; NULL as "") as one line of printable text, the way the reports,
+ * the memdiff tool and memdiff_last_error() write labels, paths and host names that came from a
+ * target or a file: control bytes (C0, DEL, C1 as raw bytes and as UTF-8) and bytes that are not
+ * valid UTF-8 as \xNN, a backslash doubled where it could be read as an escape, everything else
+ * as it is (docs/cli.md, "Text output"). Writes at most size bytes into buf, NUL included, cut
+ * only between whole escapes and characters; buf may be NULL when size is 0. Returns the length
+ * of the whole escaped text without the NUL (as snprintf does): at most 4 * strlen(text). */
+MEMDIFF_API size_t memdiff_escape_text(char *buf, size_t size, const char *text);
+
 /* ---------------------------------------------------------------------------------------------
  * Snapshot files: keep a snapshot, compare it later or elsewhere. The format is versioned,
  * little-endian, run-length and checksummed (CRC-32); docs/file-format.md describes every byte.

@@ -39,9 +39,8 @@
  * appears only when a page was replaced or changed exclusivity, the table's Replaced /
  * Became-private / Became-shared columns likewise. Verbose diffs add the page attributes before
  * and after ("present,private -> -") before the label. Labels come last because they are as
- * long as paths; bytes that would break a line or a terminal (controls, invalid UTF-8) are
- * written as \xNN, and a backslash as "\\" only where it could be read as an escape (before
- * "x", another backslash, or at the end), so that Windows paths print as they are.
+ * long as paths. Labels, host names and degraded notes are escaped (escape.c) so that what a
+ * target or a file chose as a name can neither break a line nor drive the terminal.
  *
  * No allocation: numbers are formatted into stack buffers; output is deterministic for a diff.
  */
@@ -154,28 +153,6 @@ static const char *fmt_signed(char buf[NUM_MAX], int64_t v)
     return fmt_num(buf, magnitude(v), v < 0 ? '-' : '+');
 }
 
-/* Writes s so that it stays one printable line (see the top of the file). */
-static void put_label(FILE *out, const char *s)
-{
-    const unsigned char *p = (const unsigned char *)s;
-    size_t n = strlen(s);
-    while (n > 0) {
-        size_t len = memdiff__utf8_len(p, n);
-        if (*p == '\\' && (n == 1 || p[1] == '\\' || p[1] == 'x')) {
-            /* Only where it could be misread as an escape: Windows paths stay readable. */
-            fputs("\\\\", out);
-            len = 1;
-        } else if (len == 0 || *p < 0x20 || *p == 0x7F) {
-            fprintf(out, "\\x%02x", *p);
-            len = 1;
-        } else {
-            fwrite(p, 1, len, out);
-        }
-        p += len;
-        n -= len;
-    }
-}
-
 /* "present,private", or "-" for none. */
 static const char *fmt_attrs(char *buf, size_t size, unsigned attrs)
 {
@@ -230,10 +207,10 @@ static void put_header(const memdiff_diff *diff, FILE *out)
     if (a->host && a->host[0]) {
         fputs(" on ", out);
         if (b->host && b->host[0] && strcmp(b->host, a->host) != 0) {
-            put_label(out, b->host); /* a forced comparison across hosts */
+            memdiff__put_text(out, b->host); /* a forced comparison across hosts */
             fputs(" -> ", out);
         }
-        put_label(out, a->host);
+        memdiff__put_text(out, a->host);
     }
     if (b->depth == a->depth)
         fprintf(out, ", %s depth", memdiff_depth_name(a->depth));
@@ -255,14 +232,14 @@ static void put_header(const memdiff_diff *diff, FILE *out)
     const char *why[2] = {b->degraded, a->degraded};
     if (why[0] && why[1] && strcmp(why[0], why[1]) == 0) {
         fputs("  (before and after: ", out);
-        put_label(out, why[0]);
+        memdiff__put_text(out, why[0]);
         fputs(")\n", out);
         return;
     }
     for (int i = 0; i < 2; i++) {
         if (why[i]) {
             fprintf(out, "  (%s: ", i ? "after" : "before");
-            put_label(out, why[i]);
+            memdiff__put_text(out, why[i]);
             fputs(")\n", out);
         }
     }
@@ -343,7 +320,7 @@ static void put_refset(const memdiff_diff *diff, FILE *out)
         fprintf(out, "%-23s%*s\n", "Transient:", w, "unknown");
     if (in->degraded) {
         fputs("  (reference set: ", out);
-        put_label(out, in->degraded);
+        memdiff__put_text(out, in->degraded);
         fputs(")\n", out);
     }
 }
@@ -552,7 +529,7 @@ static void put_blocks(const memdiff_diff *diff, FILE *out)
         }
         if (labelled) {
             fputs("  ", out);
-            put_label(out, k->label);
+            memdiff__put_text(out, k->label);
         }
         fputc('\n', out);
     }

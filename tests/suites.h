@@ -23,7 +23,8 @@
     X(assert)                  \
     X(noise)                   \
     X(refset)                  \
-    X(wss)
+    X(wss)                     \
+    X(escape)
 
 #define MEMDIFF_TEST_DECLARE(name) Suite *name##_suite(void);
 MEMDIFF_TEST_SUITES(MEMDIFF_TEST_DECLARE)

@@ -17,16 +17,20 @@
 
 /* ---- messages (main.c) ------------------------------------------------------------------ */
 
-/* "memdiff CMD: message" and a pointer to --help on stderr; returns CLI_EXIT_ERROR. */
+/* "memdiff CMD: message" (escaped) and a pointer to --help on stderr; returns CLI_EXIT_ERROR. */
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
 
-/* "memdiff CMD: what: <memdiff_last_error() or the status text>" on stderr; returns
- * CLI_EXIT_ERROR. */
+/* "memdiff CMD: what: <memdiff_last_error() or the status text>" on stderr (the detail comes
+ * escaped from the library); returns CLI_EXIT_ERROR. */
 int cli_error(const char *cmd, int status, const char *what);
+
+/* text as memdiff_escape_text() writes it (docs/cli.md, "Text output"), to out: every host name,
+ * label, path and note that came from a target or a file goes through here. */
+void cli_put_text(FILE *out, const char *text);
 
 /* Prints the help of a command ("snap", "diff", ...; NULL: the tool's) to out. 0, or -1 when
  * there is no such command. */

@@ -162,10 +162,12 @@ int cli_cmd_snap(int argc, char **argv)
         fprintf(msg, "memdiff snap: pid %d at %s depth: %zu regions, %zu runs, %s bytes resident "
                 "-> %s\n", i.pid, memdiff_depth_name(i.depth), i.region_count, i.run_count,
                 cli_fmt_uint(b1, i.resident_bytes), to_stdout ? "standard output" : a.output);
-        if (i.degraded)
-            fprintf(msg, "memdiff snap: %s depth requested, %s obtained: %s\n",
-                    memdiff_depth_name(i.depth_requested), memdiff_depth_name(i.depth),
-                    i.degraded);
+        if (i.degraded) {
+            fprintf(msg, "memdiff snap: %s depth requested, %s obtained: ",
+                    memdiff_depth_name(i.depth_requested), memdiff_depth_name(i.depth));
+            cli_put_text(msg, i.degraded);
+            fputc('\n', msg);
+        }
     }
     memdiff_snapshot_free(s);
     return CLI_EXIT_OK;

@@ -3,6 +3,7 @@
  * files, show one, or watch a live process for growth. docs/cli.md is its manual.
  */
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -133,13 +134,30 @@ int cli_help(const char *cmd, FILE *out)
     return -1;
 }
 
+void cli_put_text(FILE *out, const char *text)
+{
+    char small[256];
+    size_t n = memdiff_escape_text(small, sizeof small, text);
+    char *big = n < sizeof small ? NULL : malloc(n + 1);
+    if (big)
+        memdiff_escape_text(big, n + 1, text);
+    /* Out of memory: the part that fitted, marked as cut. */
+    fputs(big ? big : small, out);
+    if (n >= sizeof small && !big)
+        fputs("...", out);
+    free(big);
+}
+
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 {
+    /* The message quotes the arguments it refuses: escaped like any text from outside. */
+    char msg[1024];
     va_list ap;
-    fprintf(stderr, "memdiff%s%s: ", cmd ? " " : "", cmd ? cmd : "");
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    fprintf(stderr, "memdiff%s%s: ", cmd ? " " : "", cmd ? cmd : "");
+    cli_put_text(stderr, msg);
     fprintf(stderr, "\nTry 'memdiff %s%s--help'.\n", cmd ? cmd : "", cmd ? " " : "");
     return CLI_EXIT_ERROR;
 }

@@ -124,17 +124,6 @@ static const char *prot_str(char buf[4], unsigned prot)
 
 /* ---- text ------------------------------------------------------------------------------- */
 
-/* A label printed on one line: control bytes as \xNN. */
-static void put_label(FILE *out, const char *s)
-{
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p < 0x20 || *p == 0x7f || *p == '\\')
-            fprintf(out, "\\x%02x", *p);
-        else
-            fputc(*p, out);
-    }
-}
-
 static int text_block(void *ctx, const block *b)
 {
     FILE *out = ctx;
@@ -145,7 +134,7 @@ static int text_block(void *ctx, const block *b)
             cli_fmt_uint(sz, b->r.end - b->r.start), cli_fmt_uint(res, b->r.resident_bytes),
             cli_fmt_uint(priv, b->r.private_bytes), cli_fmt_uint(swp, b->r.swapped_bytes),
             memdiff_category_name(b->r.category));
-    put_label(out, b->r.label);
+    cli_put_text(out, b->r.label);
     fputc('\n', out);
     return 0;
 }
@@ -163,13 +152,17 @@ static void show_text(const memdiff_snapshot *s, int per_region, FILE *out)
     memdiff_snapshot_get_info(s, &i);
     char when[64], b1[32], b2[32], b3[32], b4[32];
     fmt_time(when, sizeof when, i.time_ns);
-    fprintf(out, "memdiff snapshot: pid %d on %s, %s depth", i.pid, i.host,
-            memdiff_depth_name(i.depth));
+    fprintf(out, "memdiff snapshot: pid %d on ", i.pid);
+    cli_put_text(out, i.host); /* whatever the file says: it may come from anywhere */
+    fprintf(out, ", %s depth", memdiff_depth_name(i.depth));
     if (i.depth != i.depth_requested)
         fprintf(out, " (%s requested)", memdiff_depth_name(i.depth_requested));
     fprintf(out, ", %u-byte pages, taken %s\n", (unsigned)i.page_size, when);
-    if (i.degraded)
-        fprintf(out, "Degraded: %s\n", i.degraded);
+    if (i.degraded) {
+        fputs("Degraded: ", out);
+        cli_put_text(out, i.degraded);
+        fputc('\n', out);
+    }
     fprintf(out, "Sources:");
     for (size_t k = 0; k < NSOURCES; k++)
         if (i.sources & sources[k].bit)
