@@ -1,7 +1,10 @@
 /*
  * cli_target.c - the process the cli suite snapshots: reads one-byte commands on stdin and
  * answers each on stdout. 'a' allocates and touches 8 MiB with malloc; 'd' answers at once and
- * does the same 300 ms later (to grow while memdiff watches); 'f' frees; 'q' or EOF exits.
+ * does the same 300 ms later (to grow while memdiff watches); 'f' frees; 'm' maps the file named
+ * by $MEMDIFF_CLI_TARGET_MAP (which it first fills with 4 MiB) and from then on reads one more
+ * of its pages every 20 ms while it waits for the next command, so that any two snapshots more
+ * than 20 ms apart see that mapping grow; 'q' or EOF exits.
  *
  * A program of its own, built without sanitizers, rather than a fork of the test: the 8 MiB must
  * come from glibc's malloc (a heap to memdiff), not from a sanitizer's allocator.
@@ -9,6 +12,9 @@
 #define _GNU_SOURCE
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
@@ -21,15 +27,56 @@ static void answer(char c)
         _exit(1);
 }
 
+#define MAP_BYTES ((size_t)4 << 20)
+
+/* The file of 'm', filled and mapped read-only; NULL when it cannot be. */
+static const volatile char *map_file(void)
+{
+    const char *path = getenv("MEMDIFF_CLI_TARGET_MAP");
+    int fd = path ? open(path, O_RDWR | O_CREAT | O_TRUNC, 0600) : -1;
+    if (fd < 0)
+        return NULL;
+    static char chunk[1 << 16];
+    memset(chunk, 'm', sizeof chunk);
+    for (size_t done = 0; done < MAP_BYTES; done += sizeof chunk) {
+        if (write(fd, chunk, sizeof chunk) != (ssize_t)sizeof chunk) {
+            close(fd);
+            return NULL;
+        }
+    }
+    void *p = mmap(NULL, MAP_BYTES, PROT_READ, MAP_SHARED, fd, 0);
+    close(fd);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+/* Waits for stdin to be readable, reading one more page of the mapping every 20 ms meanwhile. */
+static void wait_touching(const volatile char *map, size_t *touched)
+{
+    struct pollfd in = {0, POLLIN, 0};
+    while (map && poll(&in, 1, 20) == 0) {
+        if (*touched < MAP_BYTES / 4096) {
+            (void)map[*touched * 4096];
+            ++*touched;
+        }
+    }
+}
+
 int main(void)
 {
+    const volatile char *map = NULL;
+    size_t touched = 0;
 #ifdef PR_SET_PTRACER
     prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0); /* Yama: let memdiff read us */
 #endif
     char *block = NULL;
     char c;
     answer('r');
-    while (read(0, &c, 1) == 1 && c != 'q') {
+    for (;;) {
+        wait_touching(map, &touched);
+        if (read(0, &c, 1) != 1 || c == 'q')
+            break;
+        if (c == 'm' && !map && !(map = map_file()))
+            return 1;
         if (c == 'd') {
             answer(c);
             struct timespec t = {0, 300 * 1000 * 1000};

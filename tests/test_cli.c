@@ -13,8 +13,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "memdiff.h"
+#include "internal.h"
 #include "suites.h"
+#include "synth.h"
 
 static char dir[64];
 static char out[1 << 18], err[1 << 16];
@@ -400,6 +401,131 @@ START_TEST(watch_ends_when_the_process_exits)
 }
 END_TEST
 
+/* ---- hostile names: every text path escapes them (memdiff_escape_text) ------------------- */
+
+/* Fails unless text is printable ASCII lines: what every name in these tests must become. */
+static void assert_printable(const char *what, const char *text)
+{
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++)
+        ck_assert_msg((*p >= 0x20 && *p < 0x7F) || *p == '\n',
+                      "%s: raw byte 0x%02x at %zu in:\n%s", what, *p,
+                      (size_t)(p - (const unsigned char *)text), text);
+}
+
+#define HOST_B "evil\x1b]0;pwned\x07\nhost\x9b\xc2\x9b\xff"
+#define HOST_B_SHOWN "evil\\x1b]0;pwned\\x07\\x0ahost\\x9b\\xc2\\x9b\\xff"
+#define HOST_A "other\x1b[2J\r"
+#define HOST_A_SHOWN "other\\x1b[2J\\x0d"
+#define LABEL "/tmp/\x1b[31mred\n\xc2\x85label\xed\xa0\x80\\x41"
+#define LABEL_SHOWN "/tmp/\\x1b[31mred\\x0a\\xc2\\x85label\\xed\\xa0\\x80\\\\x41"
+
+/* Saves a synthetic snapshot of "pid 4242" on host, with one file mapping named LABEL (one page
+ * resident when resident), to dir/name: a file an attacker could have written. */
+static void save_hostile(const char *name, const char *host, int resident)
+{
+    static const synth_region regs[] = {
+        {0x10000000, 0x10004000, MEMDIFF_CAT_MAPPED_FILE, LABEL, 1, MEMDIFF_REGION_FILE, 0x801,
+         66, 0},
+    };
+    static const synth_run runs[] = {{0x10000000, 1, MEMDIFF_PAGE_PRESENT | MEMDIFF_PAGE_FILE}};
+    synth_spec spec = {.regions = regs, .region_count = 1, .degraded = "why\x1b[0m\x9b"};
+    if (resident) {
+        spec.runs = runs;
+        spec.run_count = 1;
+    }
+    memdiff_snapshot *s = synth_snapshot(&spec);
+    ck_assert_ptr_nonnull(s);
+    s->info.host = host; /* a literal: outlives the snapshot, nothing frees it */
+    char path[128];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    ck_assert_int_eq(memdiff_snapshot_save_file(s, path), MEMDIFF_OK);
+    memdiff_snapshot_free(s);
+}
+
+START_TEST(show_and_diff_escape_hostile_files)
+{
+    save_hostile("b.mds", HOST_B, 0);
+    save_hostile("a.mds", HOST_A, 1);
+    save_hostile("same.mds", HOST_B, 1);
+
+    ASSERT_RUN(0, "show b.mds");
+    static const char head[] = "memdiff snapshot: pid 4242 on " HOST_B_SHOWN ", standard depth";
+    ck_assert_msg(strncmp(out, head, strlen(head)) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "\nDegraded: why\\x1b[0m\\x9b\n") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "  mapped-file " LABEL_SHOWN "\n") != NULL, "%s", out);
+    assert_printable("show", out);
+    ASSERT_RUN(0, "show --regions b.mds");
+    ck_assert_msg(strstr(out, "  mapped-file " LABEL_SHOWN "\n") != NULL, "%s", out);
+    assert_printable("show --regions", out);
+
+    /* Different hosts: refused, the message naming both, escaped, one line each. */
+    ASSERT_RUN(2, "diff b.mds a.mds");
+    ck_assert_str_eq(out, "");
+    ck_assert_str_eq(err, "memdiff diff: cannot compare: memdiff_compare: the snapshots are of "
+                          "different processes (before: pid 4242 on host '" HOST_B_SHOWN
+                          "'; after: pid 4242 on host '" HOST_A_SHOWN "'); pass "
+                          "MEMDIFF_COMPARE_FORCE to compare them anyway\n"
+                          "memdiff diff: use --force to compare them anyway\n");
+    ASSERT_RUN(0, "diff --force b.mds a.mds");
+    static const char fhead[] = "memdiff: pid 4242 on " HOST_B_SHOWN " -> " HOST_A_SHOWN ", ";
+    ck_assert_msg(strncmp(out, fhead, strlen(fhead)) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "\n  (before and after: why\\x1b[0m\\x9b)\n") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "  new  " LABEL_SHOWN "\n") != NULL, "%s", out);
+    assert_printable("diff --force", out);
+    ASSERT_RUN(0, "diff b.mds same.mds");
+    ck_assert_msg(strstr(out, "  new  " LABEL_SHOWN "\n") != NULL, "%s", out);
+    assert_printable("diff", out);
+}
+END_TEST
+
+/* A live process maps a file whose name holds ESC sequences, a newline (which the kernel's maps
+ * writes as \012), a raw CSI (0x9B), CSI as UTF-8 (C2 9B), invalid UTF-8 and "\x41" spelt out:
+ * snap + show, diff and watch print the name escaped. */
+#define LIVE_NAME "evil\x1b]0;owned\x07\x1b[2J\n\x9b" "31m\xc2\x9b" "1m\xff\xc0\xaf\\x41.bin"
+#define LIVE_SHOWN "/evil\\x1b]0;owned\\x07\\x1b[2J\\012\\x9b31m\\xc2\\x9b1m\\xff\\xc0\\xaf" \
+                   "\\\\x41.bin\n"
+
+START_TEST(live_hostile_file_name_is_escaped)
+{
+    char path[256], shown[256];
+    snprintf(path, sizeof path, "%s/" LIVE_NAME, dir);
+    snprintf(shown, sizeof shown, "%s" LIVE_SHOWN, dir);
+    ck_assert_int_eq(setenv("MEMDIFF_CLI_TARGET_MAP", path, 1), 0);
+    target t = start_target();
+    unsetenv("MEMDIFF_CLI_TARGET_MAP");
+    tell(&t, 'm'); /* mapped; a page more every 20 ms from now on */
+
+    ASSERT_RUN(0, "snap %d -o one.mds -q", (int)t.pid);
+    ASSERT_RUN(0, "show one.mds");
+    ck_assert_msg(strstr(out, shown) != NULL, "want %s in:\n%s", shown, out);
+    assert_printable("show", out);
+    struct timespec pause = {0, 200 * 1000 * 1000}; /* ~10 pages more */
+    nanosleep(&pause, NULL);
+    ASSERT_RUN(0, "snap %d -o two.mds -q", (int)t.pid);
+    ASSERT_RUN(0, "diff one.mds two.mds");
+    ck_assert_msg(strstr(out, shown) != NULL, "want %s in:\n%s", shown, out);
+    assert_printable("diff", out);
+    ASSERT_RUN(0, "watch %d --interval 200ms --count 1", (int)t.pid);
+    ck_assert_msg(strstr(out, shown) != NULL, "want %s in:\n%s", shown, out);
+    assert_printable("watch", out);
+    ASSERT_RUN(0, "watch %d --interval 200ms --count 1 --verbose", (int)t.pid);
+    ck_assert_msg(strstr(out, shown) != NULL, "want %s in:\n%s", shown, out);
+    assert_printable("watch --verbose", out);
+    stop_target(&t);
+}
+END_TEST
+
+/* A usage error quotes the refused argument escaped. */
+START_TEST(usage_errors_escape_arguments)
+{
+    ASSERT_RUN(2, "snap \"$(printf '1\\033[2J\\n')\" -o x.mds");
+    ck_assert_str_eq(err, "memdiff snap: bad process id '1\\x1b[2J'\nTry 'memdiff snap --help'.\n");
+    ASSERT_RUN(2, "show \"$(printf 'x\\033]0;t\\007y')\"");
+    ck_assert_msg(strstr(err, "x\\x1b]0;t\\x07y") != NULL, "%s", err);
+    assert_printable("show error", err);
+}
+END_TEST
+
 Suite *cli_suite(void)
 {
     Suite *s = suite_create("cli");
@@ -418,6 +544,14 @@ Suite *cli_suite(void)
     tcase_add_test(tc, damaged_files_are_errors);
     tcase_add_test(tc, watch_a_live_process);
     tcase_add_test(tc, watch_ends_when_the_process_exits);
+    tcase_add_test(tc, live_hostile_file_name_is_escaped);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("Escaping");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, show_and_diff_escape_hostile_files);
+    tcase_add_test(tc, usage_errors_escape_arguments);
     suite_add_tcase(s, tc);
     return s;
 }
