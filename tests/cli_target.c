@@ -2,14 +2,16 @@
  * cli_target.c - the process the cli suite snapshots: reads one-byte commands on stdin and
  * answers each on stdout. 'a' allocates and touches 8 MiB with malloc; 'd' answers at once and
  * does the same 300 ms later (to grow while memdiff watches); 'f' frees; 'm' maps the file named
- * by $MEMDIFF_CLI_TARGET_MAP (which it first fills with 4 MiB) and from then on reads one more
- * of its pages every 20 ms while it waits for the next command, so that any two snapshots more
- * than 20 ms apart see that mapping grow; 'q' or EOF exits.
+ * by $MEMDIFF_CLI_TARGET_MAP (which it first fills with 64 MiB) and from then on, while it waits
+ * for the next command, reads one more of its pages every 20 ms, and drops them all (MADV_DONTNEED)
+ * once it has read the last (5 s on): two snapshots more than 20 ms apart see that mapping
+ * change; 'q' or EOF exits.
  *
  * A program of its own, built without sanitizers, rather than a fork of the test: the 8 MiB must
  * come from glibc's malloc (a heap to memdiff), not from a sanitizer's allocator.
  */
 #define _GNU_SOURCE
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
@@ -27,7 +29,7 @@ static void answer(char c)
         _exit(1);
 }
 
-#define MAP_BYTES ((size_t)4 << 20)
+#define MAP_BYTES ((size_t)64 << 20) /* 256 reads of MAP_STRIDE: 5 s before it repeats */
 
 /* The file of 'm', filled and mapped read-only; NULL when it cannot be. */
 static const volatile char *map_file(void)
@@ -49,13 +51,20 @@ static const volatile char *map_file(void)
     return p == MAP_FAILED ? NULL : p;
 }
 
-/* Waits for stdin to be readable, reading one more page of the mapping every 20 ms meanwhile. */
+/* The kernel maps up to fault_around_bytes (64 KiB by default) of cached file pages at a read
+ * fault: pages read are that far apart, or a read would map nothing new. */
+#define MAP_STRIDE ((size_t)256 << 10)
+
+/* Waits for stdin to be readable, changing the mapping every 20 ms meanwhile. */
 static void wait_touching(const volatile char *map, size_t *touched)
 {
     struct pollfd in = {0, POLLIN, 0};
     while (map && poll(&in, 1, 20) == 0) {
-        if (*touched < MAP_BYTES / 4096) {
-            (void)map[*touched * 4096];
+        if (*touched == MAP_BYTES / MAP_STRIDE) {
+            madvise((void *)(uintptr_t)map, MAP_BYTES, MADV_DONTNEED);
+            *touched = 0;
+        } else {
+            (void)map[*touched * MAP_STRIDE];
             ++*touched;
         }
     }
