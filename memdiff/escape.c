@@ -49,8 +49,8 @@ static size_t escape_unit(const unsigned char *s, size_t n, char unit[4], size_t
         unit[3] = hex[s[0] & 15];
         return 4;
     }
-    if (s[0] == '\\' && (n == 1 || s[1] == '\\' || s[1] == 'x' || starts_escaped(s + 1, n - 1,
-                                                                                    &next))) {
+    if (s[0] == '\\' &&
+        (n == 1 || s[1] == '\\' || s[1] == 'x' || starts_escaped(s + 1, n - 1, &next))) {
         unit[0] = unit[1] = '\\';
         return 2;
     }
