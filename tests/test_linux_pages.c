@@ -3,7 +3,6 @@
  * real kernel (PAGEMAP_SCAN where it exists) on pages this test touches itself. */
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1716,68 +1715,49 @@ START_TEST(walk_leaves_out_scan_where_meminfo_allows)
 }
 END_TEST
 
-/* Serves the FIFO <dir>/meminfo: MEMINFO_NONE to its first reader, MEMINFO_THP to every later
- * one, one text a reader, until stop. memdiff's reader stops at a short read and closes without
- * waiting for the end, so a writer still holding the FIFO when the next reader opens it would
- * give that reader an empty text. Hence each open of the write end (which waits for a reader)
- * first puts a new FIFO in the path (rename: the next reader blocks on it until the next
- * open), then writes the text whole (one write, under PIPE_BUF) and closes: the reader holding
- * the old FIFO reads the text, then its end. A failed step (SIGPIPE is ignored meanwhile) makes
- * served negative, which the test reports. */
-typedef struct meminfo_server {
-    char path[128], next[136];
-    volatile int stop;
-    int served;
-} meminfo_server;
+/* Answers the opens of <dir>/meminfo (meminfo_path) through the backend's open hook:
+ * MEMINFO_NONE to the first, MEMINFO_THP to every later one, each a new memory file (a regular
+ * file, as /proc/meminfo is) holding the text; meminfo_served counts them. Any other path
+ * opens as usual. A failed step makes meminfo_served negative, which the test reports. */
+static char meminfo_path[128];
+static int meminfo_served;
 
-static void *serve_meminfo(void *arg)
+static int serve_meminfo(const char *path, int flags)
 {
-    meminfo_server *m = arg;
-    for (;;) {
-        int fd = open(m->path, O_WRONLY); /* waits for a reader */
-        if (fd < 0 || m->stop) {
-            if (fd >= 0)
-                close(fd);
-            return NULL;
-        }
-        const char *text = m->served == 0 ? MEMINFO_NONE : MEMINFO_THP;
-        if (mkfifo(m->next, 0600) != 0 || rename(m->next, m->path) != 0 ||
-            write(fd, text, strlen(text)) != (ssize_t)strlen(text))
-            m->served = -1000;
-        else
-            m->served++;
-        close(fd);
+    if (strcmp(path, meminfo_path) != 0 || flags != O_RDONLY)
+        return MEMDIFF__LINUX_OPEN_PASS;
+    const char *text = meminfo_served == 0 ? MEMINFO_NONE : MEMINFO_THP;
+    int fd = memfd_create("meminfo", MFD_CLOEXEC);
+    if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text) ||
+        lseek(fd, 0, SEEK_SET) != 0) {
+        meminfo_served = -1000;
+        if (fd >= 0)
+            close(fd);
+        errno = EIO;
+        return -1;
     }
+    meminfo_served++;
+    return fd;
 }
 
 static int retake_body(void)
 {
     long ps = sysconf(_SC_PAGESIZE);
-    meminfo_server m;
-    memset(&m, 0, sizeof m);
     char dir[64];
     NEED(meminfo_tree(dir) == 0);
-    snprintf(m.path, sizeof m.path, "%s/meminfo", dir);
-    snprintf(m.next, sizeof m.next, "%s.next", m.path);
-    NEED(mkfifo(m.path, 0600) == 0);
-    void (*was)(int) = signal(SIGPIPE, SIG_IGN);
-    pthread_t th;
-    NEED(pthread_create(&th, NULL, serve_meminfo, &m) == 0);
+    snprintf(meminfo_path, sizeof meminfo_path, "%s/meminfo", dir);
+    meminfo_served = 0;
+    memdiff__linux_open_hook = serve_meminfo;
     char *p = map_sixteen(ps);
     memdiff_options o = MEMDIFF_OPTIONS_INIT;
     o.proc_root = dir;
     memdiff_snapshot *snap = NULL;
     int rc = memdiff_snapshot_take(&o, &snap);
-    m.stop = 1;
-    int fd = open(m.path, O_RDONLY | O_NONBLOCK); /* lets the server see stop */
-    pthread_join(th, NULL);
-    if (fd >= 0)
-        close(fd);
-    signal(SIGPIPE, was);
+    memdiff__linux_open_hook = NULL;
     NEED(rc == MEMDIFF_OK);
     /* Read by the first batch that went without the scan, then by the totals (a huge page):
      * the snapshot taken again read it no more. */
-    NEED(m.served == 2);
+    NEED(meminfo_served == 2);
     memdiff_snapshot_info info;
     NEED(memdiff_snapshot_get_info(snap, &info) == MEMDIFF_OK);
     NEED(info.depth == MEMDIFF_DEPTH_STANDARD && !(info.sources & MEMDIFF_SRC_PFN));
@@ -1785,7 +1765,6 @@ static int retake_body(void)
     NEED(memdiff_snapshot_find(snap, (uint64_t)(uintptr_t)p, &r) == MEMDIFF_OK);
     memdiff_snapshot_free(snap);
     munmap(p, (size_t)ps * 16);
-    unlink(m.path);
     remove_meminfo_tree(dir);
     return 0;
 }

@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <linux/fs.h>
@@ -183,7 +184,8 @@ int memdiff__linux_status(int err);
 /* The C-locale text of an errno value, without strerror's gettext (which may allocate). */
 const char *memdiff__linux_errno_text(int err);
 
-/* Sets the detail "<what> <path>: <errno text>" and returns memdiff__linux_status(err). */
+/* Sets the detail "<what> <path>: <errno text>" and returns memdiff__linux_status(err); err may
+ * be memdiff__linux_open's value for a file of the wrong type. */
 int memdiff__linux_fail(int err, const char *what, const char *path);
 
 /* ---- paths and files (procfs.c) --------------------------------------------------------- */
@@ -191,8 +193,39 @@ int memdiff__linux_fail(int err, const char *what, const char *path);
 /* "<dir>/<name>" into buf; MEMDIFF_EINVAL (with detail) when it does not fit. */
 int memdiff__linux_path(char *buf, size_t size, const char *dir, const char *name);
 
-/* open(path, O_RDONLY | O_CLOEXEC | extra_flags), retried on EINTR; -1 with errno set. */
-int memdiff__linux_open(const char *path, int extra_flags);
+/* The one open of every file the backend reads or writes: open(path, flags | O_NONBLOCK |
+ * O_NOCTTY | O_CLOEXEC | O_NOFOLLOW), retried on EINTR, then fstat: the file must be a
+ * directory when flags hold O_DIRECTORY, else a regular file (every /proc and /sys file the
+ * backend uses is one), checked before any read or write. flags: O_RDONLY, O_WRONLY or O_RDWR,
+ * and O_DIRECTORY or O_PATH. Returns the fd, or -1 with errno set: a file of another type sets
+ * a private value above every errno that memdiff__linux_errno_text names ("a FIFO, not a
+ * regular file") and memdiff__linux_status makes MEMDIFF_EIO; a directory expected, ENOTDIR.
+ * No final symlink is followed (ELOOP, or with O_PATH the link itself, refused as no file).
+ * A FIFO's open never waits; with O_PATH no FIFO's or device's open is called at all, which
+ * is what a path another process chooses needs (the module probe: memdiff__linux_reopen). */
+int memdiff__linux_open(const char *path, int flags);
+
+/* memdiff__linux_open, with the fstat of the file opened in *st. */
+int memdiff__linux_open_stat(const char *path, int flags, struct stat *st);
+
+/* Tests only: when set, memdiff__linux_open asks it first, with its own arguments. It returns
+ * an fd to use in place of opening path (type-checked like one opened), -1 with errno set to
+ * fail the open, or MEMDIFF__LINUX_OPEN_PASS to open path as usual. A test sets it while no
+ * other thread takes a snapshot, and clears it (NULL) before it returns. */
+#define MEMDIFF__LINUX_OPEN_PASS (-2)
+typedef int (*memdiff__linux_open_hook_fn)(const char *path, int flags);
+extern memdiff__linux_open_hook_fn memdiff__linux_open_hook;
+
+/* Opens for reading the regular file an O_PATH fd of memdiff__linux_open_stat holds, whose
+ * fstat is *st: through <proc_root>/self/fd/N, the magic link to that very inode, so that what
+ * the path names meanwhile (a FIFO or device mounted over it) is never opened; the result is
+ * checked to be that inode. -1 when it cannot (no such link under the proc root: a fixture
+ * tree). */
+int memdiff__linux_reopen(const memdiff__proc *proc, int path_fd, const struct stat *st);
+
+/* The most the backend reads of one file whole (memdiff__linux_read_file): a /proc/PID/smaps
+ * of 65530 mappings (vm.max_map_count's default) is about 100 MiB. */
+#define MEMDIFF__LINUX_TEXT_MAX ((size_t)1 << 30)
 
 /* Reads the whole file at path into *buf (grown from arena as needed, NUL-terminated, reusable
  * across calls through *buf / *cap). /proc files report size 0, so it reads until EOF, or, with
@@ -200,7 +233,9 @@ int memdiff__linux_open(const char *path, int extra_flags);
  * single_open: stat, statm, status, a thread's syscall) hands out the whole record in the first
  * read that has room for it, and a regular (fixture) file all it has, so the read that would
  * only say "end" is saved. Files of many records (maps, smaps) hand out a page or so per read
- * and must be read to the end. Errors: translated errno with detail; MEMDIFF_ENOMEM. */
+ * and must be read to the end. Errors: translated errno with detail (a file that is no regular
+ * file: MEMDIFF_EIO; one over MEMDIFF__LINUX_TEXT_MAX: MEMDIFF_EIO, "File too large");
+ * MEMDIFF_ENOMEM. */
 int memdiff__linux_read_file(memdiff__arena *arena, const char *path, char **buf, size_t *cap,
                              size_t *len, int one_record);
 

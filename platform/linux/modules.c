@@ -6,10 +6,11 @@
  * header. Its program headers (elf(5)) give each PT_LOAD's extent, so the bss tail past the
  * file data and the gaps the loader leaves (---p) are attributed to the module even though maps
  * shows them as anonymous or inaccessible. The header bytes come from process memory when the
- * page is resident, else from the file itself (<dir>/root/<path>, checked to be the same
- * device and inode), so that looking never faults a page into the process. When neither can be
- * read (a fixture tree), the module is the run of contiguous regions of the file, with an
- * adjacent anonymous rw region after a writable last one taken as its bss.
+ * page is resident, else from the file itself (<dir>/root/<path>, opened only when it is a
+ * regular file with the same device and inode: see open_module_file), so that looking never
+ * faults a page into the process. When neither can be read (a fixture tree, a file replaced or
+ * covered since it was mapped), the module is the run of contiguous regions of the file, with
+ * an adjacent anonymous rw region after a writable last one taken as its bss.
  */
 #include <elf.h>
 #include <errno.h>
@@ -46,6 +47,11 @@ static int same_file(const memdiff__plat_region *a, const memdiff__plat_region *
     return a->inode != 0 && a->inode == b->inode && a->dev == b->dev;
 }
 
+/* The module's file as the process sees it, or -1 (unavailable: the caller falls back to the
+ * regions). The path is the process's to change since it mapped the file: it may have mounted a
+ * FIFO or a device over it in a mount namespace of its own, which a plain open would wait on or
+ * touch. So the path is looked at (O_PATH: nothing is opened), and only the very file mapped
+ * (same device and inode, a regular file) is opened, through its fd (memdiff__linux_reopen). */
 static int open_module_file(reader *r)
 {
     const memdiff__plat_region *f = r->first;
@@ -55,15 +61,14 @@ static int open_module_file(reader *r)
     /* Through the process's root, so that a process in another mount namespace is read right. */
     if (snprintf(path, sizeof path, "%s/root%s", r->proc->dir, f->path) >= (int)sizeof path)
         return -1;
-    int fd = memdiff__linux_open(path, 0);
-    if (fd < 0)
-        return -1;
     struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_ino != f->inode ||
-        memdiff__linux_dev(st.st_dev) != f->dev) {
-        close(fd);
+    int at = memdiff__linux_open_stat(path, O_PATH, &st);
+    if (at < 0)
         return -1;
-    }
+    int fd = -1;
+    if ((uint64_t)st.st_ino == f->inode && memdiff__linux_dev(st.st_dev) == f->dev)
+        fd = memdiff__linux_reopen(r->proc, at, &st);
+    close(at);
     return fd;
 }
 

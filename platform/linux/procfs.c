@@ -1,15 +1,24 @@
 /*
- * procfs.c - the backend's file plumbing: paths under the proc root, whole-file and small-file
- * reads without stdio, full preads, status fields, and the one errno → status translation.
+ * procfs.c - the backend's file plumbing: paths under the proc root, the one open every file
+ * goes through, whole-file and small-file reads without stdio, full preads, status fields, and
+ * the one errno → status translation.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "linux.h"
+
+/* The "errno" of a file of the wrong type: NOT_REG + (st_mode's S_IFMT >> 12), above every
+ * real errno (the kernel's end at 4095), so that the detail can name the type. */
+#define NOT_REG 0x10000
+#define NOT_REG_END (NOT_REG + (S_IFMT >> 12))
+
+memdiff__linux_open_hook_fn memdiff__linux_open_hook;
 
 int memdiff__linux_status(int err)
 {
@@ -22,7 +31,7 @@ int memdiff__linux_status(int err)
         return MEMDIFF_EACCES;
     case ENOMEM:
         return MEMDIFF_ENOMEM;
-    default:
+    default: /* the wrong type of file (NOT_REG) too: nothing the caller may be refused */
         return MEMDIFF_EIO;
     }
 }
@@ -50,7 +59,16 @@ const char *memdiff__linux_errno_text(int err)
     case EMFILE: return "Too many open files";
     case ENFILE: return "Too many open files in system";
     case ELOOP: return "Too many levels of symbolic links";
+    case EFBIG: return "File too large";
+    case NOT_REG + (S_IFIFO >> 12): return "a FIFO, not a regular file";
+    case NOT_REG + (S_IFCHR >> 12): return "a character device, not a regular file";
+    case NOT_REG + (S_IFBLK >> 12): return "a block device, not a regular file";
+    case NOT_REG + (S_IFSOCK >> 12): return "a socket, not a regular file";
+    case NOT_REG + (S_IFLNK >> 12): return "a symbolic link, not a regular file";
+    case NOT_REG + (S_IFDIR >> 12): return "a directory, not a regular file";
     }
+    if (err > NOT_REG && err <= NOT_REG_END)
+        return "not a regular file";
     snprintf(other, sizeof other, "errno %d", err);
     return other;
 }
@@ -69,12 +87,62 @@ int memdiff__linux_path(char *buf, size_t size, const char *dir, const char *nam
     return MEMDIFF_OK;
 }
 
-int memdiff__linux_open(const char *path, int extra_flags)
+int memdiff__linux_open(const char *path, int flags)
 {
+    struct stat st;
+    return memdiff__linux_open_stat(path, flags, &st);
+}
+
+int memdiff__linux_open_stat(const char *path, int flags, struct stat *st)
+{
+    memdiff__linux_open_hook_fn hook = memdiff__linux_open_hook;
+    int fd = hook ? hook(path, flags) : MEMDIFF__LINUX_OPEN_PASS;
+    /* O_NONBLOCK: a FIFO's open would wait for a writer; O_NOCTTY: a terminal must not become
+     * ours. Neither changes how a regular or /proc file reads. No final symlink: no /proc or
+     * /sys file the backend reads is one, so one found there is not the file meant. */
+    if (fd == MEMDIFF__LINUX_OPEN_PASS) {
+        do
+            fd = open(path, flags | O_NONBLOCK | O_NOCTTY | O_CLOEXEC | O_NOFOLLOW);
+        while (fd < 0 && errno == EINTR);
+    }
+    if (fd < 0)
+        return -1;
+    /* The type before anything reads from (or writes to) it: a device or FIFO put where a file
+     * was expected (a fixture tree, a mount over it) is refused, not read. */
+    if (fstat(fd, st) != 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    unsigned want = (flags & O_DIRECTORY) ? S_IFDIR : S_IFREG;
+    if ((st->st_mode & S_IFMT) != want) {
+        close(fd);
+        errno = want == S_IFDIR ? ENOTDIR : NOT_REG + (int)((st->st_mode & S_IFMT) >> 12);
+        return -1;
+    }
+    return fd;
+}
+
+int memdiff__linux_reopen(const memdiff__proc *proc, int path_fd, const struct stat *was)
+{
+    char path[PATH_MAX];
+    struct stat now;
+    if (snprintf(path, sizeof path, "%s/self/fd/%d", proc->proc_root, path_fd) >= (int)sizeof path)
+        return -1;
+    /* Following the magic link: it names the inode path_fd holds, whatever the path it was
+     * found by names by now. */
     int fd;
     do
-        fd = open(path, O_RDONLY | O_CLOEXEC | extra_flags);
+        fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     while (fd < 0 && errno == EINTR);
+    if (fd < 0)
+        return -1;
+    if (fstat(fd, &now) != 0 || !S_ISREG(now.st_mode) || now.st_ino != was->st_ino ||
+        now.st_dev != was->st_dev) {
+        close(fd);
+        return -1;
+    }
     return fd;
 }
 
@@ -93,6 +161,10 @@ int memdiff__linux_read_file(memdiff__arena *arena, const char *path, char **buf
          * it); a file that outgrows it moves once to a mapping that then grows in place. */
         if (!*buf || *cap - n < 4096 + 1) {
             size_t ncap = *cap ? *cap * 2 : 64 * 1024;
+            if (ncap > MEMDIFF__LINUX_TEXT_MAX) {
+                close(fd);
+                return memdiff__linux_fail(EFBIG, "read", path);
+            }
             char *p = *buf ? memdiff__arena_grow(arena, *buf, *cap, ncap)
                            : memdiff__arena_alloc_raw(arena, ncap); /* read before use */
             if (!p) {

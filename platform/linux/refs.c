@@ -60,12 +60,13 @@ void memdiff__os_sleep_ns(uint64_t ns)
 
 /* ---- small helpers ----------------------------------------------------------------------- */
 
-/* A reason string in the proc's scratch arena: "<what> <path>: <strerror>". */
+/* A reason string in the proc's scratch arena: "<what> <path>: <errno text>". */
 static const char *why(memdiff__proc *proc, const char *what, const char *path, int err,
                        const char *hint)
 {
     char buf[PATH_MAX + 256];
-    int n = snprintf(buf, sizeof buf, "%s %s: %s%s%s", what, path, strerror(err), hint ? "; " : "",
+    int n = snprintf(buf, sizeof buf, "%s %s: %s%s%s", what, path,
+                     memdiff__linux_errno_text(err), hint ? "; " : "",
                      hint ? hint : "");
     if (n < 0)
         return what;
@@ -78,10 +79,7 @@ static int write_clear_refs(memdiff__proc *proc, const char *value, char *path, 
 {
     if (memdiff__linux_path(path, size, proc->dir, "clear_refs"))
         return ENAMETOOLONG;
-    int fd;
-    do
-        fd = open(path, O_WRONLY | O_CLOEXEC);
-    while (fd < 0 && errno == EINTR);
+    int fd = memdiff__linux_open(path, O_WRONLY);
     if (fd < 0)
         return errno;
     int err = 0;
@@ -272,10 +270,7 @@ static int mark_idle(memdiff__proc *p, memdiff__refs_reset *out)
     char path[PATH_MAX];
     if (memdiff__linux_path(path, sizeof path, p->sys_root, "kernel/mm/page_idle/bitmap"))
         return MEMDIFF_EINVAL;
-    int fd;
-    do
-        fd = open(path, O_RDWR | O_CLOEXEC);
-    while (fd < 0 && errno == EINTR);
+    int fd = memdiff__linux_open(path, O_RDWR);
     if (fd < 0) {
         int e = errno;
         out->pages_why = e == ENOENT ? NO_IDLE_WHY : why(p, "open", path, e, "touched per mapping only");
@@ -297,7 +292,7 @@ static int mark_idle(memdiff__proc *p, memdiff__refs_reset *out)
                                                   (addr >> p->page_shift) * 8);
             if (r < 0) {
                 rc = memdiff__set_error(memdiff__linux_status((int)-r), "read %s/pagemap: %s",
-                                        p->dir, strerror((int)-r));
+                                        p->dir, memdiff__linux_errno_text((int)-r));
                 break;
             }
             size_t u = batch_frames(p, pm, NULL, (size_t)r / 8);
