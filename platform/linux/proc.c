@@ -62,6 +62,30 @@ static int has_entry(const char *dir, const char *name, int flags)
     return 1;
 }
 
+/* Opens <proc_root>/name (kpageflags, kpagecount) for a caller that reads frame numbers, so
+ * holds CAP_SYS_ADMIN: a failure then has another cause, which *why (DEEP_WHY until then) gets,
+ * in the proc's scratch arena. A proc mounted with subset=pid (Linux 5.8) shows the process
+ * directories and self only: that is where a live proc root lacks the files. */
+static int open_kpage(memdiff__proc *proc, const char *name, const char **why)
+{
+    char path[PATH_MAX], text[PATH_MAX + 128];
+    if (memdiff__linux_path(path, sizeof path, proc->proc_root, name))
+        return -1;
+    int fd = memdiff__linux_open(path, 0);
+    if (fd >= 0 || *why != DEEP_WHY)
+        return fd; /* the first cause is said */
+    int e = errno;
+    if (e == ENOENT)
+        snprintf(text, sizeof text, "%s is not present (is proc mounted with subset=pid?)", path);
+    else
+        snprintf(text, sizeof text, "kernel page flags and map counts are unavailable: open %s: %s",
+                 path, memdiff__linux_errno_text(e));
+    const char *s = memdiff__arena_strndup(proc->scratch, text, strlen(text));
+    if (s)
+        *why = s;
+    return -1;
+}
+
 /* Whether the task is a kernel thread: PF_KTHREAD (0x00200000) in the flags field of stat, the
  * ninth (proc.rst, "stat"; include/linux/sched.h). */
 static int kernel_thread(const memdiff__proc *proc)
@@ -343,20 +367,17 @@ int memdiff__plat_open(const memdiff__open_args *args, memdiff__arena *scratch,
             caps->pfn_why = NULL;
         }
     }
+    caps->deep_why = DEEP_WHY;
     if ((src & MEMDIFF_SRC_PFN) && !(args->flags & MEMDIFF__OPEN_NO_DEEP)) {
-        char kpath[PATH_MAX];
-        if (!memdiff__linux_path(kpath, sizeof kpath, proc_root, "kpageflags"))
-            proc->kpageflags_fd = memdiff__linux_open(kpath, 0);
-        if (!memdiff__linux_path(kpath, sizeof kpath, proc_root, "kpagecount"))
-            proc->kpagecount_fd = memdiff__linux_open(kpath, 0);
+        proc->kpageflags_fd = open_kpage(proc, "kpageflags", &caps->deep_why);
+        proc->kpagecount_fd = open_kpage(proc, "kpagecount", &caps->deep_why);
         if (proc->kpageflags_fd >= 0)
             src |= MEMDIFF_SRC_KPAGEFLAGS;
         if (proc->kpagecount_fd >= 0)
             src |= MEMDIFF_SRC_KPAGECOUNT;
+        if (proc->kpageflags_fd >= 0 && proc->kpagecount_fd >= 0)
+            caps->deep_why = NULL;
     }
-    if ((src & (MEMDIFF_SRC_KPAGEFLAGS | MEMDIFF_SRC_KPAGECOUNT)) !=
-        (MEMDIFF_SRC_KPAGEFLAGS | MEMDIFF_SRC_KPAGECOUNT))
-        caps->deep_why = DEEP_WHY;
 
     proc->sources = src;
     caps->page_size = proc->page_size;
