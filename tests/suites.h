@@ -24,7 +24,8 @@
     X(noise)                   \
     X(refset)                  \
     X(wss)                     \
-    X(escape)
+    X(escape)                  \
+    X(hostile)
 
 #define MEMDIFF_TEST_DECLARE(name) Suite *name##_suite(void);
 MEMDIFF_TEST_SUITES(MEMDIFF_TEST_DECLARE)
