@@ -1718,12 +1718,14 @@ END_TEST
 /* Answers the opens of <dir>/meminfo (meminfo_path) through the backend's open hook:
  * MEMINFO_NONE to the first, MEMINFO_THP to every later one, each a new memory file (a regular
  * file, as /proc/meminfo is) holding the text; meminfo_served counts them. Any other path
- * opens as usual. A failed step makes meminfo_served negative, which the test reports. */
-static char meminfo_path[128];
-static int meminfo_served;
+ * opens as usual; maps_opened counts those of <dir>/self/maps (maps_path). A failed step makes
+ * meminfo_served negative, which the test reports. */
+static char meminfo_path[128], maps_path[128];
+static int meminfo_served, maps_opened;
 
 static int serve_meminfo(const char *path, int flags)
 {
+    maps_opened += strcmp(path, maps_path) == 0;
     if (strcmp(path, meminfo_path) != 0 || flags != O_RDONLY)
         return MEMDIFF__LINUX_OPEN_PASS;
     const char *text = meminfo_served == 0 ? MEMINFO_NONE : MEMINFO_THP;
@@ -1746,7 +1748,8 @@ static int retake_body(void)
     char dir[64];
     NEED(meminfo_tree(dir) == 0);
     snprintf(meminfo_path, sizeof meminfo_path, "%s/meminfo", dir);
-    meminfo_served = 0;
+    snprintf(maps_path, sizeof maps_path, "%s/self/maps", dir);
+    meminfo_served = maps_opened = 0;
     memdiff__linux_open_hook = serve_meminfo;
     char *p = map_sixteen(ps);
     memdiff_options o = MEMDIFF_OPTIONS_INIT;
@@ -1758,6 +1761,7 @@ static int retake_body(void)
     /* Read by the first batch that went without the scan, then by the totals (a huge page):
      * the snapshot taken again read it no more. */
     NEED(meminfo_served == 2);
+    NEED(maps_opened == 2); /* taken twice: one read of maps a take */
     memdiff_snapshot_info info;
     NEED(memdiff_snapshot_get_info(snap, &info) == MEMDIFF_OK);
     NEED(info.depth == MEMDIFF_DEPTH_STANDARD && !(info.sources & MEMDIFF_SRC_PFN));
