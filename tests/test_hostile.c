@@ -11,7 +11,10 @@
  * read. The image's program headers say more than its regions do: a bss page behind the
  * executable one, which the regions alone do not give (the last region is not writable). So
  * the page behind is Image when the headers were read, Private when they were not, and the
- * uncovered file, the control, shows the first. */
+ * uncovered file, the control, shows the first. A file on FUSE is not even looked up (a FUSE
+ * server that stops answering hangs the lookup): the target puts its image on a tmpfs of its
+ * own, a device of major 0 as FUSE's, which the probe reads, and which, shown as FUSE in the
+ * target's mountinfo through the backend's open hook, it does not touch. */
 #include <errno.h>
 #include <elf.h>
 #include <fcntl.h>
@@ -29,6 +32,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "linux.h"
 #include "memdiff.h"
 #include "scenario_util.h"
 #include "suites.h"
@@ -51,9 +55,55 @@ static const char *failed(int line, const char *what)
 /* What a snapshot may take at most, per depth: the target has a few dozen mappings. */
 #define SNAPSHOT_SECONDS 20
 
-typedef enum cover { COVER_NONE, COVER_FIFO, COVER_CHR } cover;
+/* What the target does to its module's file: nothing; a FIFO or a character device mounted
+ * over its path; the file on a tmpfs of its own (a device of major 0, as FUSE's), shown as
+ * such or, through the open hook, as FUSE in the target's mountinfo. */
+typedef enum cover { COVER_NONE, COVER_FIFO, COVER_CHR, COVER_TMPFS, COVER_FUSE } cover;
 
-static const char *const cover_name[] = {"nothing", "a FIFO", "a character device"};
+static const char *const cover_name[] = {"nothing", "a FIFO", "a character device",
+                                         "a tmpfs", "a tmpfs shown as FUSE"};
+
+/* COVER_FUSE: the target's mountinfo path, and the opens of its module's file through its
+ * root. */
+static char fake_mountinfo[64], module_path[128];
+static int module_opens;
+
+/* The open hook: <proc>/PID/mountinfo with " - tmpfs " made " - fuse.hostile " (a memory
+ * file), other paths as usual, those of <proc>/PID/root/<module> counted. */
+static int fuse_claim(const char *path, int flags)
+{
+    module_opens += strcmp(path, module_path) == 0;
+    if (!fake_mountinfo[0] || strcmp(path, fake_mountinfo) != 0)
+        return MEMDIFF__LINUX_OPEN_PASS;
+    static char text[1 << 16];
+    int in = open(path, flags | O_CLOEXEC), out = memfd_create("mountinfo", MFD_CLOEXEC);
+    size_t n = 0;
+    ssize_t got = 1;
+    while (in >= 0 && got > 0 && n < sizeof text - 1)
+        if ((got = read(in, text + n, sizeof text - 1 - n)) > 0)
+            n += (size_t)got;
+    if (in >= 0)
+        close(in);
+    if (n == 0 || got < 0 || out < 0) {
+        if (out >= 0)
+            close(out);
+        errno = EIO;
+        return -1;
+    }
+    text[n] = '\0';
+    for (char *line = text; line && *line;) {
+        char *nl = strchr(line, '\n');
+        if (nl)
+            *nl = '\0';
+        char *tmpfs = strstr(line, " - tmpfs ");
+        if (dprintf(out, "%.*s%s%s\n", tmpfs ? (int)(tmpfs - line) : (int)strlen(line), line,
+                    tmpfs ? " - fuse.hostile " : "", tmpfs ? tmpfs + 9 : "") < 0)
+            break;
+        line = nl ? nl + 1 : NULL;
+    }
+    lseek(out, 0, SEEK_SET);
+    return out;
+}
 
 /* A 2-page ELF image whose program headers load page 0 read-only and page 1 executable with a
  * zero-filled page behind it (memsz two pages): what the probe reads when it reads the file. */
@@ -142,6 +192,16 @@ static void target(cover c, const char *dir, int fd, int watch)
     size_t ps = (size_t)sysconf(_SC_PAGESIZE);
     snprintf(lib, sizeof lib, "%s/lib.so", dir);
     snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+    const char *over = c == COVER_FIFO ? fifo : "/dev/null";
+    prctl(PR_SET_PDEATHSIG, SIGKILL); /* a test ended by its alarm leaves no target behind */
+    line[0] = '\0'; /* own_namespaces says why it failed there */
+    if (c != COVER_NONE && own_namespaces(line, sizeof line) == 0 && c >= COVER_TMPFS &&
+        mount("tmpfs", dir, "tmpfs", 0, "size=64k") != 0)
+        snprintf(line, sizeof line, "mount tmpfs on %s: %s", dir, strerror(errno));
+    if (line[0]) {
+        dprintf(fd, "skip %s\n", line);
+        _exit(0);
+    }
     if (write_image(lib, ps) != 0)
         _exit(11);
     char *base = mmap(NULL, 4 * ps, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -155,27 +215,15 @@ static void target(cover c, const char *dir, int fd, int watch)
         _exit(12);
     close(lfd);
     base[2 * ps] = 1;
-    if (c != COVER_NONE) {
-        char why[200];
-        if (own_namespaces(why, sizeof why) != 0) {
-            snprintf(line, sizeof line, "skip %s\n", why);
-            _exit(write(fd, line, strlen(line)) > 0 ? 0 : 13);
-        }
-        const char *over = fifo;
-        if (c == COVER_FIFO && mkfifo(fifo, 0600) != 0)
-            _exit(14);
-        if (c == COVER_CHR)
-            over = "/dev/null";
-        if (mount(over, lib, NULL, MS_BIND, NULL) != 0) {
-            snprintf(line, sizeof line, "skip bind mount of %s over %s: %s\n", over, lib,
-                     strerror(errno));
-            _exit(write(fd, line, strlen(line)) > 0 ? 0 : 15);
-        }
-        if (c == COVER_FIFO && inotify_add_watch(watch, lib, IN_OPEN) < 0)
-            _exit(16);
+    if (c == COVER_FIFO && mkfifo(fifo, 0600) != 0)
+        _exit(14);
+    if ((c == COVER_FIFO || c == COVER_CHR) && mount(over, lib, NULL, MS_BIND, NULL) != 0) {
+        dprintf(fd, "skip bind mount of %s over %s: %s\n", over, lib, strerror(errno));
+        _exit(0);
     }
-    snprintf(line, sizeof line, "ok %llx\n", (unsigned long long)(uintptr_t)base);
-    if (write(fd, line, strlen(line)) <= 0)
+    if (c == COVER_FIFO && inotify_add_watch(watch, lib, IN_OPEN) < 0)
+        _exit(16);
+    if (dprintf(fd, "ok %llx\n", (unsigned long long)(uintptr_t)base) <= 0)
         _exit(17);
     for (;;)
         pause();
@@ -223,6 +271,15 @@ static const char *scenario(void *arg)
         err = failed(__LINE__, "the target did not start");
     static const memdiff_depth depths[] = {MEMDIFF_DEPTH_FAST, MEMDIFF_DEPTH_STANDARD,
                                            MEMDIFF_DEPTH_DEEP};
+    /* The hook counts the module's lookups on a tmpfs too, where they happen: the count is
+     * of the right path. */
+    snprintf(fake_mountinfo, sizeof fake_mountinfo, "/proc/%d/mountinfo", (int)pid);
+    if (c != COVER_FUSE)
+        fake_mountinfo[0] = '\0';
+    snprintf(module_path, sizeof module_path, "/proc/%d/root%s", (int)pid, lib);
+    module_opens = 0;
+    if (c >= COVER_TMPFS)
+        memdiff__linux_open_hook = fuse_claim;
     for (size_t i = 0; !err && !skipped && i < sizeof depths / sizeof depths[0]; i++) {
         memdiff_options o = MEMDIFF_OPTIONS_INIT;
         o.pid = pid;
@@ -246,7 +303,8 @@ static const char *scenario(void *arg)
         /* The module's regions are Image, labelled with the file's path, either way; the page
          * behind is the headers' bss when the file was read (nothing covers it), else
          * anonymous memory of nobody's (the fallback rule). */
-        memdiff_category want = c == COVER_NONE ? MEMDIFF_CAT_IMAGE : MEMDIFF_CAT_PRIVATE;
+        memdiff_category want = c == COVER_NONE || c == COVER_TMPFS ? MEMDIFF_CAT_IMAGE
+                                                                    : MEMDIFF_CAT_PRIVATE;
         if (!err && (r[0].category != MEMDIFF_CAT_IMAGE || r[1].category != MEMDIFF_CAT_IMAGE ||
                      strcmp(r[0].label, lib) != 0 || strcmp(r[1].label, lib) != 0 ||
                      r[2].category != want)) {
@@ -260,6 +318,12 @@ static const char *scenario(void *arg)
         }
         memdiff_snapshot_free(snap);
     }
+    memdiff__linux_open_hook = NULL;
+    /* A file FUSE serves is not even looked up: the lookup itself would ask the server. */
+    if (!err && c == COVER_FUSE && !skipped && module_opens != 0)
+        err = failed(__LINE__, "the file of a FUSE-served module was looked up");
+    if (!err && c == COVER_TMPFS && !skipped && module_opens == 0)
+        err = failed(__LINE__, "the file of a module on a tmpfs was not looked up");
     /* Not even opened without waiting: the probe looks at the path, never opens it. */
     char ev[sizeof(struct inotify_event) + 64];
     if (!err && c == COVER_FIFO && !skipped && read(watch, ev, sizeof ev) > 0)
@@ -301,6 +365,18 @@ END_TEST
 START_TEST(module_covered_by_char_device)
 {
     both_users(COVER_CHR);
+}
+END_TEST
+
+START_TEST(module_on_tmpfs_read)
+{
+    both_users(COVER_TMPFS);
+}
+END_TEST
+
+START_TEST(module_on_fuse_not_looked_up)
+{
+    both_users(COVER_FUSE);
 }
 END_TEST
 
@@ -390,6 +466,8 @@ Suite *hostile_suite(void)
     tcase_add_test(tc, module_file_read_when_uncovered);
     tcase_add_test(tc, module_covered_by_fifo);
     tcase_add_test(tc, module_covered_by_char_device);
+    tcase_add_test(tc, module_on_tmpfs_read);
+    tcase_add_test(tc, module_on_fuse_not_looked_up);
     suite_add_tcase(s, tc);
     tc = tcase_create("Proc root");
     tcase_add_test(tc, proc_subset_pid_names_missing_file);
