@@ -449,12 +449,54 @@ static int open_error(const char *what, const char *path, int e)
                               "%s %s: %s", what, path, strerror(e));
 }
 
+/* What stands at a path that memdiff will not write over, as the error message names it. */
+static const char *kind_name(memdiff__path_kind kind)
+{
+    switch (kind) {
+    case MEMDIFF__PATH_DIRECTORY:
+        return "a directory";
+    case MEMDIFF__PATH_SYMLINK:
+        return "a symbolic link";
+    case MEMDIFF__PATH_CHAR_DEVICE:
+        return "a character device";
+    case MEMDIFF__PATH_BLOCK_DEVICE:
+        return "a block device";
+    case MEMDIFF__PATH_FIFO:
+        return "a FIFO";
+    case MEMDIFF__PATH_SOCKET:
+        return "a socket";
+    default:
+        return "not a file of a known type";
+    }
+}
+
+/* Saving replaces nothing but a regular file. rename() would replace a device node, a FIFO, a
+ * socket or a symbolic link (/dev/stdout is one) with the new file, so their type is checked
+ * first; a symbolic link is refused whatever it names (also when it names a regular file): the
+ * link itself would be replaced, and writing through it instead would let whoever can make
+ * links in a shared directory choose what memdiff overwrites. */
+static int check_target(const char *path)
+{
+    memdiff__path_kind kind;
+    int rc = memdiff__os_path_kind(path, &kind);
+    if (rc || kind == MEMDIFF__PATH_NONE || kind == MEMDIFF__PATH_REGULAR)
+        return rc;
+    return memdiff__set_error(MEMDIFF_EINVAL, "%s: is %s, not a regular file", path,
+                              kind_name(kind));
+}
+
 int memdiff_snapshot_save_file(const memdiff_snapshot *snapshot, const char *path)
 {
     if (!snapshot || !path)
         return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_snapshot_save_file: NULL argument");
-    /* A name of our own beside the target: same directory, so rename() stays in one file
-     * system and is atomic. "x" (C11) refuses to reuse an existing file. */
+    if (!path[0])
+        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_snapshot_save_file: empty path");
+    int rc = check_target(path);
+    if (rc)
+        return rc;
+    /* A name of our own beside the target: same directory, so the rename stays in one file
+     * system and is atomic. "x" (C11) refuses to reuse an existing name, a symbolic link
+     * included. */
     static _Atomic unsigned long counter;
     char tmp[4096];
     FILE *f = NULL;
@@ -471,17 +513,18 @@ int memdiff_snapshot_save_file(const memdiff_snapshot *snapshot, const char *pat
     }
     if (!f)
         return memdiff__set_error(MEMDIFF_EIO, "create %s: no unused temporary name", tmp);
-    int rc = memdiff_snapshot_save(snapshot, f);
+    rc = memdiff_snapshot_save(snapshot, f);
     errno = 0;
     if (fclose(f) != 0 && !rc)
         rc = memdiff__set_error(MEMDIFF_EIO, "write %s: %s", tmp, strerror(errno));
-    if (!rc && rename(tmp, path) != 0) {
-        /* POSIX rename replaces the target atomically; systems whose rename refuses an existing
-         * target get a remove first (not atomic there, but the file is written). */
-        int e = errno;
-        if (remove(path) != 0 || rename(tmp, path) != 0)
-            rc = open_error("rename to", path, e);
-    }
+    /* Checked again: writing took time, and the path may have changed meanwhile. What is left
+     * is a window of one system call, and only the path's own directory entry is at stake
+     * there (a rename never writes through a link). The old file is never removed first: a
+     * rename that fails leaves path as it was. */
+    if (!rc)
+        rc = check_target(path);
+    if (!rc)
+        rc = memdiff__os_replace_file(tmp, path);
     if (rc)
         remove(tmp);
     return rc;

@@ -400,8 +400,11 @@ MEMDIFF_API int memdiff_snapshot_save(const memdiff_snapshot *snapshot, FILE *ou
 
 /* Writes the snapshot to the file at path, atomically: into a new file beside it, renamed over
  * path once complete, so that a reader sees the old file or the new one, never a partial one.
- * The file is created like any fopen()ed file (mode 0666 less the umask: 0644 usually).
- * Errors: as memdiff_snapshot_save(), MEMDIFF_EACCES (path may not be written), MEMDIFF_EIO.
+ * path must not exist yet or be a regular file: a directory, device, FIFO, socket or symbolic
+ * link (whatever it points to) is refused and left as it is. The file is created like any
+ * fopen()ed file (mode 0666 less the umask: 0644 usually). Errors: as memdiff_snapshot_save(),
+ * MEMDIFF_EINVAL (also an empty path, or one that names anything but a regular file: "PATH: is
+ * a directory, not a regular file"), MEMDIFF_EACCES (path may not be written), MEMDIFF_EIO.
  * On failure path is left as it was. */
 MEMDIFF_API int memdiff_snapshot_save_file(const memdiff_snapshot *snapshot, const char *path);
 

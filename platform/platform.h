@@ -264,6 +264,36 @@ int64_t memdiff__os_thread_id(void);
 void memdiff__os_settle_heap(void);
 
 /* =============================================================================================
+ * The backend implements: files (saving a snapshot, file_format.c)
+ * =========================================================================================== */
+
+/* What a path names, a final symbolic link not followed. */
+typedef enum memdiff__path_kind {
+    MEMDIFF__PATH_NONE = 0,     /* nothing by that name (yet) */
+    MEMDIFF__PATH_REGULAR,
+    MEMDIFF__PATH_DIRECTORY,
+    MEMDIFF__PATH_SYMLINK,      /* Windows: any reparse point (symbolic link, junction) */
+    MEMDIFF__PATH_CHAR_DEVICE,  /* Windows: NUL, CON, COM1 and the like */
+    MEMDIFF__PATH_BLOCK_DEVICE,
+    MEMDIFF__PATH_FIFO,         /* Windows: a named pipe */
+    MEMDIFF__PATH_SOCKET,
+    MEMDIFF__PATH_OTHER
+} memdiff__path_kind;
+
+/* What path names, into *out, without opening it for reading or writing (so that a FIFO or a
+ * device cannot block or react). MEMDIFF__PATH_NONE when nothing has that name, also when a
+ * directory on the way is missing (creating the file will then fail and say so). Other failures
+ * (a directory on the way not searchable) are MEMDIFF_EACCES or MEMDIFF_EIO with detail. */
+int memdiff__os_path_kind(const char *path, memdiff__path_kind *out);
+
+/* Renames the file from to to in one step, replacing a regular file at to: a reader of to sees
+ * the old file or the new one, never neither. Never deletes to first (POSIX rename(); Windows
+ * MoveFileEx with MOVEFILE_REPLACE_EXISTING, whose C rename() refuses an existing target), and
+ * fails rather than replace a directory. On failure from is left as it was; MEMDIFF_EACCES or
+ * MEMDIFF_EIO with a detail naming to. */
+int memdiff__os_replace_file(const char *from, const char *to);
+
+/* =============================================================================================
  * The backend implements: reading a process
  * =========================================================================================== */
 

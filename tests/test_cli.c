@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "special_files.h"
 #include "suites.h"
 #include "synth.h"
 
@@ -335,6 +336,53 @@ START_TEST(damaged_files_are_errors)
 }
 END_TEST
 
+/* snap -o to each kind of thing a path can name (special_files.h), made in the test's own
+ * directory: a new path and a regular file are written; everything else is refused with exit 2
+ * and "-o NAME: is a ..., not a regular file", and left as it was. -o '' is a usage error; -o -
+ * is standard output. */
+START_TEST(snap_writes_only_regular_files)
+{
+    pid_t self = getpid();
+    ck_assert_int_eq(sh(": > stdout.txt && : > stderr.txt"), 0); /* counted from the start */
+    for (int k = 0; k < SF_COUNT; k++) {
+        const char *name = sf_kinds[k].name;
+        char why[300], path[300], before[2048], after[2048];
+        if (sf_make(dir, (sf_kind)k, why, sizeof why) != 0) {
+            fprintf(stderr, "snap_writes_only_regular_files(%s): skipped: %s\n", name, why);
+            continue;
+        }
+        snprintf(path, sizeof path, "%s/%s", dir, name);
+        sf_state(path, before, sizeof before);
+        int entries = sf_entries(dir);
+        if (sf_kinds[k].refusal) {
+            ASSERT_RUN(2, "snap %d --depth fast -q -o %s", (int)self, name);
+            char want[400];
+            snprintf(want, sizeof want, "memdiff snap: -o %s: %s\n", name, sf_kinds[k].refusal);
+            ck_assert_msg(strncmp(err, want, strlen(want)) == 0, "expected '%s', got '%s'", want,
+                          err);
+            ck_assert_str_eq(out, "");
+            sf_state(path, after, sizeof after);
+            ck_assert_str_eq(after, before);
+            ck_assert_int_eq(sf_entries(dir), entries);
+        } else {
+            ASSERT_RUN(0, "snap %d --depth fast -q -o %s", (int)self, name);
+            ck_assert_int_eq(sh("test -f %s && ! test -L %s", name, name), 0);
+            ASSERT_RUN(0, "show %s", name);
+            ck_assert_int_eq(sf_entries(dir), entries + (k == SF_MISSING));
+        }
+    }
+    ASSERT_RUN(2, "snap %d -o ''", (int)self);
+    ck_assert_ptr_nonnull(strstr(err, "memdiff snap: -o: empty path"));
+    ck_assert_str_eq(out, "");
+    ASSERT_RUN(2, "snap %d --output=", (int)self);
+    ck_assert_ptr_nonnull(strstr(err, "memdiff snap: -o: empty path"));
+    /* "-" is standard output, never a file of that name. */
+    ASSERT_RUN(0, "snap %d --depth fast -o - | '%s' show -", (int)self, MEMDIFF_CLI_PATH);
+    ck_assert_ptr_nonnull(strstr(out, "memdiff snapshot: pid"));
+    ck_assert_int_ne(sh("test -e ./-"), 0);
+}
+END_TEST
+
 START_TEST(watch_a_live_process)
 {
     target t = start_target();
@@ -542,6 +590,7 @@ Suite *cli_suite(void)
     tcase_add_test(tc, leak_of_8_mib_shows_in_heap);
     tcase_add_test(tc, different_processes_refused_unless_forced);
     tcase_add_test(tc, damaged_files_are_errors);
+    tcase_add_test(tc, snap_writes_only_regular_files);
     tcase_add_test(tc, watch_a_live_process);
     tcase_add_test(tc, watch_ends_when_the_process_exits);
     tcase_add_test(tc, live_hostile_file_name_is_escaped);

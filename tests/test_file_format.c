@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "special_files.h"
 #include "suites.h"
 
 /* ---- helpers ---------------------------------------------------------------------------- */
@@ -430,6 +431,50 @@ START_TEST(files_by_path)
 }
 END_TEST
 
+/* Saving to each kind of thing a path can name: a new path and a regular file are written (the
+ * file replaced whole); everything else is refused before anything is written, with the path
+ * and its kind named, and is left exactly as it was (no temporary left beside it either). */
+START_TEST(save_refuses_all_but_regular_files)
+{
+    sf_kind k = (sf_kind)_i;
+    char dir[] = "/tmp/memdiff_save_XXXXXX", path[300], why[300], before[2048], after[2048];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/%s", dir, sf_kinds[k].name);
+    if (sf_make(dir, k, why, sizeof why) != 0) {
+        fprintf(stderr, "save_refuses_all_but_regular_files(%s): skipped: %s\n",
+                sf_kinds[k].name, why);
+        rmdir(dir);
+        return;
+    }
+    sf_state(path, before, sizeof before);
+    int entries = sf_entries(dir);
+    memdiff_snapshot *s = synthetic(), *t = NULL;
+    int rc = memdiff_snapshot_save_file(s, path);
+    if (sf_kinds[k].refusal) {
+        char want[600];
+        snprintf(want, sizeof want, "%s: %s", path, sf_kinds[k].refusal);
+        ck_assert_msg(rc == MEMDIFF_EINVAL, "%s: status %d (%s)", path, rc, memdiff_last_error());
+        ck_assert_str_eq(memdiff_last_error(), want);
+        sf_state(path, after, sizeof after);
+        ck_assert_str_eq(after, before);
+        ck_assert_int_eq(sf_entries(dir), entries);
+    } else {
+        ck_assert_msg(rc == MEMDIFF_OK, "%s: %s", path, memdiff_last_error());
+        struct stat st;
+        ck_assert_int_eq(lstat(path, &st), 0);
+        ck_assert(S_ISREG(st.st_mode));
+        ck_assert_int_eq(sf_entries(dir), entries + (k == SF_MISSING)); /* no temporary */
+        ck_assert_int_eq(memdiff_snapshot_load_file(path, &t), MEMDIFF_OK);
+        assert_same_snapshot(s, t);
+        memdiff_snapshot_free(t);
+    }
+    memdiff_snapshot_free(s);
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 START_TEST(bad_arguments_and_streams)
 {
     memdiff_snapshot *s = synthetic(), *t = (memdiff_snapshot *)1;
@@ -439,6 +484,8 @@ START_TEST(bad_arguments_and_streams)
     ck_assert_ptr_null(t);
     ck_assert_int_eq(memdiff_snapshot_load(stdin, NULL), MEMDIFF_EINVAL);
     ck_assert_int_eq(memdiff_snapshot_save_file(s, NULL), MEMDIFF_EINVAL);
+    ck_assert_int_eq(memdiff_snapshot_save_file(s, ""), MEMDIFF_EINVAL);
+    ck_assert_str_eq(memdiff_last_error(), "memdiff_snapshot_save_file: empty path");
     ck_assert_int_eq(memdiff_snapshot_load_file(NULL, &t), MEMDIFF_EINVAL);
 
     FILE *full = fopen("/dev/full", "wb");
@@ -881,6 +928,7 @@ Suite *file_format_suite(void)
     tcase_add_loop_test(tc, diff_of_loaded_copies_equals_diff_in_memory, MEMDIFF_DEPTH_FAST,
                         MEMDIFF_DEPTH_DEEP + 1);
     tcase_add_test(tc, files_by_path);
+    tcase_add_loop_test(tc, save_refuses_all_but_regular_files, 0, SF_COUNT);
     tcase_add_test(tc, other_process_or_host_refused_unless_forced);
     suite_add_tcase(s, tc);
 

@@ -128,6 +128,24 @@ static int take(const char *cmd, int pid, memdiff_depth depth, memdiff_snapshot 
     return 0;
 }
 
+/* "-o PATH: is a directory, not a regular file": the library's detail names the path first
+ * where it is about the path itself, else it names the file it was creating or renaming. */
+static int save_error(int status, const char *path)
+{
+    if (!path)
+        return cli_error("snap", status, "cannot write the snapshot to standard output");
+    const char *detail = memdiff_last_error();
+    size_t n = strlen(path);
+    if (strncmp(detail, path, n) == 0 && strncmp(detail + n, ": ", 2) == 0)
+        detail += n + 2;
+    fprintf(stderr, "memdiff snap: -o %s: %s\n", path,
+            detail[0] ? detail : memdiff_strerror(status));
+    if (status == MEMDIFF_EINVAL && strstr(detail, "not a regular file"))
+        fprintf(stderr, "memdiff snap: -o writes only regular files (never over or through a "
+                        "symbolic link); -o - writes to standard output\n");
+    return CLI_EXIT_ERROR;
+}
+
 int cli_cmd_snap(int argc, char **argv)
 {
     static const cli_opt opts[] = {{"output", 'o', 1, OPT_OUTPUT},
@@ -144,6 +162,8 @@ int cli_cmd_snap(int argc, char **argv)
         return cli_usage_error("snap", "bad process id '%s'", pos[0]);
     if (!a.output)
         return cli_usage_error("snap", "no output file (-o FILE)");
+    if (!a.output[0])
+        return cli_usage_error("snap", "-o: empty path (give a file, or - for standard output)");
 
     memdiff_snapshot *s = NULL;
     if ((rc = take("snap", pid, a.depth, &s)))
@@ -152,7 +172,7 @@ int cli_cmd_snap(int argc, char **argv)
     rc = to_stdout ? memdiff_snapshot_save(s, stdout) : memdiff_snapshot_save_file(s, a.output);
     if (rc) {
         memdiff_snapshot_free(s);
-        return cli_error("snap", rc, "cannot save the snapshot");
+        return save_error(rc, to_stdout ? NULL : a.output);
     }
     if (!a.quiet) {
         memdiff_snapshot_info i;
