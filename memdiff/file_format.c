@@ -15,6 +15,13 @@
  * wrong, and that is checked. Derived figures (per-region page counts, the info's byte totals)
  * are not stored but recomputed from the runs, so a file cannot contradict itself.
  *
+ * Reading is bounded: the 16-byte header is checked before anything else is read, the stream is
+ * read section by section as the frame announces them and no further than the checksum, and the
+ * buffer grows with the bytes that arrive, not with lengths the file claims. Memory is bounded
+ * too: a loaded snapshot takes at most LOAD_FACTOR x the file's size + LOAD_SLACK in its arrays
+ * (checked before and while they are filled); the writer pads a file that would otherwise pass
+ * that, so every file memdiff writes loads.
+ *
  * Storage: loading reads the stream into a scratch arena and builds the snapshot in its own
  * arena; saving encodes into a scratch arena. Neither calls malloc.
  */
@@ -28,6 +35,12 @@
 #define BYTE_ORDER_MARK 0x0A0B0C0Du
 #define MAX_FILE_BYTES ((uint64_t)4 << 30)
 #define READ_CHUNK ((size_t)64 * 1024)
+
+/* The bound on a loaded snapshot's memory (docs/file-format.md, "Memory"): LOAD_FACTOR times
+ * the file's size plus LOAD_SLACK, the structures that a small file needs whatever its size. The
+ * bytes of the file itself are held while it is parsed, on top. */
+#define LOAD_FACTOR 3
+#define LOAD_SLACK ((uint64_t)16 << 20)
 
 static const unsigned char magic[8] = {'M', 'E', 'M', 'D', 'I', 'F', 'F', '\0'};
 
@@ -65,6 +78,19 @@ static const char *const section_names[TAG_KNOWN_MAX + 1] = {
 #define MIN_STRING_BYTES 1u /* length varint */
 #define MIN_REGION_BYTES 12u
 #define MIN_RUN_BYTES 5u
+
+/* Where the bytes of a file come from: a stream read as the frame is walked (load), or a buffer
+ * that holds them all (the writer checking its own output; in NULL). Reading goes no further
+ * than the frame says the file goes, in pieces of at most READ_PIECE, and the buffer grows with
+ * the bytes that arrive, never with a length the file announces: /dev/zero or a 20 GiB sparse
+ * file cost 16 bytes (bad magic), a section that claims 4 GiB costs what the stream holds. */
+typedef struct source {
+    FILE *in;
+    memdiff__arena *arena;
+    unsigned char *p;
+    size_t n, cap;
+    int ended; /* in has no more bytes */
+} source;
 
 /* ---- CRC-32 ----------------------------------------------------------------------------- */
 
@@ -211,14 +237,6 @@ static int string_index(writer *w, const char *str, uint64_t *index)
     return MEMDIFF_OK;
 }
 
-/* Appends tag, length and the payload of sec to the output. */
-static void put_section(writer *w, unsigned tag, const wbuf *sec)
-{
-    put_varint(&w->out, tag);
-    put_varint(&w->out, sec->len);
-    put_bytes(&w->out, sec->p, sec->len);
-}
-
 static int encode_info(writer *w, wbuf *b)
 {
     const memdiff_snapshot_info *in = &w->s->info;
@@ -358,7 +376,50 @@ static int encode_aux(writer *w, wbuf *b)
     return b->failed;
 }
 
-static int parse(const unsigned char *p, size_t n, memdiff_snapshot *s);
+static int parse(source *src, memdiff_snapshot *s, int bounded, uint64_t *used);
+
+static const unsigned char zeros[4096];
+
+/* The file from its sections into w->out, pad zero bytes at the end of the run table, then read
+ * back as the loader would (never write what cannot be read back: the loader's checks are the
+ * definition of a valid snapshot), *used set to the memory the loaded copy takes. */
+static int assemble(writer *w, const wbuf *const *secs, size_t pad, uint64_t *used)
+{
+    wbuf *out = &w->out;
+    put_bytes(out, magic, sizeof magic);
+    put_le(out, MEMDIFF_FILE_VERSION_MAJOR, 2);
+    put_le(out, MEMDIFF_FILE_VERSION_MINOR, 2);
+    put_le(out, BYTE_ORDER_MARK, 4);
+    for (unsigned tag = TAG_INFO; tag <= TAG_KNOWN_MAX; tag++) {
+        const wbuf *sec = secs[tag];
+        size_t extra = tag == TAG_RUNS ? pad : 0;
+        if (tag == TAG_AUX && !sec->len)
+            continue;
+        put_varint(out, tag);
+        put_varint(out, sec->len + extra);
+        put_bytes(out, sec->p, sec->len);
+        for (size_t n = 0; n < extra; n += sizeof zeros)
+            put_bytes(out, zeros, MEMDIFF__MIN(sizeof zeros, extra - n));
+    }
+    put_varint(out, TAG_END);
+    if (!out->failed)
+        put_le(out, memdiff__crc32(0, out->p, out->len), 4);
+    if (out->failed)
+        return out->failed;
+
+    memdiff_snapshot check;
+    memset(&check, 0, sizeof check);
+    source src = {NULL, NULL, out->p, out->len, out->len, 1};
+    int rc = parse(&src, &check, pad > 0, used);
+    memdiff__arena_release(&check.arena);
+    if (rc == MEMDIFF_EFORMAT) {
+        char why[400];
+        snprintf(why, sizeof why, "%s", memdiff_last_error());
+        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_snapshot_save: the snapshot breaks "
+                                                  "the data model: %s", why);
+    }
+    return rc;
+}
 
 static int encode(writer *w)
 {
@@ -389,34 +450,19 @@ static int encode(writer *w)
     if (strings.failed)
         return strings.failed;
 
-    wbuf *out = &w->out;
-    put_bytes(out, magic, sizeof magic);
-    put_le(out, MEMDIFF_FILE_VERSION_MAJOR, 2);
-    put_le(out, MEMDIFF_FILE_VERSION_MINOR, 2);
-    put_le(out, BYTE_ORDER_MARK, 4);
-    put_section(w, TAG_INFO, &info);
-    put_section(w, TAG_STRINGS, &strings);
-    put_section(w, TAG_REGIONS, &regions);
-    put_section(w, TAG_RUNS, &runs);
-    if (aux.len)
-        put_section(w, TAG_AUX, &aux);
-    put_varint(out, TAG_END);
-    if (!out->failed)
-        put_le(out, memdiff__crc32(0, out->p, out->len), 4);
-    if (out->failed)
-        return out->failed;
-
-    /* Never write what cannot be read back: the loader's checks are the definition of a valid
-     * snapshot (enums in range, runs inside their regions, aux indices in bounds). */
-    memdiff_snapshot check;
-    memset(&check, 0, sizeof check);
-    rc = parse(out->p, out->len, &check);
-    memdiff__arena_release(&check.arena);
-    if (rc == MEMDIFF_EFORMAT) {
-        char why[400];
-        snprintf(why, sizeof why, "%s", memdiff_last_error());
-        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_snapshot_save: the snapshot breaks "
-                                                  "the data model: %s", why);
+    const wbuf *secs[TAG_KNOWN_MAX + 1] = {NULL, &info, &strings, &regions, &runs, &aux};
+    uint64_t used = 0;
+    rc = assemble(w, secs, 0, &used);
+    /* A file must load within its bound (LOAD_FACTOR x its size + LOAD_SLACK); one that
+     * describes more memory than that (many tiny regions, runs of alternating attributes) gets
+     * zero bytes at the end of its run table, which readers skip as they skip the fields of a
+     * newer minor version. The memory a file takes does not depend on those bytes, so one more
+     * assembly settles it (16 bytes spare for the longer length varint). */
+    uint64_t want = used > LOAD_SLACK ? (used - LOAD_SLACK + LOAD_FACTOR - 1) / LOAD_FACTOR : 0;
+    if (!rc && want > w->out.len) {
+        size_t pad = (size_t)(want - w->out.len) + 16;
+        w->out.len = 0;
+        rc = assemble(w, secs, pad, &used);
     }
     return rc;
 }
@@ -608,12 +654,73 @@ typedef struct section {
     int present;
 } section;
 
+
+#define READ_PIECE ((size_t)1 << 20)
+#define TRAILING_PROBE ((size_t)64 * 1024) /* bytes read past the end to say how many follow */
+
+static uint64_t file_limit(void)
+{
+    return MEMDIFF__MIN(MAX_FILE_BYTES, (uint64_t)(SIZE_MAX / 2));
+}
+
+/* Makes the first want bytes of the file available in src->p, or as many as there are. */
+static int fill(source *src, uint64_t want)
+{
+    const uint64_t limit = file_limit();
+    if (want > limit + 1)
+        want = limit + 1; /* one byte more than allowed says that there is too much */
+    while (src->in && !src->ended && src->n < want) {
+        if (src->n == src->cap) {
+            size_t ncap = src->cap ? src->cap * 2 : READ_CHUNK;
+            if ((uint64_t)ncap > limit + 1)
+                ncap = (size_t)limit + 1;
+            unsigned char *v = memdiff__arena_grow_raw(src->arena, src->p, src->cap, ncap);
+            if (!v)
+                return memdiff__set_error(MEMDIFF_ENOMEM, "snapshot file: out of memory reading "
+                                                          "%zu bytes",
+                                          src->n);
+            src->p = v;
+            src->cap = ncap;
+        }
+        size_t piece = MEMDIFF__MIN(src->cap - src->n, READ_PIECE);
+        piece = (size_t)MEMDIFF__MIN((uint64_t)piece, want - src->n);
+        size_t got = fread(src->p + src->n, 1, piece, src->in);
+        src->n += got;
+        if (got < piece) {
+            if (ferror(src->in))
+                return memdiff__set_error(MEMDIFF_EIO, "snapshot file: read error after %zu "
+                                                       "bytes: %s",
+                                          src->n, strerror(errno));
+            src->ended = 1;
+        }
+    }
+    if (src->n > limit)
+        return memdiff__set_error(MEMDIFF_EFORMAT, "snapshot file: larger than %llu bytes: "
+                                                   "refused",
+                                  (unsigned long long)limit);
+    return MEMDIFF_OK;
+}
+
+/* A reader over what src holds, from pos; bytes [pos, pos + want) read first where they exist. */
+static int frame_reader(source *src, size_t pos, uint64_t want, const char *what, reader *r)
+{
+    int rc = fill(src, pos + want);
+    reader v = {src->p, pos, src->n, what};
+    *r = v;
+    return rc;
+}
+
 typedef struct loader {
     const unsigned char *p;
     memdiff_snapshot *s;
     section sec[TAG_KNOWN_MAX + 1];
+    size_t file_bytes;     /* header to checksum */
     const char **strings;
     size_t nstrings;
+    size_t string_bytes;   /* the strings' copy in the snapshot, terminators included */
+    size_t region_bytes;   /* the snapshot's region array */
+    uint64_t budget;       /* memory the loaded snapshot may take, LOAD_FACTOR x file_bytes +
+                              LOAD_SLACK; UINT64_MAX for the writer's own check */
 } loader;
 
 static reader section_reader(const loader *l, unsigned tag)
@@ -622,17 +729,50 @@ static reader section_reader(const loader *l, unsigned tag)
     return r;
 }
 
-/* Magic, version, byte order; then the section list down to the checksum, which is verified
- * before any section is interpreted. */
-static int parse_frame(loader *l, size_t n)
+/* Bytes the snapshot being loaded holds in use, and the loader's tables beside it: what the
+ * bound of docs/file-format.md ("Memory") is about. Counted from the arrays, not from the
+ * arenas' mappings, so that the answer is the same for the writer's check and every load. */
+static uint64_t loaded_bytes(const loader *l)
 {
-    const unsigned char *p = l->p;
+    const memdiff_snapshot *s = l->s;
+    return (uint64_t)l->nstrings * sizeof(char *) + l->string_bytes + l->region_bytes +
+           memdiff__runs_bytes(s) + memdiff__seq_bytes(&s->frames) +
+           memdiff__seq_bytes(&s->kflags) + memdiff__seq_bytes(&s->mapcount);
+}
+
+/* Refuses to go on when the snapshot (with more bytes about to be allocated) would pass its
+ * bound: a valid file can describe far more than it holds (a region takes 12 bytes on disk and
+ * 136 in memory, an empty string 1 and 8), and the writer pads what it writes so that its files
+ * never do (see encode). */
+static int within_budget(const loader *l, uint64_t more, const char *what, size_t index)
+{
+    uint64_t need = loaded_bytes(l) + more;
+    if (need <= l->budget)
+        return MEMDIFF_OK;
+    return memdiff__set_error(MEMDIFF_EFORMAT,
+                              "snapshot file: loading it would take more than %llu bytes of "
+                              "memory (%d x its %zu bytes + %d MiB) at %s %zu: refused (memdiff "
+                              "does not write such files)",
+                              (unsigned long long)l->budget, LOAD_FACTOR, l->file_bytes,
+                              (int)(LOAD_SLACK >> 20), what, index);
+}
+
+/* Magic, version, byte order (the 16-byte header, before anything else is read); then the
+ * section list down to the checksum, each section's length checked against the file limit and
+ * the bytes that are there, and the checksum verified before any section is interpreted. */
+static int parse_frame(loader *l, source *src)
+{
+    reader hdr;
+    int rc = frame_reader(src, 0, HEADER_SIZE, "header", &hdr);
+    if (rc)
+        return rc;
+    const unsigned char *p = src->p;
+    size_t n = src->n;
     if (n == 0)
         return memdiff__set_error(MEMDIFF_EFORMAT, "snapshot file: empty");
     if (memcmp(p, magic, MEMDIFF__MIN(n, sizeof magic)) != 0)
         return memdiff__set_error(MEMDIFF_EFORMAT,
                                   "snapshot file: not a memdiff snapshot (bad magic)");
-    reader hdr = {p, 0, n, "header"};
     if (n < HEADER_SIZE)
         return truncated(&hdr, HEADER_SIZE);
     unsigned major = get_le(p + 8, 2), minor = get_le(p + 10, 2), bom = get_le(p + 12, 4);
@@ -650,16 +790,20 @@ static int parse_frame(loader *l, size_t n)
                                   "memdiff reads version %d.x)",
                                   major, minor, MEMDIFF_FILE_VERSION_MAJOR);
 
-    reader r = {p, HEADER_SIZE, n, section_names[TAG_END]};
+    size_t pos = HEADER_SIZE;
     uint64_t prev = 0;
+    reader r;
     for (;;) {
-        size_t at = r.pos;
+        size_t at = pos;
         uint64_t tag, len;
-        int rc = get_varint(&r, &tag);
-        if (rc)
+        /* Two varints of at most 10 bytes each. */
+        if ((rc = frame_reader(src, pos, 20, section_names[TAG_END], &r)) ||
+            (rc = get_varint(&r, &tag)))
             return rc;
-        if (tag == TAG_END)
+        if (tag == TAG_END) {
+            pos = r.pos;
             break;
+        }
         if (tag <= prev)
             return memdiff__set_error(MEMDIFF_EFORMAT,
                                       "snapshot file: section %llu at offset %zu is out of order "
@@ -667,50 +811,72 @@ static int parse_frame(loader *l, size_t n)
                                       (unsigned long long)tag, at, (unsigned long long)prev);
         if ((rc = get_varint(&r, &len)))
             return rc;
-        reader body = r;
-        body.what = tag <= TAG_KNOWN_MAX ? section_names[tag] : "unknown section";
+        const char *what = tag <= TAG_KNOWN_MAX ? section_names[tag] : "unknown section";
+        if (len > file_limit() - r.pos)
+            return memdiff__set_error(MEMDIFF_EFORMAT,
+                                      "snapshot file: the %s at offset %zu announces %llu bytes, "
+                                      "past the %llu bytes a file may hold",
+                                      what, at, (unsigned long long)len,
+                                      (unsigned long long)file_limit());
+        if ((rc = frame_reader(src, r.pos, len, what, &r)))
+            return rc;
         if (len > r.end - r.pos)
-            return truncated(&body, len);
+            return truncated(&r, len);
         if (tag <= TAG_KNOWN_MAX) {
             l->sec[tag].off = r.pos;
             l->sec[tag].len = (size_t)len;
             l->sec[tag].present = 1;
         }
-        r.pos += (size_t)len;
+        pos = r.pos + (size_t)len;
         prev = tag;
     }
-    r.what = "checksum";
-    if (r.end - r.pos < 4)
+    if ((rc = frame_reader(src, pos, 4 + TRAILING_PROBE, "checksum", &r)))
+        return rc;
+    l->p = p = src->p;
+    n = src->n;
+    if (n - pos < 4)
         return truncated(&r, 4);
-    uint32_t stored = (uint32_t)get_le(p + r.pos, 4);
-    uint32_t computed = memdiff__crc32(0, p, r.pos);
+    uint32_t stored = (uint32_t)get_le(p + pos, 4);
+    uint32_t computed = memdiff__crc32(0, p, pos);
     if (stored != computed)
         return memdiff__set_error(MEMDIFF_EFORMAT,
                                   "snapshot file: checksum mismatch (stored 0x%08x, computed "
                                   "0x%08x over %zu bytes): the file is corrupt",
-                                  (unsigned)stored, (unsigned)computed, r.pos);
-    if (r.pos + 4 != n)
+                                  (unsigned)stored, (unsigned)computed, pos);
+    if (pos + 4 != n)
         return memdiff__set_error(MEMDIFF_EFORMAT,
-                                  "snapshot file: %zu bytes of trailing data after the checksum "
-                                  "at offset %zu",
-                                  n - r.pos - 4, r.pos);
+                                  "snapshot file: %s%zu bytes of trailing data after the "
+                                  "checksum at offset %zu",
+                                  src->in && !src->ended ? "at least " : "", n - pos - 4, pos);
     for (unsigned tag = TAG_INFO; tag <= TAG_RUNS; tag++)
         if (!l->sec[tag].present)
             return memdiff__set_error(MEMDIFF_EFORMAT, "snapshot file: no %s",
                                       section_names[tag]);
+    l->file_bytes = n;
     return MEMDIFF_OK;
 }
 
+/* The string table, copied whole into the snapshot (each string NUL-terminated, in one block:
+ * never more bytes than the section holds), with a table of pointers for the indices. Only the host name, the degraded reason and each region's label and path refer to
+ * strings, and the writer stores each distinct string once, so a table longer than that is
+ * refused: 100 MB of empty strings would otherwise be 800 MB of pointers. */
 static int parse_strings(loader *l)
 {
-    reader r = section_reader(l, TAG_STRINGS);
-    memdiff__arena *a = &l->s->arena;
+    reader r = section_reader(l, TAG_STRINGS), regs = section_reader(l, TAG_REGIONS);
     int rc = get_count(&r, MIN_STRING_BYTES, sizeof(char *), "strings", &l->nstrings);
     if (rc)
         return rc;
-    l->strings = memdiff__arena_alloc(a, l->nstrings * sizeof(char *));
-    if (!l->strings)
-        return MEMDIFF_ENOMEM;
+    uint64_t nregions;
+    if (!get_varint(&regs, &nregions) && nregions <= UINT32_MAX &&
+        l->nstrings > 2 * nregions + 2)
+        return memdiff__set_error(MEMDIFF_EFORMAT,
+                                  "snapshot file: the string table holds %zu strings, but only "
+                                  "%llu can be referred to (host, degraded reason, and a label "
+                                  "and a path for each of %llu regions)",
+                                  l->nstrings, (unsigned long long)(2 * nregions + 2),
+                                  (unsigned long long)nregions);
+    /* A first pass for the lengths: one block for all the strings. */
+    size_t start = r.pos, total = 0;
     for (size_t i = 0; i < l->nstrings; i++) {
         uint64_t len;
         if ((rc = get_varint(&r, &len)))
@@ -723,8 +889,25 @@ static int parse_strings(loader *l)
                                       "snapshot file: string %zu at offset %zu contains a NUL "
                                       "byte",
                                       i, r.pos);
-        if (!(l->strings[i] = memdiff__arena_strndup(a, (const char *)str, (size_t)len)))
-            return MEMDIFF_ENOMEM;
+        r.pos += (size_t)len;
+        total += (size_t)len + 1; /* <= the section: each length takes at least a byte */
+    }
+    if ((rc = within_budget(l, total + l->nstrings * sizeof(char *), "string", 0)))
+        return rc;
+    l->strings = memdiff__arena_alloc_raw(&l->s->arena, MEMDIFF__MAX(l->nstrings, 1) *
+                                                            sizeof(char *));
+    char *copy = memdiff__arena_alloc_raw(&l->s->arena, MEMDIFF__MAX(total, 1));
+    if (!l->strings || !copy)
+        return MEMDIFF_ENOMEM;
+    l->string_bytes = total;
+    r.pos = start;
+    for (size_t i = 0; i < l->nstrings; i++) {
+        uint64_t len;
+        get_varint(&r, &len); /* read once already */
+        memcpy(copy, r.p + r.pos, (size_t)len);
+        copy[len] = '\0';
+        l->strings[i] = copy;
+        copy += len + 1;
         r.pos += (size_t)len;
     }
     return MEMDIFF_OK;
@@ -803,17 +986,20 @@ static int parse_regions(loader *l)
 {
     reader r = section_reader(l, TAG_REGIONS);
     memdiff_snapshot *s = l->s;
-    uint64_t ps = s->info.page_size, prev_end = 0;
+    uint64_t ps = s->info.page_size, prev_end = 0, mapped = 0;
     size_t n = 0;
     int rc = get_count(&r, MIN_REGION_BYTES, sizeof(memdiff__region), "regions", &n);
     if (!rc && n > UINT32_MAX)
         rc = memdiff__set_error(MEMDIFF_EFORMAT, "snapshot file: %zu regions (at most 2^32 - 1)",
                                 n);
+    if (!rc)
+        rc = within_budget(l, (uint64_t)n * sizeof *s->regions, "region", 0);
     if (rc)
         return rc;
     s->regions = memdiff__arena_alloc(&s->arena, n * sizeof *s->regions);
     if (!s->regions)
         return MEMDIFF_ENOMEM;
+    l->region_bytes = n * sizeof *s->regions;
     for (size_t i = 0; i < n; i++) {
         memdiff__region *g = &s->regions[i];
         uint64_t gap, npages, v[4];
@@ -827,6 +1013,15 @@ static int parse_regions(loader *l)
             rc = add_pages(&r, "region", i, prev_end, gap, ps, &g->start);
         if (!rc)
             rc = add_pages(&r, "region", i, g->start, npages, ps, &g->end);
+        /* Every byte total of a snapshot (resident, private, swapped...) and of a diff of two
+         * (new, freed, net: signed) is at most what its regions map: kept below 2^63, none of
+         * those sums can overflow. An address space that large exists nowhere. */
+        if (!rc && (mapped += npages) > (uint64_t)INT64_MAX / ps)
+            rc = memdiff__set_error(MEMDIFF_EFORMAT,
+                                    "snapshot file: the regions up to region %zu map %llu pages "
+                                    "of %llu bytes, more than 2^63 - 1 bytes: refused (totals "
+                                    "and differences of them would overflow)",
+                                    i, (unsigned long long)mapped, (unsigned long long)ps);
         if (!rc)
             rc = get_varint(&r, &g->offset);
         if (!rc)
@@ -896,7 +1091,8 @@ static int parse_aux(loader *l)
                     return rc;
                 chunk[j] = k == 0 ? (prev += (uint64_t)unzigzag(v)) : v;
             }
-            if ((rc = memdiff__seq_append(&s->arena, dst[k], chunk, m)))
+            if ((rc = memdiff__seq_append(&s->arena, dst[k], chunk, m)) ||
+                (rc = within_budget(l, 0, "per-page value", i)))
                 return rc;
             i += m;
         }
@@ -972,6 +1168,8 @@ static int parse_runs(loader *l)
         }
         /* Stored as a snapshot stores them (runs.c), counted into the region the same way. */
         rc = memdiff__runs_append(s, u->region, u->start, u->npages, u->attrs, u->aux);
+        if (!rc && i % 1024 == 1023)
+            rc = within_budget(l, 0, "run", i);
         if (rc)
             return rc;
         prev_end = end;
@@ -979,14 +1177,16 @@ static int parse_runs(loader *l)
     return MEMDIFF_OK;
 }
 
-/* Builds s (whose arena receives everything) from the n bytes of a file at p. */
-static int parse(const unsigned char *p, size_t n, memdiff_snapshot *s)
+/* Builds s (whose arena receives everything) from the file src gives. budget: the memory the
+ * snapshot may take (loaded_bytes), UINT64_MAX for none; *used (may be NULL) receives what it
+ * took. */
+static int parse(source *src, memdiff_snapshot *s, int bounded, uint64_t *used)
 {
     loader l;
     memset(&l, 0, sizeof l);
-    l.p = p;
     l.s = s;
-    int rc = parse_frame(&l, n);
+    int rc = parse_frame(&l, src);
+    l.budget = bounded ? (uint64_t)LOAD_FACTOR * l.file_bytes + LOAD_SLACK : UINT64_MAX;
     if (!rc)
         rc = parse_strings(&l);
     if (!rc)
@@ -997,50 +1197,15 @@ static int parse(const unsigned char *p, size_t n, memdiff_snapshot *s)
         rc = parse_aux(&l);
     if (!rc)
         rc = parse_runs(&l);
+    if (!rc)
+        rc = within_budget(&l, 0, "byte", l.file_bytes);
+    if (used)
+        *used = loaded_bytes(&l);
     if (rc == MEMDIFF_ENOMEM)
         memdiff__set_error(rc, "snapshot file: out of memory");
     if (rc)
         return rc;
     memdiff__snapshot_tally(s);
-    return MEMDIFF_OK;
-}
-
-/* The whole stream into a buffer of scratch, in chunks (a pipe has no size to ask for). */
-static int read_all(FILE *in, memdiff__arena *scratch, unsigned char **out, size_t *len)
-{
-    const uint64_t limit = MEMDIFF__MIN(MAX_FILE_BYTES, (uint64_t)(SIZE_MAX / 2));
-    unsigned char *buf = NULL;
-    size_t n = 0, cap = 0;
-    for (;;) {
-        if (n == cap) {
-            if ((uint64_t)cap > limit)
-                return memdiff__set_error(MEMDIFF_EFORMAT,
-                                          "snapshot file: larger than %llu bytes: refused",
-                                          (unsigned long long)limit);
-            size_t ncap = cap ? cap * 2 : READ_CHUNK;
-            if ((uint64_t)ncap > limit + 1)
-                ncap = (size_t)limit + 1;
-            unsigned char *v = memdiff__arena_grow(scratch, buf, cap, ncap);
-            if (!v)
-                return memdiff__set_error(MEMDIFF_ENOMEM, "snapshot file: out of memory reading "
-                                                          "%zu bytes",
-                                          n);
-            buf = v;
-            cap = ncap;
-        }
-        size_t want = MEMDIFF__MIN(cap - n, READ_CHUNK * 16);
-        size_t got = fread(buf + n, 1, want, in);
-        n += got;
-        if (got < want) {
-            if (ferror(in))
-                return memdiff__set_error(MEMDIFF_EIO, "snapshot file: read error after %zu "
-                                                       "bytes: %s",
-                                          n, strerror(errno));
-            break;
-        }
-    }
-    *out = buf;
-    *len = n;
     return MEMDIFF_OK;
 }
 
@@ -1051,21 +1216,16 @@ int memdiff_snapshot_load(FILE *in, memdiff_snapshot **out)
     *out = NULL;
     if (!in)
         return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_snapshot_load: in is NULL");
-    memdiff__arena scratch = MEMDIFF__ARENA_INIT;
-    unsigned char *buf = NULL;
-    size_t len = 0;
-    int rc = read_all(in, &scratch, &buf, &len);
-    memdiff_snapshot *s = NULL;
-    if (!rc) {
-        memdiff__arena a = MEMDIFF__ARENA_INIT;
-        s = memdiff__arena_alloc(&a, sizeof *s);
-        if (!s)
-            rc = MEMDIFF_ENOMEM;
-        else
-            s->arena = a; /* the snapshot lives inside its own arena, as a taken one does */
-    }
+    memdiff__arena scratch = MEMDIFF__ARENA_INIT, a = MEMDIFF__ARENA_INIT;
+    source src = {in, &scratch, NULL, 0, 0, 0};
+    int rc = MEMDIFF_OK;
+    memdiff_snapshot *s = memdiff__arena_alloc(&a, sizeof *s);
+    if (!s)
+        rc = MEMDIFF_ENOMEM;
+    else
+        s->arena = a; /* the snapshot lives inside its own arena, as a taken one does */
     if (!rc)
-        rc = parse(buf, len, s);
+        rc = parse(&src, s, 1, NULL);
     memdiff__arena_release(&scratch);
     if (rc) {
         memdiff_snapshot_free(s);

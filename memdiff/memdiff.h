@@ -408,11 +408,16 @@ MEMDIFF_API int memdiff_snapshot_save(const memdiff_snapshot *snapshot, FILE *ou
  * On failure path is left as it was. */
 MEMDIFF_API int memdiff_snapshot_save_file(const memdiff_snapshot *snapshot, const char *path);
 
-/* Reads one snapshot from in (binary mode), to the end of the stream, and checks all of it:
- * checksum, bounds of every count and index, order of regions and runs, enums. The result is
- * freed with memdiff_snapshot_free(); its storage_bytes is the loaded copy's own. Files up to
- * 4 GiB are accepted. Errors: MEMDIFF_EINVAL (a NULL argument), MEMDIFF_EFORMAT (not a snapshot
- * file, unsupported version, truncated, corrupt: the detail names what and where, e.g.
+/* Reads one snapshot from in (binary mode) and checks all of it: header first (a stream that
+ * does not start like a snapshot file is refused after 16 bytes), then section by section as the
+ * file announces them, checksum, bounds of every count and index, order of regions and runs,
+ * enums. It reads no further than the end of the snapshot, and then up to 64 KiB more to make
+ * sure nothing follows (trailing data is an error). The result is freed with
+ * memdiff_snapshot_free(); its storage_bytes is the loaded copy's own. Files up to 4 GiB are
+ * accepted; a loaded snapshot's arrays take at most 3 x the file's size + 16 MiB (a file that
+ * would take more is refused; memdiff never writes one: docs/file-format.md, "Memory").
+ * Errors: MEMDIFF_EINVAL (a NULL argument), MEMDIFF_EFORMAT (not a snapshot file, unsupported
+ * version, truncated, corrupt, over the memory bound: the detail names what and where, e.g.
  * "snapshot file: truncated in the run table (need 120 bytes at offset 4711, 3 left)"),
  * MEMDIFF_EIO (reading failed), MEMDIFF_ENOMEM. */
 MEMDIFF_API int memdiff_snapshot_load(FILE *in, memdiff_snapshot **out);

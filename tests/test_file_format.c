@@ -6,12 +6,17 @@
  * Hand-made files come from a small encoder of our own written from docs/file-format.md, not
  * from the library's writer, so that the specification is tested as well as the code.
  */
+#include <fcntl.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -828,8 +833,11 @@ static const struct corruption {
     {FIELD(str2_len), 4, "string 2 at offset"},
     {FIELD(nregions), (uint64_t)1 << 60, "region table announces 1152921504606846976 regions"},
     {FIELD(nregions), 10000000, "region table announces 10000000 regions"},
-    {FIELD(nregions), 0, "run 0 (offset"},
+    {FIELD(nregions), 0, "the string table holds 3 strings, but only 2 can be referred to (host, "
+                         "degraded reason, and a label and a path for each of 0 regions)"},
     {FIELD(r_pages), 0, "region 0 is empty"},
+    {FIELD(r_pages), (uint64_t)1 << 51, "the regions up to region 0 map 2251799813685248 pages of "
+                                        "4096 bytes, more than 2^63 - 1 bytes: refused"},
     {FIELD(r_gap), UINT64_MAX / 4096, "region 0 ends past the top of the address space"},
     {FIELD(r_prot), 8, "region protection 8 out of range"},
     {FIELD(r_flags), 4, "region 0 has unknown flags 0x4"},
@@ -914,6 +922,318 @@ START_TEST(allocation_failure_at_every_step)
 }
 END_TEST
 
+/* ---- hostile inputs: bounded time and memory -------------------------------------------- */
+
+/* Runs "memdiff show path" (the real CLI); its exit status, its peak resident set in bytes
+ * (wait4's ru_maxrss) and its wall time, its stderr in err. */
+static int show_child(const char *path, long *maxrss, double *secs, char *err, size_t err_size)
+{
+    char errpath[] = "/tmp/memdiff_show_err_XXXXXX";
+    int efd = mkstemp(errpath);
+    ck_assert_int_ge(efd, 0);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    fflush(NULL);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 1);
+        dup2(efd, 2);
+        execl(MEMDIFF_CLI_PATH, "memdiff", "show", path, (char *)NULL);
+        _exit(127);
+    }
+    int st;
+    struct rusage ru;
+    ck_assert_int_eq(wait4(pid, &st, 0, &ru), pid);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    *secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    *maxrss = ru.ru_maxrss * 1024L; /* Linux: kilobytes */
+    ssize_t n = pread(efd, err, err_size - 1, 0);
+    err[n > 0 ? n : 0] = '\0';
+    close(efd);
+    unlink(errpath);
+    ck_assert(WIFEXITED(st));
+    return WEXITSTATUS(st);
+}
+
+/* /dev/zero, /dev/urandom (read, never written) and a 20 GiB sparse file (ftruncate in a temporary
+ * directory) are refused after their first 16 bytes: within a second and a few MiB (the loader
+ * used to read 4 GiB of each, ~4.2 GB resident for ~15 s, before looking at the magic). So is a
+ * valid header followed by a section that announces 2^48 bytes. */
+START_TEST(hostile_streams_fail_fast)
+{
+    char dir[] = "/tmp/memdiff_big_XXXXXX", sparse[300], huge[300], err[1024];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(sparse, sizeof sparse, "%s/sparse.mds", dir);
+    int fd = open(sparse, O_CREAT | O_WRONLY, 0644);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(ftruncate(fd, (off_t)20 << 30), 0);
+    close(fd);
+    snprintf(huge, sizeof huge, "%s/huge-section.mds", dir);
+    FILE *f = fopen(huge, "wb");
+    ck_assert_ptr_nonnull(f);
+    fwrite("MEMDIFF\0\1\0\0\0\x0d\x0c\x0b\x0a", 1, 16, f);
+    fwrite("\x01\x80\x80\x80\x80\x80\x80\x40", 1, 8, f); /* tag 1, length 2^48 */
+    fclose(f);
+    ck_assert_int_eq(truncate(huge, (off_t)8 << 30), 0); /* and 8 GiB of zeros to read */
+
+    const struct {
+        const char *path, *expect;
+    } cases[] = {
+        {"/dev/zero", "/dev/zero: snapshot file: not a memdiff snapshot (bad magic)"},
+        {"/dev/urandom", "/dev/urandom: snapshot file: not a memdiff snapshot (bad magic)"},
+        {sparse, "sparse.mds: snapshot file: not a memdiff snapshot (bad magic)"},
+        {huge, "snapshot file: the info section at offset 16 announces 281474976710656 bytes, "
+               "past the 4294967296 bytes a file may hold"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        long rss;
+        double secs;
+        int rc = show_child(cases[i].path, &rss, &secs, err, sizeof err);
+        ck_assert_msg(rc == 2, "%s: exit %d: %s", cases[i].path, rc, err);
+        ck_assert_msg(strstr(err, cases[i].expect), "%s: %s", cases[i].path, err);
+        ck_assert_msg(rss < (16L << 20), "%s: peak RSS %ld bytes", cases[i].path, rss);
+        ck_assert_msg(secs < 2.0, "%s: %.2f s", cases[i].path, secs);
+        fprintf(stderr, "file_format: show %s: refused in %.3f s, peak RSS %ld KiB\n",
+                cases[i].path, secs, rss >> 10);
+    }
+    /* Through the library too, each load entry point. */
+    memdiff_snapshot *t = NULL;
+    ck_assert_int_eq(memdiff_snapshot_load_file(sparse, &t), MEMDIFF_EFORMAT);
+    FILE *z = fopen("/dev/zero", "rb");
+    ck_assert_int_eq(memdiff_snapshot_load(z, &t), MEMDIFF_EFORMAT);
+    ck_assert_str_eq(memdiff_last_error(), "snapshot file: not a memdiff snapshot (bad magic)");
+    fclose(z);
+    unlink(sparse);
+    unlink(huge);
+    rmdir(dir);
+}
+END_TEST
+
+/* A growing buffer for large hand-made files (tbuf holds 1 KiB). */
+typedef struct gbuf {
+    unsigned char *p;
+    size_t n, cap;
+} gbuf;
+
+static void gbytes(gbuf *b, const void *p, size_t n)
+{
+    if (b->n + n > b->cap) {
+        b->cap = (b->n + n) * 2;
+        b->p = realloc(b->p, b->cap);
+        ck_assert_ptr_nonnull(b->p);
+    }
+    memcpy(b->p + b->n, p, n);
+    b->n += n;
+}
+
+static void gvar(gbuf *b, uint64_t v)
+{
+    do {
+        unsigned char c = (unsigned char)((v & 0x7F) | (v > 0x7F ? 0x80 : 0));
+        gbytes(b, &c, 1);
+        v >>= 7;
+    } while (v);
+}
+
+static void gsection(gbuf *out, uint64_t tag, gbuf *payload)
+{
+    gvar(out, tag);
+    gvar(out, payload->n);
+    gbytes(out, payload->p, payload->n);
+    free(payload->p);
+    memset(payload, 0, sizeof *payload);
+}
+
+/* Valid files (checksum right, every field in range, per docs/file-format.md) that describe far
+ * more memory than they hold, each with count of its smallest element. */
+enum {
+    AMP_EMPTY_STRINGS, /* count empty strings (1 byte each; 8-24 in memory) */
+    AMP_TINY_REGIONS,  /* count one-page regions (12 bytes each; 136 in memory) */
+    AMP_MAX_STRINGS,   /* count tiny regions, each with a label and a path of its own: the most
+                          strings a file may have */
+    AMP_TINY_RUNS,     /* count one-page runs of alternating attributes (5 bytes; 32) */
+    AMP_LITERAL_AUX,   /* count map counts 0, 1, 0, 1... (1 byte; 8 and more) */
+    AMP_KINDS
+};
+
+static const char *const amp_names[AMP_KINDS] = {"empty strings", "tiny regions", "maximal strings",
+                                                 "tiny runs", "literal aux"};
+
+static gbuf amplifier(int kind, uint64_t count)
+{
+    gbuf out = {NULL, 0, 0}, info = out, str = out, reg = out, run = out, aux = out;
+    const uint64_t info_v[7] = {4242, 1, 1, 0x43, 4096, 1, 0}; /* ... host 0, degraded none */
+    for (int i = 0; i < 7; i++)
+        gvar(&info, info_v[i]);
+    gvar(&info, 0);
+    for (int i = 0; i < 8; i++)
+        gvar(&info, 0);
+
+    uint64_t nregions = kind == AMP_TINY_REGIONS || kind == AMP_MAX_STRINGS ? count : 1;
+    uint64_t nstrings = kind == AMP_EMPTY_STRINGS ? count
+                        : kind == AMP_MAX_STRINGS ? 2 * count + 2
+                                                  : 1;
+    gvar(&str, nstrings);
+    for (uint64_t i = 0; i < nstrings; i++) {
+        if (kind == AMP_MAX_STRINGS) {
+            char s[24];
+            int len = snprintf(s, sizeof s, "%llx", (unsigned long long)i);
+            gvar(&str, (uint64_t)len);
+            gbytes(&str, s, (size_t)len);
+        } else {
+            gvar(&str, 0);
+        }
+    }
+    uint64_t pages = kind == AMP_TINY_RUNS || kind == AMP_LITERAL_AUX ? count : 1;
+    gvar(&reg, nregions);
+    for (uint64_t i = 0; i < nregions; i++) {
+        /* gap, size, offset, dev, inode, prot, flags, hint, category, label, path, unit */
+        uint64_t label = kind == AMP_MAX_STRINGS ? 2 + 2 * i : 0;
+        const uint64_t r[12] = {1, pages, 0, 0, 0, 3, 0, 0, MEMDIFF_CAT_PRIVATE, label,
+                                kind == AMP_MAX_STRINGS ? label + 1 : 0, 0};
+        for (int k = 0; k < 12; k++)
+            gvar(&reg, r[k]);
+    }
+    uint64_t nruns = kind == AMP_TINY_RUNS ? count : kind == AMP_LITERAL_AUX ? 1 : 0;
+    gvar(&run, nruns);
+    for (uint64_t i = 0; i < nruns; i++) {
+        unsigned attrs = MEMDIFF_PAGE_PRESENT | (i % 2 ? MEMDIFF_PAGE_PRIVATE : 0);
+        /* gap (the region starts a page in), npages, attrs, region, aux */
+        const uint64_t u[5] = {i == 0, kind == AMP_LITERAL_AUX ? count : 1, attrs, 0,
+                               kind == AMP_LITERAL_AUX};
+        for (int k = 0; k < 5; k++)
+            gvar(&run, u[k]);
+    }
+    if (kind == AMP_LITERAL_AUX) {
+        gvar(&aux, 4); /* map counts only */
+        gvar(&aux, count);
+        for (uint64_t i = 0; i < count; i++)
+            gvar(&aux, i % 2);
+    }
+    gbytes(&out, "MEMDIFF\0\1\0\0\0\x0d\x0c\x0b\x0a", 16);
+    gsection(&out, 1, &info);
+    gsection(&out, 2, &str);
+    gsection(&out, 3, &reg);
+    gsection(&out, 4, &run);
+    if (kind == AMP_LITERAL_AUX)
+        gsection(&out, 5, &aux);
+    gvar(&out, 0);
+    uint32_t crc = memdiff__crc32(0, out.p, out.n);
+    unsigned char le[4] = {(unsigned char)crc, (unsigned char)(crc >> 8),
+                           (unsigned char)(crc >> 16), (unsigned char)(crc >> 24)};
+    gbytes(&out, le, 4);
+    return out;
+}
+
+/* The bound of docs/file-format.md, "Memory": a loaded snapshot's arrays take at most 3 x its
+ * file's size + 16 MiB, and the file's bytes are held while it is parsed: the peak of "memdiff
+ * show" is at most 4 x the file + 20 MiB (arena bookkeeping and page rounding: measured under
+ * 1 MiB) above what showing a tiny file costs. Each amplifier is made
+ * large enough (8 to 30 MB) that the old loader's 6x to 24x would pass the bound several times
+ * over; those that stay within it must load (a small one of each kind, too). */
+START_TEST(amplifying_files_stay_within_the_bound)
+{
+    static const uint64_t big[AMP_KINDS] = {10000000, 2000000, 1000000, 4000000, 8000000};
+    static const uint64_t small[AMP_KINDS] = {2, 50000, 20000, 200000, 500000};
+    int kind = _i / 2, is_small = _i % 2;
+    uint64_t count = is_small ? small[kind] : big[kind];
+    char dir[] = "/tmp/memdiff_amp_XXXXXX", path[300], tiny[300], err[1024];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/amp.mds", dir);
+    snprintf(tiny, sizeof tiny, "%s/tiny.mds", dir);
+    gbuf g = amplifier(kind, count), t = amplifier(AMP_TINY_REGIONS, 1);
+    FILE *f = fopen(path, "wb");
+    ck_assert_uint_eq(fwrite(g.p, 1, g.n, f), g.n);
+    fclose(f);
+    f = fopen(tiny, "wb");
+    ck_assert_uint_eq(fwrite(t.p, 1, t.n, f), t.n);
+    fclose(f);
+    size_t size = g.n;
+    /* Freed before the children are forked: a child's peak RSS counts what it shared with its
+     * parent before exec. */
+    free(g.p);
+    free(t.p);
+
+    long base, rss;
+    double secs;
+    ck_assert_msg(show_child(tiny, &base, &secs, err, sizeof err) == 0, "%s", err);
+    int rc = show_child(path, &rss, &secs, err, sizeof err);
+    long bound = base + 4 * (long)size + (20L << 20);
+    fprintf(stderr, "file_format: %s x %llu: %zu bytes: exit %d, %.2f s, peak RSS %ld KiB "
+                    "(tiny file %ld KiB; bound %ld KiB)%s%s",
+            amp_names[kind], (unsigned long long)count, size, rc, secs, rss >> 10, base >> 10,
+            bound >> 10, rc ? ": " : "\n", rc ? err : "");
+    ck_assert_msg(rss <= bound, "%s: peak RSS %ld > %ld", amp_names[kind], rss, bound);
+    if (is_small) {
+        ck_assert_msg(rc == 0, "%s x %llu: %s", amp_names[kind], (unsigned long long)count, err);
+    } else {
+        ck_assert_int_eq(rc, 2);
+        ck_assert_msg(strstr(err, kind == AMP_EMPTY_STRINGS
+                                      ? "the string table holds 10000000 strings, but only 4 can "
+                                        "be referred to"
+                                      : "of memory (3 x its "),
+                      "%s", err);
+    }
+    unlink(path);
+    unlink(tiny);
+    rmdir(dir);
+}
+END_TEST
+
+/* Every file memdiff writes loads: a snapshot of many tiny regions, which would take more than
+ * its bound in memory, is written with zero bytes at the end of its run table (skipped by
+ * readers) to make the file as large as the bound asks. 200,000 one-page regions take 27 MB in
+ * memory and 12 bytes each on disk (2.4 MB); the padded file holds at least (27 MB - 16 MiB) / 3. */
+START_TEST(written_files_always_load)
+{
+    const size_t n = 200000;
+    memdiff__arena a = MEMDIFF__ARENA_INIT;
+    memdiff_snapshot *s = memdiff__arena_alloc(&a, sizeof *s);
+    ck_assert_ptr_nonnull(s);
+    s->arena = a;
+    s->regions = memdiff__arena_alloc(&s->arena, n * sizeof *s->regions);
+    ck_assert_ptr_nonnull(s->regions);
+    memdiff__strtab *tab = NULL;
+    const char *empty = memdiff__intern(&tab, &s->arena, "");
+    for (size_t i = 0; i < n; i++) {
+        memdiff__region *g = &s->regions[i];
+        g->start = (2 * i + 1) * 4096;
+        g->end = g->start + 4096;
+        g->prot = 3;
+        g->category = MEMDIFF_CAT_PRIVATE;
+        g->label = g->path = empty;
+        g->unit = g->start;
+    }
+    s->region_count = n;
+    s->info.page_size = 4096;
+    s->info.host = empty;
+    memdiff__snapshot_tally(s);
+
+    membuf b = save_mem(s);
+    uint64_t memory = n * sizeof(memdiff__region);
+    uint64_t least = (memory - (16u << 20)) / 3;
+    ck_assert_msg(b.n >= least, "file %zu bytes, bound asks for %llu", b.n,
+                  (unsigned long long)least);
+    ck_assert_uint_lt(b.n, least + 64); /* padded just enough */
+    memdiff_snapshot *t = NULL;
+    ck_assert_msg(load_mem(b.p, b.n, &t) == MEMDIFF_OK, "%s", memdiff_last_error());
+    assert_same_snapshot(s, t);
+    memdiff_snapshot_free(t);
+
+    /* The same regions in a file without padding are refused: the padding is what makes it
+     * load. */
+    gbuf g = amplifier(AMP_TINY_REGIONS, n);
+    ck_assert_uint_lt(g.n, least);
+    ck_assert_int_eq(load_mem(g.p, g.n, &t), MEMDIFF_EFORMAT);
+    ck_assert_ptr_nonnull(strstr(memdiff_last_error(), "of memory (3 x its "));
+    free(g.p);
+    free(b.p);
+    memdiff_snapshot_free(s);
+}
+END_TEST
+
 Suite *file_format_suite(void)
 {
     Suite *s = suite_create("file_format");
@@ -943,6 +1263,13 @@ Suite *file_format_suite(void)
     tcase_add_loop_test(tc, each_corruption_has_its_message, 0,
                         (int)(sizeof corruptions / sizeof corruptions[0]));
     tcase_add_test(tc, huge_counts_allocate_nothing);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("Hostile");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, hostile_streams_fail_fast);
+    tcase_add_loop_test(tc, amplifying_files_stay_within_the_bound, 0, 2 * AMP_KINDS);
+    tcase_add_test(tc, written_files_always_load);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("Errors");
