@@ -654,7 +654,6 @@ typedef struct section {
     int present;
 } section;
 
-
 #define READ_PIECE ((size_t)1 << 20)
 #define TRAILING_PROBE ((size_t)64 * 1024) /* bytes read past the end to say how many follow */
 
@@ -857,9 +856,11 @@ static int parse_frame(loader *l, source *src)
 }
 
 /* The string table, copied whole into the snapshot (each string NUL-terminated, in one block:
- * never more bytes than the section holds), with a table of pointers for the indices. Only the host name, the degraded reason and each region's label and path refer to
- * strings, and the writer stores each distinct string once, so a table longer than that is
- * refused: 100 MB of empty strings would otherwise be 800 MB of pointers. */
+ * never more bytes than the section holds), with a table of pointers for the indices. Only the
+ * host name, the degraded reason and each region's label and path refer to strings, and the
+ * writer stores each distinct string once, so a table longer than that is refused: 100 MB of
+ * empty strings would otherwise be 800 MB of pointers (and were 2.4 GB, each string copied on
+ * its own). */
 static int parse_strings(loader *l)
 {
     reader r = section_reader(l, TAG_STRINGS), regs = section_reader(l, TAG_REGIONS);
@@ -1177,9 +1178,9 @@ static int parse_runs(loader *l)
     return MEMDIFF_OK;
 }
 
-/* Builds s (whose arena receives everything) from the file src gives. budget: the memory the
- * snapshot may take (loaded_bytes), UINT64_MAX for none; *used (may be NULL) receives what it
- * took. */
+/* Builds s (whose arena receives everything) from the file src gives. bounded: refuse a file
+ * whose snapshot would take more than its bound (within_budget); *used (may be NULL) receives
+ * what it took (loaded_bytes). */
 static int parse(source *src, memdiff_snapshot *s, int bounded, uint64_t *used)
 {
     loader l;

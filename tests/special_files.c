@@ -37,7 +37,7 @@ static void put_file(const char *path, const char *text)
 
 int sf_make(const char *dir, sf_kind k, char *why, size_t why_size)
 {
-    char path[512], other[512];
+    char path[512], other[sizeof path + 16];
     snprintf(path, sizeof path, "%s/%s", dir, sf_kinds[k].name);
     switch (k) {
     case SF_MISSING:
