@@ -671,13 +671,21 @@ static void tbytes(tbuf *b, const void *p, size_t n)
     b->n += n;
 }
 
-static void tvar(tbuf *b, uint64_t v)
+/* v as a LEB128 varint into out; its length. */
+static size_t varint(unsigned char out[10], uint64_t v)
 {
+    size_t n = 0;
     do {
-        unsigned char c = (unsigned char)((v & 0x7F) | (v > 0x7F ? 0x80 : 0));
-        tbytes(b, &c, 1);
+        out[n++] = (unsigned char)((v & 0x7F) | (v > 0x7F ? 0x80 : 0));
         v >>= 7;
     } while (v);
+    return n;
+}
+
+static void tvar(tbuf *b, uint64_t v)
+{
+    unsigned char tmp[10];
+    tbytes(b, tmp, varint(tmp, v));
 }
 
 static void tle(tbuf *b, uint64_t v, int bytes)
@@ -977,11 +985,8 @@ static void gbytes(gbuf *b, const void *p, size_t n)
 
 static void gvar(gbuf *b, uint64_t v)
 {
-    do {
-        unsigned char c = (unsigned char)((v & 0x7F) | (v > 0x7F ? 0x80 : 0));
-        gbytes(b, &c, 1);
-        v >>= 7;
-    } while (v);
+    unsigned char tmp[10];
+    gbytes(b, tmp, varint(tmp, v));
 }
 
 static void gsection(gbuf *out, uint64_t tag, gbuf *payload)
