@@ -6,6 +6,17 @@
  */
 #include "win.h"
 
+/* File errors are EACCES or EIO: memdiff__win_error's mapping is for process handles (where an
+ * invalid parameter means a pid that does not exist). */
+static int file_error(DWORD err, const char *what, const char *path)
+{
+    int status = err == ERROR_ACCESS_DENIED || err == ERROR_SHARING_VIOLATION ||
+                         err == ERROR_WRITE_PROTECT || err == ERROR_PRIVILEGE_NOT_HELD
+                     ? MEMDIFF_EACCES
+                     : MEMDIFF_EIO;
+    return memdiff__win_error_as(status, NULL, err, "%s %s", what, path);
+}
+
 int memdiff__os_path_kind(const char *path, memdiff__path_kind *out)
 {
     *out = MEMDIFF__PATH_NONE;
@@ -18,7 +29,7 @@ int memdiff__os_path_kind(const char *path, memdiff__path_kind *out)
         DWORD err = GetLastError();
         if (err == ERROR_FILE_NOT_FOUND || err == ERROR_PATH_NOT_FOUND)
             return MEMDIFF_OK;
-        return memdiff__win_error(NULL, err, "open %s", path);
+        return file_error(err, "open", path);
     }
     DWORD type = GetFileType(h);
     BY_HANDLE_FILE_INFORMATION fi;
@@ -32,7 +43,7 @@ int memdiff__os_path_kind(const char *path, memdiff__path_kind *out)
     else if (type != FILE_TYPE_DISK)
         *out = MEMDIFF__PATH_OTHER;
     else if (!have_info)
-        return memdiff__win_error(NULL, err, "query %s", path);
+        return file_error(err, "query", path);
     else if (fi.dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT)
         *out = MEMDIFF__PATH_SYMLINK;
     else if (fi.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY)
@@ -47,6 +58,6 @@ int memdiff__os_replace_file(const char *from, const char *to)
     /* The C runtime's rename() refuses an existing target; MoveFileEx replaces a file in one
      * step (and refuses a directory), as POSIX rename() does. */
     if (!MoveFileExA(from, to, MOVEFILE_REPLACE_EXISTING))
-        return memdiff__win_error(NULL, GetLastError(), "rename to %s", to);
+        return file_error(GetLastError(), "rename to", to);
     return MEMDIFF_OK;
 }

@@ -77,7 +77,8 @@ int main(int argc, char **argv)
         return wintest_child_main(argc, argv);
     const char *only = argc > 1 ? argv[1] : NULL;
     const wintest_case *lists[] = {wintest_decode_cases, wintest_scenario_cases,
-                                   wintest_process_cases, wintest_refset_cases};
+                                   wintest_process_cases, wintest_refset_cases,
+                                   wintest_files_cases};
     int passed = 0, failed = 0;
     printf("memdiff Windows tests%s\n", wintest_under_wine() ? " (under Wine)" : "");
     for (size_t l = 0; l < sizeof lists / sizeof lists[0]; l++) {

@@ -68,5 +68,6 @@ extern const wintest_case wintest_decode_cases[];
 extern const wintest_case wintest_scenario_cases[];
 extern const wintest_case wintest_process_cases[];
 extern const wintest_case wintest_refset_cases[];
+extern const wintest_case wintest_files_cases[];
 
 #endif /* MEMDIFF_WINTEST_H */
