@@ -4,7 +4,8 @@
  * A backend (platform/<os>/) reports facts, never verdicts: regions, page runs, threads,
  * modules, heaps and process totals. The core classifies, stores and compares. To port memdiff,
  * implement every function declared under "The backend implements" in platform/<os>/ and list
- * the folder's sources in CMakeLists.txt; nothing else is needed.
+ * the folder's sources in CMakeLists.txt; nothing else is needed (a POSIX system can take the
+ * file functions from platform/posix/).
  *
  * Rules that hold for every function here:
  *  - Pointer arguments are non-NULL unless a comment says otherwise.
