@@ -629,6 +629,13 @@ START_TEST(trailing_data_refused)
     ck_assert_int_eq(load_mem(p, b.n + 3, &t), MEMDIFF_EFORMAT);
     ck_assert_ptr_nonnull(strstr(memdiff_last_error(), "3 bytes of trailing data"));
     free(p);
+    /* A stream is read at most 64 KiB past the snapshot's end: more than that is "at least". */
+    size_t more = 1 << 20;
+    p = calloc(1, b.n + more);
+    memcpy(p, b.p, b.n);
+    ck_assert_int_eq(load_mem(p, b.n + more, &t), MEMDIFF_EFORMAT);
+    ck_assert_ptr_nonnull(strstr(memdiff_last_error(), "at least 65536 bytes of trailing data"));
+    free(p);
     free(b.p);
 }
 END_TEST
