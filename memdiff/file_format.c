@@ -18,7 +18,7 @@
  * Reading is bounded: the 16-byte header is checked before anything else is read, the stream is
  * read section by section as the frame announces them and no further than the checksum, and the
  * buffer grows with the bytes that arrive, not with lengths the file claims. Memory is bounded
- * too: a loaded snapshot takes at most LOAD_FACTOR x the file's size + LOAD_SLACK in its arrays
+ * too: a loaded snapshot takes at most 2.75 x the file's size (LOAD_FLOOR at least) in its arrays
  * (checked before and while they are filled); the writer pads a file that would otherwise pass
  * that, so every file memdiff writes loads.
  *
@@ -36,11 +36,14 @@
 #define MAX_FILE_BYTES ((uint64_t)4 << 30)
 #define READ_CHUNK ((size_t)64 * 1024)
 
-/* The bound on a loaded snapshot's memory (docs/file-format.md, "Memory"): LOAD_FACTOR times
- * the file's size plus LOAD_SLACK, the structures that a small file needs whatever its size. The
- * bytes of the file itself are held while it is parsed, on top. */
-#define LOAD_FACTOR 3
-#define LOAD_SLACK ((uint64_t)16 << 20)
+/* The bound on a loaded snapshot's arrays (docs/file-format.md, "Memory"): LOAD_NUM / LOAD_DEN
+ * (2.75) times the file's size, or LOAD_FLOOR where that is more (the structures that a small
+ * file needs whatever its size). The file's own bytes are held while it is parsed, and the
+ * arena's growth copies and bookkeeping come on top (measured up to 0.12 x the file's size): a
+ * load peaks below 4 x the file's size for a file of LOAD_FLOOR / 2.75 or more. */
+#define LOAD_NUM 11
+#define LOAD_DEN 4
+#define LOAD_FLOOR ((uint64_t)16 << 20)
 
 static const unsigned char magic[8] = {'M', 'E', 'M', 'D', 'I', 'F', 'F', '\0'};
 
@@ -453,12 +456,12 @@ static int encode(writer *w)
     const wbuf *secs[TAG_KNOWN_MAX + 1] = {NULL, &info, &strings, &regions, &runs, &aux};
     uint64_t used = 0;
     rc = assemble(w, secs, 0, &used);
-    /* A file must load within its bound (LOAD_FACTOR x its size + LOAD_SLACK); one that
+    /* A file must load within its bound (2.75 x its size, LOAD_FLOOR at least); one that
      * describes more memory than that (many tiny regions, runs of alternating attributes) gets
      * zero bytes at the end of its run table, which readers skip as they skip the fields of a
      * newer minor version. The memory a file takes does not depend on those bytes, so one more
      * assembly settles it (16 bytes spare for the longer length varint). */
-    uint64_t want = used > LOAD_SLACK ? (used - LOAD_SLACK + LOAD_FACTOR - 1) / LOAD_FACTOR : 0;
+    uint64_t want = used > LOAD_FLOOR ? (used * LOAD_DEN + LOAD_NUM - 1) / LOAD_NUM : 0;
     if (!rc && want > w->out.len) {
         size_t pad = (size_t)(want - w->out.len) + 16;
         w->out.len = 0;
@@ -718,8 +721,8 @@ typedef struct loader {
     size_t nstrings;
     size_t string_bytes;   /* the strings' copy in the snapshot, terminators included */
     size_t region_bytes;   /* the snapshot's region array */
-    uint64_t budget;       /* memory the loaded snapshot may take, LOAD_FACTOR x file_bytes +
-                              LOAD_SLACK; UINT64_MAX for the writer's own check */
+    uint64_t budget;       /* memory the loaded snapshot may take, 2.75 x file_bytes,
+                              LOAD_FLOOR at least; UINT64_MAX for the writer's own check */
 } loader;
 
 static reader section_reader(const loader *l, unsigned tag)
@@ -750,10 +753,10 @@ static int within_budget(const loader *l, uint64_t more, const char *what, size_
         return MEMDIFF_OK;
     return memdiff__set_error(MEMDIFF_EFORMAT,
                               "snapshot file: loading it would take more than %llu bytes of "
-                              "memory (%d x its %zu bytes + %d MiB) at %s %zu: refused (memdiff "
-                              "does not write such files)",
-                              (unsigned long long)l->budget, LOAD_FACTOR, l->file_bytes,
-                              (int)(LOAD_SLACK >> 20), what, index);
+                              "memory (2.75 x its %zu bytes, %d MiB at least) at %s %zu: refused "
+                              "(memdiff does not write such files)",
+                              (unsigned long long)l->budget, l->file_bytes,
+                              (int)(LOAD_FLOOR >> 20), what, index);
 }
 
 /* Magic, version, byte order (the 16-byte header, before anything else is read); then the
@@ -1187,7 +1190,8 @@ static int parse(source *src, memdiff_snapshot *s, int bounded, uint64_t *used)
     memset(&l, 0, sizeof l);
     l.s = s;
     int rc = parse_frame(&l, src);
-    l.budget = bounded ? (uint64_t)LOAD_FACTOR * l.file_bytes + LOAD_SLACK : UINT64_MAX;
+    uint64_t budget = (uint64_t)l.file_bytes * LOAD_NUM / LOAD_DEN;
+    l.budget = !bounded ? UINT64_MAX : budget > LOAD_FLOOR ? budget : LOAD_FLOOR;
     if (!rc)
         rc = parse_strings(&l);
     if (!rc)
