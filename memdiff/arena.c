@@ -1,10 +1,15 @@
 /*
- * arena.c - memdiff's own storage: bump arenas over OS pages, registered process-wide.
+ * arena.c - memdiff's own storage: bump arenas over OS pages, accounted process-wide.
  *
  * Why not malloc: a snapshot must not disturb the heap it measures, and memdiff's storage must be
- * known so that it can be reported as Own and kept out of every total. Every chunk of every live
- * arena is on one global list (guarded by a spinlock: holders never allocate or block).
+ * known so that it can be reported as Own and kept out of every total. Chunks below
+ * OWN_MAPPING_MIN are carved from a few large reservations of address space, so that the OS's
+ * list of mappings, which every snapshot reads, does not grow with the number of live snapshots
+ * (one mapping each made 3,000 live snapshots cost 510 ms and 19 GB for the next one); larger
+ * chunks are mappings of their own, on one global list. Both, and the count of bytes in chunks,
+ * are guarded by one spinlock: holders never allocate or block.
  */
+#include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -17,9 +22,12 @@
 #define DEDICATED_MIN ((size_t)16 * 1024) /* larger requests get a chunk of their own */
 #define ALIGN 16u
 
+typedef struct reservation reservation;
+
 struct memdiff__chunk {
     memdiff__chunk *next;               /* in the arena, newest first */
-    memdiff__chunk *gnext, *gprev;      /* in the process-wide registry */
+    memdiff__chunk *gnext, *gprev;      /* a mapping of its own: in the process-wide registry */
+    reservation *home;                  /* the reservation it was carved from, or NULL */
     size_t size;                        /* bytes mapped, header included */
     size_t cap;                         /* usable bytes after the header */
     int dedicated;                      /* holds one block (from memdiff__arena_grow) */
@@ -28,8 +36,33 @@ struct memdiff__chunk {
     _Alignas(16) unsigned char data[];
 };
 
-static memdiff__chunk *registry;
+/* Chunks from OWN_MAPPING_MIN up are mappings of their own (memdiff__os_alloc): they may ask
+ * for huge pages and grow by moving their pages (memdiff__os_grow). A snapshot of a small
+ * process has none. */
+#define OWN_MAPPING_MIN ((size_t)2 << 20)
+
+/* Address space reserved for smaller chunks (memdiff__os_reserve): the first reservation is
+ * RESERVATION_MIN bytes, each later one as large as all before it together, so that n bytes of
+ * chunks take O(log n) reservations. A bitmap of carved pages follows the header, in the
+ * reservation's first pages, which stay committed. Virtual address space is cheap; pages are
+ * committed only as chunks are carved, and given back when they are freed. */
+#define RESERVATION_MIN ((size_t)64 << 20)
+
+struct reservation {
+    reservation *next;   /* oldest first: chunks are carved from the oldest with room */
+    size_t size;         /* bytes reserved */
+    size_t pages;        /* pages reserved */
+    size_t head;         /* pages of the header and bitmap */
+    size_t hint;         /* no page below it is free */
+    size_t used;         /* pages carved out, the header's included */
+    uint64_t bits[];     /* bit k: page k is carved out */
+};
+
+static memdiff__chunk *registry; /* chunks that are mappings of their own */
+static reservation *reservations;
+static size_t reserved_bytes;
 static atomic_flag registry_lock = ATOMIC_FLAG_INIT;
+static atomic_size_t chunk_bytes; /* bytes of all chunks: memdiff__own_bytes() */
 
 /* Scratch kept between snapshots. An arena that recycles (a snapshot's storage, its scratch, a
  * bracket's) hands its chunks here when released, and the next such arena takes them instead of
@@ -46,16 +79,61 @@ static atomic_flag registry_lock = ATOMIC_FLAG_INIT;
 static memdiff__chunk *cache[CACHE_SLOTS];
 static size_t cached_bytes;
 static atomic_long fail_countdown;
+static void (*_Atomic while_locked)(void);
 
-static void lock(void)
+/* Whether this thread holds the lock or is about to spin for it: a signal handler that
+ * interrupted it there and called memdiff would otherwise spin forever on a lock that its own
+ * thread holds. Set before spinning, so that no instant is left uncovered. */
+static _Thread_local volatile sig_atomic_t holding;
+
+/* Whether this thread holds the lock (detail set: MEMDIFF_EBUSY): memdiff was called again
+ * from a signal handler on a thread inside the lock. */
+static int reentered(void)
 {
+    if (!holding)
+        return 0;
+    memdiff__set_error(MEMDIFF_EBUSY, "arena: called again on a thread that is inside memdiff's "
+                                      "allocator (from a signal handler?); memdiff is not "
+                                      "async-signal-safe");
+    return 1;
+}
+
+/* 0 with the lock held, or -1 when this thread holds it already (reentered()). Other threads
+ * wait for it. */
+static int lock(void)
+{
+    if (reentered())
+        return -1;
+    holding = 1;
+    atomic_signal_fence(memory_order_seq_cst);
     while (atomic_flag_test_and_set_explicit(&registry_lock, memory_order_acquire)) {
     }
+    void (*hook)(void) = atomic_load_explicit(&while_locked, memory_order_relaxed);
+    if (hook)
+        hook();
+    return 0;
 }
 
 static void unlock(void)
 {
     atomic_flag_clear_explicit(&registry_lock, memory_order_release);
+    atomic_signal_fence(memory_order_seq_cst);
+    holding = 0;
+}
+
+int memdiff__arena_busy(void)
+{
+    return holding != 0;
+}
+
+void memdiff__test_while_locked(void (*fn)(void))
+{
+    atomic_store(&while_locked, fn);
+}
+
+size_t memdiff__own_bytes(void)
+{
+    return atomic_load(&chunk_bytes);
 }
 
 void memdiff__test_fail_alloc_after(long n)
@@ -73,26 +151,180 @@ static int injected_failure(void)
     return 0;
 }
 
-static void registry_add(memdiff__chunk *c)
+/* 0, or -1 when this thread is inside the lock already (lock()). */
+static int registry_add(memdiff__chunk *c)
 {
-    lock();
+    if (lock())
+        return -1;
     c->gprev = NULL;
     c->gnext = registry;
     if (registry)
         registry->gprev = c;
     registry = c;
     unlock();
+    return 0;
 }
 
-static void registry_remove(memdiff__chunk *c)
+static int registry_remove(memdiff__chunk *c)
 {
-    lock();
+    if (lock())
+        return -1;
     if (c->gprev)
         c->gprev->gnext = c->gnext;
     else
         registry = c->gnext;
     if (c->gnext)
         c->gnext->gprev = c->gprev;
+    unlock();
+    return 0;
+}
+
+/* Marks (on) or clears bits [from, from + n) of a reservation's bitmap. */
+static void mark(uint64_t *bits, size_t from, size_t n, int on)
+{
+    for (size_t k = from; k < from + n;) {
+        size_t w = k / 64, b = k % 64, len = MEMDIFF__MIN(64 - b, from + n - k);
+        uint64_t m = (len == 64 ? ~UINT64_C(0) : ((UINT64_C(1) << len) - 1)) << b;
+        bits[w] = on ? bits[w] | m : bits[w] & ~m;
+        k += len;
+    }
+}
+
+/* The first page of n free ones in r, marked carved out; (size_t)-1 when r has none. First fit
+ * from the lowest free page: chunks stay packed at the reservation's start. Under the lock. */
+static size_t carve(reservation *r, size_t n)
+{
+    size_t first = (size_t)memdiff__find_bit(r->bits, r->hint, r->pages, 0);
+    r->hint = first;
+    for (size_t at = first; at + n <= r->pages;) {
+        size_t busy = (size_t)memdiff__find_bit(r->bits, at, at + n, 1);
+        if (busy == at + n) {
+            mark(r->bits, at, n, 1);
+            r->used += n;
+            if (at == first)
+                r->hint = at + n;
+            return at;
+        }
+        at = (size_t)memdiff__find_bit(r->bits, busy, r->pages, 0);
+    }
+    return (size_t)-1;
+}
+
+/* A new reservation with room for a chunk of size bytes, linked last; NULL on failure. */
+static reservation *reserve_more(size_t size)
+{
+    size_t page = memdiff__os_page_size();
+    if (lock())
+        return NULL;
+    size_t bytes = MEMDIFF__MAX(RESERVATION_MIN, reserved_bytes);
+    unlock();
+    size_t pages = bytes / page;
+    size_t head = (offsetof(reservation, bits) + (pages + 63) / 64 * 8 + page - 1) / page;
+    if (size > (pages - head) * page)
+        return NULL;
+    reservation *r = memdiff__os_reserve(bytes);
+    if (!r)
+        return NULL;
+    if (memdiff__os_commit(r, head * page)) {
+        memdiff__os_unreserve(r, bytes);
+        return NULL;
+    }
+    r->next = NULL;
+    r->size = bytes;
+    r->pages = pages;
+    r->head = head;
+    mark(r->bits, 0, head, 1);
+    r->hint = head;
+    r->used = head;
+    if (lock()) {
+        memdiff__os_unreserve(r, bytes);
+        return NULL;
+    }
+    reservation **link = &reservations;
+    while (*link)
+        link = &(*link)->next;
+    *link = r;
+    reserved_bytes += bytes;
+    unlock();
+    return r;
+}
+
+/* size bytes (a multiple of the page size, below OWN_MAPPING_MIN) carved from a reservation and
+ * committed, zeroed; NULL on failure (detail set when this thread is inside the lock). */
+static memdiff__chunk *carve_chunk(size_t size)
+{
+    size_t page = memdiff__os_page_size(), n = size / page;
+    for (int tries = 0; tries < 2; tries++) {
+        if (lock())
+            return NULL;
+        reservation *home = NULL;
+        size_t at = (size_t)-1;
+        for (reservation *r = reservations; r && at == (size_t)-1; r = r->next) {
+            at = carve(r, n);
+            home = r;
+        }
+        unlock();
+        if (at != (size_t)-1) {
+            memdiff__chunk *c = (memdiff__chunk *)((unsigned char *)home + at * page);
+            if (memdiff__os_commit(c, size) == 0) {
+                c->home = home;
+                return c;
+            }
+            if (lock() == 0) {
+                mark(home->bits, at, n, 0);
+                home->used -= n;
+                home->hint = MEMDIFF__MIN(home->hint, at);
+                unlock();
+            }
+            return NULL;
+        }
+        if (tries == 0 && !reserve_more(size))
+            return NULL;
+    }
+    return NULL;
+}
+
+/* Grows carved chunk c to size bytes in place, when the pages after it are free in its
+ * reservation: no copy, and the pages it gains read zero. 0, or -1 when they are not free. */
+static int extend_carved(memdiff__chunk *c, size_t size)
+{
+    reservation *home = c->home;
+    size_t page = memdiff__os_page_size();
+    size_t end = (size_t)((unsigned char *)c - (unsigned char *)home) / page + c->size / page;
+    size_t n = (size - c->size) / page;
+    if (end + n > home->pages || lock())
+        return -1;
+    int free = (size_t)memdiff__find_bit(home->bits, end, end + n, 1) == end + n;
+    if (free) {
+        mark(home->bits, end, n, 1);
+        home->used += n;
+    }
+    unlock();
+    if (!free)
+        return -1;
+    if (memdiff__os_commit((unsigned char *)home + end * page, n * page) == 0)
+        return 0;
+    if (lock() == 0) {
+        mark(home->bits, end, n, 0);
+        home->used -= n;
+        home->hint = MEMDIFF__MIN(home->hint, end);
+        unlock();
+    }
+    return -1;
+}
+
+/* Gives a carved chunk's pages back to the OS and its place back to its reservation. */
+static void uncarve(memdiff__chunk *c, size_t size)
+{
+    reservation *home = c->home;
+    size_t page = memdiff__os_page_size();
+    size_t at = (size_t)((unsigned char *)c - (unsigned char *)home) / page, n = size / page;
+    memdiff__os_decommit(c, size); /* c's header goes too */
+    if (lock())
+        return; /* reentered from a signal handler: the place is lost, nothing is broken */
+    mark(home->bits, at, n, 0);
+    home->used -= n;
+    home->hint = MEMDIFF__MIN(home->hint, at);
     unlock();
 }
 
@@ -106,7 +338,8 @@ static void registry_remove(memdiff__chunk *c)
 #define GROWN_SLACK 4u
 static memdiff__chunk *cache_take(size_t size, size_t cap, int growable)
 {
-    lock();
+    if (lock())
+        return NULL;
     int best = -1;
     for (int i = 0; i < CACHE_SLOTS; i++) {
         const memdiff__chunk *c = cache[i];
@@ -131,7 +364,8 @@ static memdiff__chunk *cache_take(size_t size, size_t cap, int growable)
 static int cache_put(memdiff__chunk *c)
 {
     int kept = 0;
-    lock();
+    if (lock())
+        return 0;
     for (int i = 0; i < CACHE_SLOTS && !kept; i++) {
         if (!cache[i] && cached_bytes + c->size <= CACHE_MAX) {
             cache[i] = c;
@@ -165,9 +399,23 @@ static memdiff__chunk *chunk_new(size_t cap, int dedicated, int growable, int co
         c->next = NULL;
         return c;
     }
-    c = memdiff__os_alloc(size);
+    if (reentered())
+        return NULL;
+    if (size < OWN_MAPPING_MIN) {
+        c = carve_chunk(size);
+    } else {
+        c = memdiff__os_alloc(size);
+        if (c) {
+            c->home = NULL;
+            if (registry_add(c)) {
+                memdiff__os_free(c, size);
+                return NULL;
+            }
+        }
+    }
     if (!c) {
-        memdiff__set_error(MEMDIFF_ENOMEM, "arena: cannot map %zu bytes", size);
+        if (!reentered())
+            memdiff__set_error(MEMDIFF_ENOMEM, "arena: cannot map %zu bytes", size);
         return NULL;
     }
     c->size = size;
@@ -175,14 +423,21 @@ static memdiff__chunk *chunk_new(size_t cap, int dedicated, int growable, int co
     c->dedicated = dedicated;
     c->roomy = 0;
     c->dirty = 0;
-    registry_add(c);
+    atomic_fetch_add(&chunk_bytes, size);
     return c;
 }
 
 static void chunk_free(memdiff__chunk *c)
 {
-    registry_remove(c);
-    memdiff__os_free(c, c->size);
+    size_t size = c->size;
+    if (c->home) {
+        uncarve(c, size);
+    } else {
+        if (registry_remove(c))
+            return; /* reentered from a signal handler: left mapped and listed, not broken */
+        memdiff__os_free(c, size);
+    }
+    atomic_fetch_sub(&chunk_bytes, size);
 }
 
 /* Grows dedicated chunk c (reached through *link) to hold new_size bytes by moving its pages
@@ -197,15 +452,29 @@ static void *grow_chunk(memdiff__chunk **link, memdiff__chunk *c, size_t new_siz
     if (new_size > SIZE_MAX - header - page)
         return NULL;
     size_t size = (header + new_size + page - 1) / page * page;
-    registry_remove(c);
-    memdiff__chunk *q = memdiff__os_grow(c, c->size, size);
-    if (!q) {
-        registry_add(c);
-        return NULL;
+    if (c->home) {
+        /* A carved chunk grows where it is, into free pages after it, or not at all (the caller
+         * then copies it into a new chunk, of its own mapping from OWN_MAPPING_MIN up). */
+        if (size >= OWN_MAPPING_MIN || extend_carved(c, size))
+            return NULL;
+        atomic_fetch_add(&chunk_bytes, size - c->size);
+        c->size = size;
+        c->cap = size - header;
+        return c->data;
     }
-    q->size = size;
-    q->cap = size - header;
-    registry_add(q);
+    if (registry_remove(c))
+        return NULL;
+    size_t old = c->size;
+    memdiff__chunk *q = memdiff__os_grow(c, old, size);
+    if (!q)
+        q = c;
+    else
+        q->size = size;
+    q->cap = q->size - header;
+    (void)registry_add(q); /* cannot fail: registry_remove() just took the lock */
+    if (q == c)
+        return NULL;
+    atomic_fetch_add(&chunk_bytes, size - old);
     *link = q;
     return q->data;
 }
@@ -441,7 +710,8 @@ void memdiff__arena_release(memdiff__arena *arena)
 void memdiff_trim(void)
 {
     for (;;) {
-        lock();
+        if (lock())
+            return;
         memdiff__chunk *c = NULL;
         for (int i = 0; i < CACHE_SLOTS && !c; i++) {
             if (cache[i]) {
@@ -452,8 +722,26 @@ void memdiff_trim(void)
         }
         unlock();
         if (!c)
-            return;
+            break;
         chunk_free(c);
+    }
+    /* Reservations with no chunk left go too (one at a time: unmapping is not done under the
+     * lock). What is carved out of the others is in use. */
+    for (;;) {
+        if (lock())
+            return;
+        reservation **link = &reservations;
+        while (*link && (*link)->used > (*link)->head)
+            link = &(*link)->next;
+        reservation *r = *link;
+        if (r) {
+            *link = r->next;
+            reserved_bytes -= r->size;
+        }
+        unlock();
+        if (!r)
+            return;
+        memdiff__os_unreserve(r, r->size);
     }
 }
 
@@ -476,18 +764,22 @@ int memdiff__own_ranges(memdiff__arena *arena, memdiff__range **out, size_t *cou
     *count = 0;
     for (;;) {
         size_t n = 0;
-        lock();
+        if (lock())
+            return MEMDIFF_EBUSY;
         for (memdiff__chunk *c = registry; c; c = c->gnext)
             n++;
+        for (reservation *v = reservations; v; v = v->next)
+            n++;
         unlock();
-        /* Room for chunks that appear meanwhile, this array's own among them. */
+        /* Room for chunks and reservations that appear meanwhile, this array's own among them. */
         size_t cap = n + 8;
         memdiff__range *r = memdiff__arena_alloc(arena, cap * sizeof *r);
         if (!r)
             return MEMDIFF_ENOMEM;
         size_t k = 0;
         int fits = 1;
-        lock();
+        if (lock())
+            return MEMDIFF_EBUSY;
         for (memdiff__chunk *c = registry; c; c = c->gnext) {
             if (k == cap) {
                 fits = 0;
@@ -497,10 +789,19 @@ int memdiff__own_ranges(memdiff__arena *arena, memdiff__range **out, size_t *cou
             r[k].end = r[k].start + c->size;
             k++;
         }
+        for (reservation *v = reservations; v && fits; v = v->next) {
+            if (k == cap) {
+                fits = 0;
+                break;
+            }
+            r[k].start = (uint64_t)(uintptr_t)v;
+            r[k].end = r[k].start + v->size;
+            k++;
+        }
         unlock();
         if (!fits)
             continue;
-        /* Insertion sort: the list is short and mostly in reverse address order. */
+        /* Insertion sort: the list is short (reservations, chunks of OWN_MAPPING_MIN up). */
         for (size_t i = 1; i < k; i++) {
             memdiff__range x = r[i];
             size_t j = i;

@@ -123,7 +123,8 @@ static inline void memdiff__region_count(memdiff__region *r, unsigned attrs, uin
 }
 
 /* Sets the info's region and run counts and its byte totals (resident, private, shared,
- * swapped, own) from the regions' page counts. */
+ * swapped) from the regions' page counts, Own's left out; own_bytes to 0 (a taken snapshot then
+ * sets the arena's count). */
 void memdiff__snapshot_tally(memdiff_snapshot *s);
 
 /* ---- page runs (runs.c) ----------------------------------------------------------------- */
@@ -219,9 +220,28 @@ uint32_t memdiff__crc32(uint32_t crc, const void *data, size_t n);
 
 /* ---- own storage ------------------------------------------------------------------------ */
 
-/* The address ranges of every live arena chunk in the process, sorted and merged, copied into
- * arena. Safe against concurrent snapshots. */
+/* The address ranges of memdiff's storage in the process, sorted and merged, copied into arena:
+ * its reservations whole (chunks are carved from them) and the chunks that are mappings of their
+ * own. Their number grows with the logarithm of the bytes held, not with the number of chunks.
+ * Safe against concurrent snapshots. MEMDIFF_EBUSY when this thread is inside the arena's lock
+ * (a signal handler). */
 int memdiff__own_ranges(memdiff__arena *arena, memdiff__range **out, size_t *count);
+
+/* Bytes of all live chunks in the process: those of live arenas and those kept for the next
+ * snapshot (memdiff_trim() unmaps these). The arena's own count, exact; bytes committed for
+ * memdiff's use, not pages known to be resident (a page of a chunk is resident once written).
+ * Reservation bookkeeping (the header and bitmap of each, one page per 64 MiB) is not counted. */
+size_t memdiff__own_bytes(void);
+
+/* Whether the calling thread is inside the arena's lock: a signal handler interrupted it there,
+ * and any memdiff call that allocates would find the lock held by its own thread. */
+int memdiff__arena_busy(void);
+
+/* Testing hooks: fn (NULL: none) is called each time the arena's lock is taken, with it held
+ * (while_locked), and once in the middle of every snapshot, after the region list is read
+ * (while_taking): tests raise signals there to enter memdiff again. */
+void memdiff__test_while_locked(void (*fn)(void));
+void memdiff__test_while_taking(void (*fn)(void));
 
 /* Testing hook: make the nth OS allocation from now fail (1 = the next one); 0 disables. */
 void memdiff__test_fail_alloc_after(long n);

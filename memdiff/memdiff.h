@@ -78,7 +78,8 @@ extern "C" {
     X(ENOTSUP, -7, "not supported on this system")                                        \
     X(EFORMAT, -8, "malformed or corrupt data")                                           \
     X(EMISMATCH, -9, "the snapshots are not comparable")                                  \
-    X(ERANGE, -10, "index or value out of range")
+    X(ERANGE, -10, "index or value out of range")                                       \
+    X(EBUSY, -11, "called again on a thread already inside memdiff (from a signal handler)")
 
 typedef enum memdiff_status {
 #define MEMDIFF__STATUS_ENUM(name, code, text) MEMDIFF_##name = (code),

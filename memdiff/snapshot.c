@@ -6,12 +6,27 @@
  * read, so a mapping that appears during the page walk is simply not in this snapshot, and one
  * that vanishes reports no pages. The process totals are read last, after the page walk, so
  * that a process that exited meanwhile fails the snapshot (MEMDIFF_ESRCH) instead of passing
- * off a half torn-down address space as whole. memdiff's own chunks are named (Linux
- * [anon:memdiff]) and also listed from the arena registry, so they are Own either way.
+ * off a half torn-down address space as whole. memdiff's own storage is named (Linux
+ * [anon:memdiff]) and also listed from the arena, so it is Own either way; its pages are never
+ * read: each live snapshot adds to it, and reading it made the next snapshot cost O(live
+ * snapshots). The arena's count of its bytes stands for it (memdiff__own_bytes).
  */
+#include <signal.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "internal.h"
+
+/* Set while this thread takes a snapshot: a signal handler that interrupted it and takes
+ * another is refused (MEMDIFF_EBUSY) instead of meeting the arena's lock held by its own
+ * thread. */
+static _Thread_local volatile sig_atomic_t taking;
+static void (*_Atomic while_taking)(void);
+
+void memdiff__test_while_taking(void (*fn)(void))
+{
+    atomic_store(&while_taking, fn);
+}
 
 typedef struct builder {
     memdiff_snapshot *s;
@@ -170,10 +185,8 @@ void memdiff__snapshot_tally(memdiff_snapshot *s)
     in->resident_bytes = in->private_bytes = in->swapped_bytes = in->own_bytes = 0;
     for (size_t i = 0; i < s->region_count; i++) {
         const memdiff__region *r = &s->regions[i];
-        if (r->category == MEMDIFF_CAT_OWN) {
-            in->own_bytes += r->resident_pages * ps;
-            continue;
-        }
+        if (r->category == MEMDIFF_CAT_OWN)
+            continue; /* outside every total; own_bytes is the arena's count, not a page sum */
         in->resident_bytes += r->resident_pages * ps;
         in->private_bytes += r->private_pages * ps;
         in->swapped_bytes += r->swapped_pages * ps;
@@ -243,6 +256,9 @@ static int take(const memdiff_options *o, unsigned flags, memdiff_snapshot *s,
     f.modules = modules;
     f.heaps = heaps;
     f.own = own;
+    void (*hook)(void) = atomic_load_explicit(&while_taking, memory_order_relaxed);
+    if (hook)
+        hook();
 
     memdiff__strtab *table = NULL;
     if (!rc)
@@ -257,6 +273,8 @@ static int take(const memdiff_options *o, unsigned flags, memdiff_snapshot *s,
     s->info.page_size = caps.page_size;
     memdiff__page_sink sink = {on_run, &b, on_run_frames, on_run_bits};
     for (size_t i = 0; !rc && i < s->region_count; i++) {
+        if (s->regions[i].category == MEMDIFF_CAT_OWN)
+            continue; /* no pages, no runs, no frames: memdiff__own_bytes() stands for them */
         b.region = i;
         rc = memdiff__plat_pages(proc, s->regions[i].start, s->regions[i].end, depth, &sink);
         if (rc == MEMDIFF_ENOMEM)
@@ -280,8 +298,39 @@ static int take(const memdiff_options *o, unsigned flags, memdiff_snapshot *s,
             return MEMDIFF_ENOMEM;
     }
     memdiff__snapshot_tally(s);
+    s->info.own_bytes = f.self ? memdiff__own_bytes() : 0;
     s->info.storage_bytes = memdiff__arena_footprint(&s->arena);
     return MEMDIFF_OK;
+}
+
+/* memdiff__snapshot_take_flags() with checked options. */
+static int take_retrying(const memdiff_options *o, unsigned flags, memdiff_snapshot **out)
+{
+    /* MEMDIFF_ECHANGED from the backend: what a shortcut of its walk rested on changed during
+     * it (platform.h, MEMDIFF__OPEN_EXACT); once more without shortcuts, which cannot fail so. */
+    for (;;) {
+        /* The snapshot lives inside its own arena: one release frees everything, and keeps the
+         * chunks for the next snapshot (memdiff_trim). */
+        memdiff__arena a = MEMDIFF__ARENA_INIT;
+        a.recycle = 1;
+        memdiff_snapshot *s = memdiff__arena_alloc(&a, sizeof *s);
+        if (!s)
+            return MEMDIFF_ENOMEM;
+        s->arena = a;
+        memdiff__arena scratch = MEMDIFF__ARENA_INIT;
+        int rc = take(o, flags, s, &scratch);
+        memdiff__arena_release(&scratch);
+        if (rc) {
+            memdiff_snapshot_free(s);
+            if (rc == MEMDIFF_ECHANGED && !(flags & MEMDIFF__TAKE_EXACT)) {
+                flags |= MEMDIFF__TAKE_EXACT;
+                continue;
+            }
+            return rc;
+        }
+        *out = s;
+        return MEMDIFF_OK;
+    }
 }
 
 int memdiff_snapshot_take(const memdiff_options *options, memdiff_snapshot **out)
@@ -303,32 +352,15 @@ int memdiff__snapshot_take_flags(const memdiff_options *options, unsigned flags,
                                   (int)o.depth);
     if (o.pid < 0)
         return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_snapshot_take: invalid pid %d", o.pid);
-
-    /* MEMDIFF_ECHANGED from the backend: what a shortcut of its walk rested on changed during
-     * it (platform.h, MEMDIFF__OPEN_EXACT); once more without shortcuts, which cannot fail so. */
-    for (;;) {
-        /* The snapshot lives inside its own arena: one release frees everything, and keeps the
-         * chunks for the next snapshot (memdiff_trim). */
-        memdiff__arena a = MEMDIFF__ARENA_INIT;
-        a.recycle = 1;
-        memdiff_snapshot *s = memdiff__arena_alloc(&a, sizeof *s);
-        if (!s)
-            return MEMDIFF_ENOMEM;
-        s->arena = a;
-        memdiff__arena scratch = MEMDIFF__ARENA_INIT;
-        int rc = take(&o, flags, s, &scratch);
-        memdiff__arena_release(&scratch);
-        if (rc) {
-            memdiff_snapshot_free(s);
-            if (rc == MEMDIFF_ECHANGED && !(flags & MEMDIFF__TAKE_EXACT)) {
-                flags |= MEMDIFF__TAKE_EXACT;
-                continue;
-            }
-            return rc;
-        }
-        *out = s;
-        return MEMDIFF_OK;
-    }
+    if (taking || memdiff__arena_busy())
+        return memdiff__set_error(MEMDIFF_EBUSY, "memdiff_snapshot_take: this thread is inside "
+                                                 "memdiff already (called from a signal handler "
+                                                 "that interrupted it?); memdiff is not "
+                                                 "async-signal-safe");
+    taking = 1;
+    int rc = take_retrying(&o, flags, out);
+    taking = 0;
+    return rc;
 }
 
 int memdiff_snapshot_self(memdiff_depth depth, memdiff_snapshot **out)

@@ -245,6 +245,24 @@ void memdiff__os_free(void *p, size_t size);
  * old memory is then untouched, and the caller allocates and copies. */
 void *memdiff__os_grow(void *p, size_t old_size, size_t new_size);
 
+/* Address space for memdiff's small chunks: size bytes (a multiple of the page size), page
+ * aligned, in one piece, of which memdiff__os_commit() makes parts usable; NULL on failure. The
+ * reservation counts as one mapping however it is used, so that the OS's list of mappings (Linux
+ * /proc/PID/maps, read by every snapshot) does not grow with the chunks carved from it. Named as
+ * memdiff's where the OS allows, as memdiff__os_alloc names its memory. */
+void *memdiff__os_reserve(size_t size);
+
+/* Makes size bytes at p (page aligned, inside a reservation, not committed now) usable: read-write
+ * and zeroed. 0, or -1 when the OS has no memory for it. */
+int memdiff__os_commit(void *p, size_t size);
+
+/* Gives the pages of size bytes at p (committed) back to the OS; the range stays reserved, and
+ * reads zero once committed again. */
+void memdiff__os_decommit(void *p, size_t size);
+
+/* Returns a whole reservation (p and size as memdiff__os_reserve returned and took them). */
+void memdiff__os_unreserve(void *p, size_t size);
+
 /* The page size of the calling process. */
 uint32_t memdiff__os_page_size(void);
 

@@ -76,6 +76,43 @@ void *memdiff__os_grow(void *p, size_t old_size, size_t new_size)
     return q;
 }
 
+void *memdiff__os_reserve(size_t size)
+{
+    /* Read-write from the start, so that committing a chunk is no syscall and the reservation
+     * stays one VMA whatever is committed in it (mprotect per chunk would split it). Pages are
+     * faulted in only when written; MAP_NORESERVE keeps the untouched rest out of the commit
+     * charge (mm/mmap.c accountable_mapping, overcommit modes 0 and 1). No transparent huge
+     * pages: a small chunk's first write would fault in 2 MiB, and decommitting a piece would
+     * split it again; chunks of 2 MiB and more are mappings of their own (memdiff__os_alloc). */
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    (void)madvise(p, size, MADV_NOHUGEPAGE);
+    name_chunk(p, size);
+    return p;
+}
+
+int memdiff__os_commit(void *p, size_t size)
+{
+    /* Already read-write, and zero: never written, or discarded by memdiff__os_decommit. */
+    (void)p;
+    (void)size;
+    return 0;
+}
+
+void memdiff__os_decommit(void *p, size_t size)
+{
+    /* A private anonymous page discarded with MADV_DONTNEED reads zero when touched again
+     * (madvise(2)); the VMA is left as it is. */
+    (void)madvise(p, size, MADV_DONTNEED);
+}
+
+void memdiff__os_unreserve(void *p, size_t size)
+{
+    munmap(p, size);
+}
+
 uint32_t memdiff__os_page_size(void)
 {
     static atomic_uint cached;

@@ -30,6 +30,29 @@ void *memdiff__os_grow(void *p, size_t old_size, size_t new_size)
     return NULL;
 }
 
+void *memdiff__os_reserve(size_t size)
+{
+    /* Reserved only: each chunk is committed as it is carved out and decommitted when freed, so
+     * that the reservation holds no memory it does not use. */
+    return VirtualAlloc(NULL, size, MEM_RESERVE, PAGE_NOACCESS);
+}
+
+int memdiff__os_commit(void *p, size_t size)
+{
+    return VirtualAlloc(p, size, MEM_COMMIT, PAGE_READWRITE) ? 0 : -1;
+}
+
+void memdiff__os_decommit(void *p, size_t size)
+{
+    VirtualFree(p, size, MEM_DECOMMIT);
+}
+
+void memdiff__os_unreserve(void *p, size_t size)
+{
+    (void)size; /* MEM_RELEASE frees the whole reservation and requires size 0 */
+    VirtualFree(p, 0, MEM_RELEASE);
+}
+
 uint32_t memdiff__os_page_size(void)
 {
     static atomic_uint cached;
