@@ -123,8 +123,8 @@ static inline void memdiff__region_count(memdiff__region *r, unsigned attrs, uin
 }
 
 /* Sets the info's region and run counts and its byte totals (resident, private, shared,
- * swapped) from the regions' page counts, Own's left out; own_bytes to 0 (a taken snapshot then
- * sets the arena's count). */
+ * swapped, own) from the regions' page counts. A snapshot taken of the calling process then
+ * replaces own_bytes by the arena's count (its Own regions have no pages). */
 void memdiff__snapshot_tally(memdiff_snapshot *s);
 
 /* ---- page runs (runs.c) ----------------------------------------------------------------- */

@@ -185,8 +185,12 @@ void memdiff__snapshot_tally(memdiff_snapshot *s)
     in->resident_bytes = in->private_bytes = in->swapped_bytes = in->own_bytes = 0;
     for (size_t i = 0; i < s->region_count; i++) {
         const memdiff__region *r = &s->regions[i];
-        if (r->category == MEMDIFF_CAT_OWN)
-            continue; /* outside every total; own_bytes is the arena's count, not a page sum */
+        if (r->category == MEMDIFF_CAT_OWN) {
+            /* Pages of Own are recorded by files and tests only: a snapshot taken now reads
+             * none, and puts the arena's count here instead (take). */
+            in->own_bytes += r->resident_pages * ps;
+            continue;
+        }
         in->resident_bytes += r->resident_pages * ps;
         in->private_bytes += r->private_pages * ps;
         in->swapped_bytes += r->swapped_pages * ps;
@@ -194,6 +198,30 @@ void memdiff__snapshot_tally(memdiff_snapshot *s)
     in->shared_bytes = in->resident_bytes - in->private_bytes;
     in->region_count = s->region_count;
     in->run_count = s->run_count;
+}
+
+/* The regions that are not wholly memdiff's own storage, in order, copied into arena: the
+ * backend looks for heaps in anonymous memory by reading it, and memdiff's reservations, which
+ * hold every live snapshot, are not the program's heaps (on kernels that cannot name memory they
+ * look like any anonymous mapping). */
+static int outside_own(const memdiff__plat_region *regions, size_t count,
+                       const memdiff__range *own, size_t own_count, memdiff__arena *arena,
+                       const memdiff__plat_region **out, size_t *out_count)
+{
+    memdiff__plat_region *kept = memdiff__arena_alloc_raw(arena, (count ? count : 1) *
+                                                                     sizeof *kept);
+    if (!kept)
+        return MEMDIFF_ENOMEM;
+    size_t n = 0, k = 0;
+    for (size_t i = 0; i < count; i++) {
+        while (k < own_count && own[k].end <= regions[i].start)
+            k++;
+        if (!(k < own_count && own[k].start <= regions[i].start && regions[i].end <= own[k].end))
+            kept[n++] = regions[i];
+    }
+    *out = kept;
+    *out_count = n;
+    return MEMDIFF_OK;
 }
 
 static int take(const memdiff_options *o, unsigned flags, memdiff_snapshot *s,
@@ -247,10 +275,15 @@ static int take(const memdiff_options *o, unsigned flags, memdiff_snapshot *s,
     if (!rc)
         rc = memdiff__plat_modules(proc, scratch, regions, f.region_count, &modules,
                                    &f.module_count);
-    if (!rc)
-        rc = memdiff__plat_heaps(proc, scratch, regions, f.region_count, &heaps, &f.heap_count);
     if (!rc && f.self)
         rc = memdiff__own_ranges(scratch, &own, &f.own_count);
+    const memdiff__plat_region *probed = regions;
+    size_t probed_count = f.region_count;
+    if (!rc && f.own_count)
+        rc = outside_own(regions, f.region_count, own, f.own_count, scratch, &probed,
+                         &probed_count);
+    if (!rc)
+        rc = memdiff__plat_heaps(proc, scratch, probed, probed_count, &heaps, &f.heap_count);
     f.regions = regions;
     f.threads = threads;
     f.modules = modules;
