@@ -15,6 +15,7 @@
  * predecessor in every repetition); medians, not means, are compared.
  *
  *   memdiff_bench [--quick] [--json] [--reps N] [--only NAME]
+ *   memdiff_bench --live N [--reps N]
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -544,7 +545,8 @@ static void usage(FILE *f)
                "  --pair D     memdiff at depth D and its floor, alternately on the first target\n"
                "               selected: wall medians and this process's user / system CPU\n"
                "  --pid P      with --pair: on running process P instead of a target (two\n"
-               "               builds compared on one process, their ratios side by side)\n");
+               "               builds compared on one process, their ratios side by side)\n"
+               "  --live N     the next standard self snapshot with 0 and with N live ones\n");
 }
 
 /* The depth a --profile or --pair argument names (standard for anything else). */
@@ -584,6 +586,90 @@ static int profile(const bench_target_spec *spec, const char *what)
     memdiff_snapshot_free(a);
     memdiff_snapshot_free(b);
     bench_target_stop(&t);
+    return 0;
+}
+
+/* The benchmark's own resident bytes (/proc/self/statm), 0 when unreadable. */
+static uint64_t self_resident(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long long size = 0, res = 0;
+    if (!f)
+        return 0;
+    if (fscanf(f, "%llu %llu", &size, &res) != 2)
+        res = 0;
+    fclose(f);
+    return (uint64_t)res * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+/* The next standard self snapshot's wall time, resident growth of the process (the snapshot
+ * kept until measured), storage, regions and runs: medians over reps snapshots, each freed
+ * after. */
+typedef struct next_cost {
+    double ms, resident, storage, regions, runs;
+} next_cost;
+
+static int measure_next(next_cost *out)
+{
+    double *v[5];
+    int ok = 1;
+    for (int k = 0; k < 5; k++)
+        ok = (v[k] = calloc((size_t)reps, sizeof(double))) != NULL && ok;
+    for (int i = 0; ok && i < reps; i++) {
+        uint64_t r0 = self_resident();
+        double t0 = now_ms();
+        memdiff_snapshot *s = snap(0, MEMDIFF_DEPTH_STANDARD);
+        v[0][i] = now_ms() - t0;
+        v[1][i] = (double)(self_resident() - r0);
+        memdiff_snapshot_info in;
+        ok = s && memdiff_snapshot_get_info(s, &in) == MEMDIFF_OK;
+        if (ok) {
+            v[2][i] = (double)in.storage_bytes;
+            v[3][i] = (double)in.region_count;
+            v[4][i] = (double)in.run_count;
+        }
+        memdiff_snapshot_free(s);
+    }
+    if (ok) {
+        out->ms = median(v[0], reps);
+        out->resident = median(v[1], reps);
+        out->storage = median(v[2], reps);
+        out->regions = median(v[3], reps);
+        out->runs = median(v[4], reps);
+    }
+    for (int k = 0; k < 5; k++)
+        free(v[k]);
+    return ok ? 0 : -1;
+}
+
+/* --live N: what the next standard self snapshot costs with none and with N snapshots live in
+ * the process (memdiff's own storage must not make it dearer: issue 20). Self snapshots, since
+ * only the process holding them has them as Own. */
+static int live(int n)
+{
+    memdiff_snapshot **held = calloc((size_t)n, sizeof *held);
+    next_cost c[2];
+    memset(c, 0, sizeof c);
+    memdiff_snapshot_free(snap(0, MEMDIFF_DEPTH_STANDARD)); /* working buffers, kept */
+    int rc = !held || measure_next(&c[0]);
+    for (int i = 0; !rc && i < n; i++)
+        rc = !(held[i] = snap(0, MEMDIFF_DEPTH_STANDARD));
+    uint64_t all = self_resident();
+    if (!rc)
+        rc = measure_next(&c[1]);
+    for (int i = 0; held && i < n; i++)
+        memdiff_snapshot_free(held[i]);
+    free(held);
+    memdiff_trim();
+    if (rc)
+        return 1;
+    printf("Next standard self snapshot, medians of %d (the benchmark's own process, VmRSS %.1f "
+           "MiB with %d live):\n\n", reps, (double)all / (double)MIB, n);
+    printf("| live snapshots | ms | resident growth (KiB) | storage (KiB) | regions | runs |\n"
+           "|---|---|---|---|---|---|\n");
+    for (int k = 0; k < 2; k++)
+        printf("| %d | %.3f | %.0f | %.0f | %.0f | %.0f |\n", k ? n : 0, c[k].ms,
+               c[k].resident / 1024, c[k].storage / 1024, c[k].regions, c[k].runs);
     return 0;
 }
 
@@ -668,6 +754,7 @@ int main(int argc, char **argv)
     int quick = 0, json = 0;
     const char *only = NULL, *prof = NULL, *pairing = NULL;
     pid_t attach = 0;
+    int live_n = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0) {
             quick = 1;
@@ -691,6 +778,12 @@ int main(int argc, char **argv)
                 usage(stderr);
                 return 2;
             }
+        } else if (strcmp(argv[i], "--live") == 0 && i + 1 < argc) {
+            live_n = atoi(argv[++i]);
+            if (live_n <= 0) {
+                usage(stderr);
+                return 2;
+            }
         } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             usage(stdout);
             return 0;
@@ -699,6 +792,8 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    if (live_n)
+        return live(live_n);
     char cmd[512] = "";
     size_t at = 0;
     for (int i = 0; i < argc && at < sizeof cmd; i++) {
