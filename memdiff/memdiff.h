@@ -28,6 +28,9 @@
  *    from several threads.
  *  - Taking a snapshot and comparing never call malloc: memdiff's storage comes from its own
  *    mmap'd arena, which every snapshot reports as category Own and keeps out of all totals.
+ *  - No function is async-signal-safe. Called again from a signal handler that interrupted
+ *    memdiff on the same thread, memdiff_snapshot_take() fails at once with MEMDIFF_EBUSY, and
+ *    nothing deadlocks (docs/api.md).
  */
 #ifndef MEMDIFF_H
 #define MEMDIFF_H
@@ -167,7 +170,8 @@ typedef struct memdiff_snapshot memdiff_snapshot;
  * during the snapshot), MEMDIFF_EACCES (the process may not be read at all), MEMDIFF_ENOMEM,
  * MEMDIFF_EIO, MEMDIFF_ECHANGED (Windows: memory went away while it was read, in the snapshot
  * taken once more too; a snapshot whose reading the process or the system changed under it is
- * taken again once before any such error). A depth the caller is not allowed is not an error:
+ * taken again once before any such error), MEMDIFF_EBUSY (called from a signal handler that
+ * interrupted memdiff on this thread). A depth the caller is not allowed is not an error:
  * the snapshot is taken at the depth available and records why (memdiff_snapshot_info.degraded). */
 MEMDIFF_API int memdiff_snapshot_take(const memdiff_options *options, memdiff_snapshot **out);
 
@@ -212,7 +216,9 @@ typedef struct memdiff_snapshot_info {
     uint64_t private_bytes;  /* of resident_bytes, mapped by this process only */
     uint64_t shared_bytes;   /* of resident_bytes, mapped elsewhere too (or unknown at fast) */
     uint64_t swapped_bytes;
-    uint64_t own_bytes;      /* resident pages of memdiff's own storage */
+    uint64_t own_bytes;      /* snapshot of the calling process: bytes of memdiff's storage
+                                committed when it ended (the allocator's count, exact; not a
+                                count of resident pages); else 0 (docs/api.md) */
     uint64_t storage_bytes;  /* bytes of memory this snapshot occupies */
     memdiff_process_totals totals;
 } memdiff_snapshot_info;
@@ -345,7 +351,8 @@ MEMDIFF_API void memdiff_diff_free(memdiff_diff *diff);
 /* Totals over all categories but Own. Errors: MEMDIFF_EINVAL. */
 MEMDIFF_API int memdiff_diff_totals(const memdiff_diff *diff, memdiff_totals *out);
 
-/* Totals of one category (Own included here, to see memdiff's own cost).
+/* Totals of one category (Own included here: empty for snapshots taken by this version, which do
+ * not read Own's pages; memdiff's cost is memdiff_snapshot_info.own_bytes).
  * Errors: MEMDIFF_EINVAL (NULL, category out of range). */
 MEMDIFF_API int memdiff_diff_category_totals(const memdiff_diff *diff, memdiff_category category,
                                              memdiff_totals *out);

@@ -164,8 +164,9 @@ static inline size_t memdiff__stretch_end(const uint64_t *v, size_t i, size_t n,
 
 typedef struct memdiff__chunk memdiff__chunk;
 
-/* A bump allocator over memory from memdiff__os_alloc. Every chunk of every live arena is
- * registered process-wide, so that snapshots can report memdiff's own storage as Own. Initialise
+/* A bump allocator over OS memory (chunks carved from memdiff__os_reserve's reservations, large
+ * ones from memdiff__os_alloc). All of it is accounted process-wide, so that snapshots can report
+ * memdiff's own storage as Own. Initialise
  * with MEMDIFF__ARENA_INIT; release everything with memdiff__arena_release(). */
 typedef struct memdiff__arena {
     memdiff__chunk *chunks; /* newest first */

@@ -9,8 +9,9 @@
 void *memdiff__os_alloc(size_t size)
 {
     /* VirtualAlloc, not HeapAlloc: memdiff's storage must stay out of the heaps it measures.
-     * Each chunk is its own allocation (64 KiB granularity), which the arena registry lists as
-     * Own; Windows has no way to name private memory, so that registry is the only mark. */
+     * Chunks of 2 MiB and more are allocations of their own, the others are carved from
+     * reservations (memdiff__os_reserve); the arena lists both as Own, since Windows has no way
+     * to name private memory. */
     return VirtualAlloc(NULL, size, MEM_COMMIT | MEM_RESERVE, PAGE_READWRITE);
 }
 
