@@ -777,29 +777,16 @@ int memdiff__own_ranges(memdiff__arena *arena, memdiff__range **out, size_t *cou
         if (!r)
             return MEMDIFF_ENOMEM;
         size_t k = 0;
-        int fits = 1;
         if (lock())
             return MEMDIFF_EBUSY;
-        for (memdiff__chunk *c = registry; c; c = c->gnext) {
-            if (k == cap) {
-                fits = 0;
-                break;
-            }
-            r[k].start = (uint64_t)(uintptr_t)c;
-            r[k].end = r[k].start + c->size;
-            k++;
-        }
-        for (reservation *v = reservations; v && fits; v = v->next) {
-            if (k == cap) {
-                fits = 0;
-                break;
-            }
-            r[k].start = (uint64_t)(uintptr_t)v;
-            r[k].end = r[k].start + v->size;
-            k++;
-        }
+        for (memdiff__chunk *c = registry; c && k <= cap; c = c->gnext, k++)
+            if (k < cap)
+                r[k] = (memdiff__range){(uintptr_t)c, (uint64_t)(uintptr_t)c + c->size};
+        for (reservation *v = reservations; v && k <= cap; v = v->next, k++)
+            if (k < cap)
+                r[k] = (memdiff__range){(uintptr_t)v, (uint64_t)(uintptr_t)v + v->size};
         unlock();
-        if (!fits)
+        if (k > cap)
             continue;
         /* Insertion sort: the list is short (reservations, chunks of OWN_MAPPING_MIN up). */
         for (size_t i = 1; i < k; i++) {

@@ -27,6 +27,19 @@
     X(escape)                  \
     X(hostile)
 
+/* UNDER_ASAN: 1 in an AddressSanitizer build (gcc or clang), whose shadow mappings make some
+ * measurements slow or meaningless. */
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+#ifndef UNDER_ASAN
+#define UNDER_ASAN 0
+#endif
+
 #define MEMDIFF_TEST_DECLARE(name) Suite *name##_suite(void);
 MEMDIFF_TEST_SUITES(MEMDIFF_TEST_DECLARE)
 #undef MEMDIFF_TEST_DECLARE

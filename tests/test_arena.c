@@ -328,17 +328,6 @@ END_TEST
 
 /* ---- the cost of a snapshot with many live ones ---------------------------------------------- */
 
-#if defined(__SANITIZE_ADDRESS__)
-#define UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define UNDER_ASAN 1
-#endif
-#endif
-#ifndef UNDER_ASAN
-#define UNDER_ASAN 0
-#endif
-
 #define LIVE 3000
 #define BATCH 16 /* snapshots per measurement: 16 make a resident growth of ~100 pages */
 

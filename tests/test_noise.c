@@ -27,17 +27,6 @@
 #include "memdiff_check.h"
 #include "suites.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define UNDER_ASAN 1
-#endif
-#endif
-#ifndef UNDER_ASAN
-#define UNDER_ASAN 0
-#endif
-
 enum { PAGE = 4096, KEPT_MAX = 4096 };
 
 /* What the leaky functions keep, freed by the teardown (LeakSanitizer checks at exit). The array
