@@ -413,10 +413,16 @@ START_TEST(live_snapshots_do_not_raise_the_cost)
            (unsigned long long)next.runs, (unsigned long long)first.own,
            (unsigned long long)next.own, (unsigned long long)first.resident,
            (unsigned long long)next.resident, first.own_ranges, next.own_ranges);
+    fflush(stdout); /* before an assertion ends the test's process */
     ASSERT_SAME_COST(next.storage, first.storage, "storage bytes");
-    ASSERT_SAME_COST(next.stored, first.stored, "runs and frames stored");
+    /* Under AddressSanitizer its shadow of memdiff's storage (a byte per 8, read by every
+     * checked access: a zero page every other shadow page, one per live chunk) is the process's
+     * memory and grows with the live snapshots: 8 times the runs, a quarter more stored. */
+    if (!UNDER_ASAN) {
+        ASSERT_SAME_COST(next.stored, first.stored, "runs and frames stored");
+        ASSERT_SAME_COST(next.runs, first.runs, "runs");
+    }
     ASSERT_SAME_COST(next.regions, first.regions, "regions");
-    ASSERT_SAME_COST(next.runs, first.runs, "runs");
     ASSERT_SAME_COST(next.own, first.own, "arena bytes");
     ASSERT_SAME_COST(next.resident, first.resident, "resident growth");
     /* 3,000 chunks of 64 KiB fit three reservations (64, 64 and 128 MiB), adjacent or not:
