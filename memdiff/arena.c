@@ -210,7 +210,9 @@ static size_t carve(reservation *r, size_t n)
     return (size_t)-1;
 }
 
-/* A new reservation with room for a chunk of size bytes, linked last; NULL on failure. */
+/* A new reservation with room for a chunk of size bytes, linked last; NULL on failure. One as
+ * large as all before, or RESERVATION_MIN where the OS refuses that much (an address-space
+ * limit, a 32-bit process). */
 static reservation *reserve_more(size_t size)
 {
     size_t page = memdiff__os_page_size();
@@ -218,13 +220,17 @@ static reservation *reserve_more(size_t size)
         return NULL;
     size_t bytes = MEMDIFF__MAX(RESERVATION_MIN, reserved_bytes);
     unlock();
-    size_t pages = bytes / page;
-    size_t head = (offsetof(reservation, bits) + (pages + 63) / 64 * 8 + page - 1) / page;
-    if (size > (pages - head) * page)
-        return NULL;
     reservation *r = memdiff__os_reserve(bytes);
+    if (!r && bytes > RESERVATION_MIN)
+        r = memdiff__os_reserve(bytes = RESERVATION_MIN);
     if (!r)
         return NULL;
+    size_t pages = bytes / page;
+    size_t head = (offsetof(reservation, bits) + (pages + 63) / 64 * 8 + page - 1) / page;
+    if (size > (pages - head) * page) {
+        memdiff__os_unreserve(r, bytes);
+        return NULL;
+    }
     if (memdiff__os_commit(r, head * page)) {
         memdiff__os_unreserve(r, bytes);
         return NULL;
@@ -401,9 +407,10 @@ static memdiff__chunk *chunk_new(size_t cap, int dedicated, int growable, int co
     }
     if (reentered())
         return NULL;
-    if (size < OWN_MAPPING_MIN) {
+    if (size < OWN_MAPPING_MIN)
         c = carve_chunk(size);
-    } else {
+    /* No reservation to carve from (the OS refused the address space): a mapping of its own. */
+    if (!c && !reentered()) {
         c = memdiff__os_alloc(size);
         if (c) {
             c->home = NULL;
@@ -440,11 +447,12 @@ static void chunk_free(memdiff__chunk *c)
     atomic_fetch_sub(&chunk_bytes, size);
 }
 
-/* Grows dedicated chunk c (reached through *link) to hold new_size bytes by moving its pages
- * (memdiff__os_grow): no copy, so an array that doubles costs its new pages only. The chunk is
+/* Grows dedicated chunk c (reached through *link) to hold new_size bytes without a copy: a
+ * carved chunk into the free pages after it (extend_carved), a mapping of its own by moving its
+ * pages (memdiff__os_grow), so that an array that doubles costs its new pages only. A mapping is
  * out of the registry while it moves: a concurrent memdiff__own_ranges() misses it for that
- * instant, and finds its pages by their name where the OS names memory. NULL when the OS cannot
- * move pages (c is then unchanged). */
+ * instant, and finds its pages by their name where the OS names memory. NULL when it cannot grow
+ * so (c is then unchanged, and the caller copies). */
 static void *grow_chunk(memdiff__chunk **link, memdiff__chunk *c, size_t new_size)
 {
     size_t page = memdiff__os_page_size();

@@ -230,7 +230,8 @@ int memdiff__own_ranges(memdiff__arena *arena, memdiff__range **out, size_t *cou
 /* Bytes of all live chunks in the process: those of live arenas and those kept for the next
  * snapshot (memdiff_trim() unmaps these). The arena's own count, exact; bytes committed for
  * memdiff's use, not pages known to be resident (a page of a chunk is resident once written).
- * Reservation bookkeeping (the header and bitmap of each, one page per 64 MiB) is not counted. */
+ * Reservation bookkeeping (a header and a bit per page, in each reservation's first pages) is
+ * not counted. */
 size_t memdiff__own_bytes(void);
 
 /* Whether the calling thread is inside the arena's lock: a signal handler interrupted it there,

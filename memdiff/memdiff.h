@@ -185,8 +185,9 @@ MEMDIFF_API void memdiff_snapshot_free(memdiff_snapshot *snapshot);
  * Linux a 1.5 MiB mapping, about 1 MiB of it touched by a standard snapshot of a large process;
  * deep maps about 1 MiB more) and the storage of freed snapshots are kept, 8 MiB at most, for
  * the next snapshot to use without mapping and faulting them in again; they count as memdiff's
- * own (Own), never as the program's. Call this when done taking snapshots if that memory
- * matters; any thread, any time. Snapshots are not affected. */
+ * own (Own), never as the program's. It also returns the address space memdiff reserved for
+ * its storage where nothing live is left in it. Call this when done taking snapshots if that
+ * memory matters; any thread, any time. Snapshots are not affected. */
 MEMDIFF_API void memdiff_trim(void);
 
 /* Figures the process itself reports (Linux: /proc/PID/status), in bytes; 0 when unknown. */
