@@ -20,6 +20,10 @@
  *
  * No allocation: blocks are ranked with a fixed array of MEMDIFF_CHECK_MAX_BLOCKS entries, lines
  * are formatted on the stack.
+ *
+ * Figures are sums of block counts. memdiff_compare() hands out only diffs whose counts fit an
+ * int64_t, so the sums here are exact; they saturate all the same (internal.h), so that no diff
+ * can make a check pass on a figure that wrapped around.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -97,19 +101,19 @@ static int64_t measure_of(const memdiff_totals *t, memdiff_measure m)
 {
     switch (m) {
     case MEMDIFF_MEASURE_NEW:
-        return (int64_t)t->new_bytes;
+        return memdiff__to_figure(t->new_bytes);
     case MEMDIFF_MEASURE_FREED:
-        return (int64_t)t->freed_bytes;
+        return memdiff__to_figure(t->freed_bytes);
     case MEMDIFF_MEASURE_NET:
-        return t->net_bytes;
+        return memdiff__sub_sat(t->new_bytes, t->freed_bytes);
     case MEMDIFF_MEASURE_PRIVATE:
-        return (int64_t)t->new_private_bytes;
+        return memdiff__to_figure(t->new_private_bytes);
     case MEMDIFF_MEASURE_SHARED:
-        return (int64_t)t->new_shared_bytes;
+        return memdiff__to_figure(t->new_shared_bytes);
     case MEMDIFF_MEASURE_NET_PRIVATE:
-        return (int64_t)t->new_private_bytes - (int64_t)t->freed_bytes;
+        return memdiff__sub_sat(t->new_private_bytes, t->freed_bytes);
     case MEMDIFF_MEASURE_REPLACED:
-        return (int64_t)t->replaced_bytes;
+        return memdiff__to_figure(t->replaced_bytes);
     case MEMDIFF_MEASURE_TOUCHED:
     case MEMDIFF_MEASURE_PEAK:
     case MEMDIFF_MEASURE_COUNT:
@@ -174,8 +178,9 @@ static int64_t block_figure(const memdiff_diff *d, const memdiff_block *k,
                             const memdiff_totals *t, int kept, memdiff_measure m)
 {
     if (m == MEMDIFF_MEASURE_TOUCHED)
-        return kept && d->block_impact ? (int64_t)d->block_impact[k - d->blocks].touched_bytes
-                                       : 0;
+        return kept && d->block_impact
+                   ? memdiff__to_figure(d->block_impact[k - d->blocks].touched_bytes)
+                   : 0;
     return measure_of(t, m);
 }
 
@@ -185,7 +190,7 @@ static int64_t peak_above_start(const memdiff_diff *d)
     const memdiff_refset_info *in = &d->refs;
     if (!(in->sources & MEMDIFF_REFS_PEAK) || in->peak_bytes < in->begin_rss_bytes)
         return 0;
-    return (int64_t)(in->peak_bytes - in->begin_rss_bytes);
+    return memdiff__to_figure(in->peak_bytes - in->begin_rss_bytes);
 }
 
 static int in_category(const memdiff_block *k, memdiff_category category)
@@ -214,7 +219,7 @@ static tally figure_tally(const memdiff_diff *d, const memdiff_filter *f,
     }
     if (category == MEMDIFF_CAT_OWN) {
         t.kept = m == MEMDIFF_MEASURE_TOUCHED
-                     ? (int64_t)d->impact_category[MEMDIFF_CAT_OWN].touched_bytes
+                     ? memdiff__to_figure(d->impact_category[MEMDIFF_CAT_OWN].touched_bytes)
                      : measure_of(&d->category[MEMDIFF_CAT_OWN], m);
         return t;
     }
@@ -225,8 +230,8 @@ static tally figure_tally(const memdiff_diff *d, const memdiff_filter *f,
             continue;
         int keep = memdiff__filter_block(f, k, verbose_diff(d), &kept);
         int64_t all = block_figure(d, k, &k->totals, 1, m), v = block_figure(d, k, &kept, keep, m);
-        t.kept += v;
-        t.dropped += all - v;
+        t.kept = memdiff__add_sat_i64(t.kept, v);
+        t.dropped = memdiff__add_sat_i64(t.dropped, memdiff__sub_sat_i64(all, v));
         t.kept_blocks += v != 0;
         t.dropped_blocks += all != v;
     }
@@ -449,7 +454,7 @@ static void rank(const memdiff_diff *d, const selection *s, ranking *r)
         if (!selected_value(d, s, k, &v))
             continue;
         r->total++;
-        r->rest += v;
+        r->rest = memdiff__add_sat_i64(r->rest, v);
         /* Insert in order of |v|, largest first; blocks come by address, so equal sizes stay in
          * address order. */
         size_t j = r->shown;
@@ -468,7 +473,7 @@ static void rank(const memdiff_diff *d, const selection *s, ranking *r)
             r->shown++;
     }
     for (size_t i = 0; i < r->shown; i++)
-        r->rest -= r->values[i];
+        r->rest = memdiff__sub_sat_i64(r->rest, r->values[i]);
 }
 
 static void put_blocks(msg *m, const memdiff_diff *d, const selection *s, const char *what)
@@ -605,7 +610,7 @@ int memdiff_check_label(const memdiff_diff *diff, memdiff_category category,
     for (size_t i = 0; i < diff->block_count; i++) {
         if (selected_value(diff, &s, &diff->blocks[i], &v)) {
             found++;
-            sum += v;
+            sum = memdiff__add_sat_i64(sum, v);
         }
     }
     int ok = found > 0 && sum >= min_bytes;

@@ -192,6 +192,8 @@ int memdiff_leak_slope(void (*fn)(void *arg), void *arg, const memdiff_slope_opt
         return rc;
     }
     out->bytes_per_iteration = f.sxx > 0 ? f.cxy / f.sxx : 0.0;
-    out->endpoint_slope = (double)(out->last - out->first) / (double)(o.iterations - first_x);
+    /* In doubles: last - first of two figures may not fit an int64_t. */
+    out->endpoint_slope = ((double)out->last - (double)out->first) /
+                          (double)(o.iterations - first_x);
     return MEMDIFF_OK;
 }

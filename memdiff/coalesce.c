@@ -81,8 +81,8 @@ static int visible(const memdiff__piece *p)
 
 static void grow_block(work *w, const memdiff__piece *p)
 {
-    w->impact.touched_bytes += p->touched;
-    w->impact.persistent_bytes += p->persistent;
+    w->impact.touched_bytes = memdiff__add_sat(w->impact.touched_bytes, p->touched);
+    w->impact.persistent_bytes = memdiff__add_sat(w->impact.persistent_bytes, p->persistent);
     if (!visible(p))
         return;
     w->b.start = MEMDIFF__MIN(w->b.start, p->start);
@@ -159,12 +159,14 @@ static int add_default(memdiff__blocks *b, const memdiff__piece *p)
     }
     if (e) { /* the unit had persistent pages only, so far */
         if (!visible(p)) {
-            e->persistent += p->persistent;
+            e->persistent = memdiff__add_sat(e->persistent, p->persistent);
             return MEMDIFF_OK;
         }
         int rc = new_block(b, p, &e->index);
-        if (!rc)
-            b->v[e->index].impact.persistent_bytes += e->persistent;
+        if (!rc) {
+            memdiff_impact *m = &b->v[e->index].impact;
+            m->persistent_bytes = memdiff__add_sat(m->persistent_bytes, e->persistent);
+        }
         return rc;
     }
     e = memdiff__arena_alloc(b->arena, sizeof *e);
@@ -247,7 +249,7 @@ int memdiff__blocks_finish(memdiff__blocks *b, memdiff_block **out, memdiff_impa
         memdiff_block x = b->v[i].b;
         memdiff_impact y = b->v[i].impact;
         x.change = change_of(&x.totals);
-        y.impacting_bytes = x.totals.new_bytes + x.totals.freed_bytes;
+        y.impacting_bytes = memdiff__add_sat(x.totals.new_bytes, x.totals.freed_bytes);
         size_t j = i;
         while (j > 0 && block_before(&x, &v[j - 1])) {
             v[j] = v[j - 1];

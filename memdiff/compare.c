@@ -38,6 +38,10 @@
  *  - A block's presence says in which snapshot the block's mapping exists: both for changes
  *    within one mapping, before only for pages freed because their mapping went (even when
  *    another mapping took its place), after only for pages of a mapping that is new.
+ *  - Range: the diff's figures are signed 64-bit, and two valid files can free 2^63 bytes (a
+ *    region may end just below 2^64). Counts add up saturating (internal.h) and a diff with a
+ *    count above INT64_MAX is refused with MEMDIFF_ERANGE (check_range), so that every figure
+ *    of a diff handed out is exact.
  *  - Reference-set brackets (memdiff__compare_refs, refs not NULL) also count per page:
  *    persistent, resident in both snapshots of one mapping (unchanged pages too, which then go
  *    to the walk as pieces with outcome NONE); touched, a page resident after that the after
@@ -82,61 +86,65 @@ typedef struct walk {
     size_t touched_region;        /* the after region whose per-mapping touched bytes went last */
 } walk;
 
+/* Sums saturate (internal.h): a count that does not fit reads as too large, and compare()
+ * refuses the diff (check_range). net follows new and freed. */
 void memdiff__totals_count(memdiff_totals *t, memdiff__outcome outcome, uint64_t bytes)
 {
+    uint64_t *kind = NULL, *sum = NULL;
     switch (outcome) {
     case MEMDIFF__OUT_NEW_PRIVATE:
-        t->new_private_bytes += bytes;
-        t->new_bytes += bytes;
-        t->net_bytes += (int64_t)bytes;
+        kind = &t->new_private_bytes;
+        sum = &t->new_bytes;
         break;
     case MEMDIFF__OUT_NEW_SHARED:
-        t->new_shared_bytes += bytes;
-        t->new_bytes += bytes;
-        t->net_bytes += (int64_t)bytes;
+        kind = &t->new_shared_bytes;
+        sum = &t->new_bytes;
         break;
     case MEMDIFF__OUT_FREED_UNMAPPED:
-        t->freed_unmapped_bytes += bytes;
-        t->freed_bytes += bytes;
-        t->net_bytes -= (int64_t)bytes;
+        kind = &t->freed_unmapped_bytes;
+        sum = &t->freed_bytes;
         break;
     case MEMDIFF__OUT_FREED_DISCARDED:
-        t->freed_discarded_bytes += bytes;
-        t->freed_bytes += bytes;
-        t->net_bytes -= (int64_t)bytes;
+        kind = &t->freed_discarded_bytes;
+        sum = &t->freed_bytes;
         break;
     case MEMDIFF__OUT_FREED_SWAPPED:
-        t->freed_swapped_bytes += bytes;
-        t->freed_bytes += bytes;
-        t->net_bytes -= (int64_t)bytes;
+        kind = &t->freed_swapped_bytes;
+        sum = &t->freed_bytes;
         break;
     case MEMDIFF__OUT_REPLACED:
-        t->replaced_bytes += bytes;
+        kind = &t->replaced_bytes;
         break;
     case MEMDIFF__OUT_BECAME_PRIVATE:
-        t->became_private_bytes += bytes;
+        kind = &t->became_private_bytes;
         break;
     case MEMDIFF__OUT_BECAME_SHARED:
-        t->became_shared_bytes += bytes;
+        kind = &t->became_shared_bytes;
         break;
     case MEMDIFF__OUT_NONE:
-        break;
+        return;
+    }
+    *kind = memdiff__add_sat(*kind, bytes);
+    if (sum) {
+        *sum = memdiff__add_sat(*sum, bytes);
+        t->net_bytes = memdiff__sub_sat(t->new_bytes, t->freed_bytes);
     }
 }
 
 void memdiff__totals_add(memdiff_totals *a, const memdiff_totals *b)
 {
-    a->new_bytes += b->new_bytes;
-    a->new_private_bytes += b->new_private_bytes;
-    a->new_shared_bytes += b->new_shared_bytes;
-    a->freed_bytes += b->freed_bytes;
-    a->freed_unmapped_bytes += b->freed_unmapped_bytes;
-    a->freed_discarded_bytes += b->freed_discarded_bytes;
-    a->freed_swapped_bytes += b->freed_swapped_bytes;
-    a->replaced_bytes += b->replaced_bytes;
-    a->became_private_bytes += b->became_private_bytes;
-    a->became_shared_bytes += b->became_shared_bytes;
-    a->net_bytes = (int64_t)a->new_bytes - (int64_t)a->freed_bytes;
+    a->new_bytes = memdiff__add_sat(a->new_bytes, b->new_bytes);
+    a->new_private_bytes = memdiff__add_sat(a->new_private_bytes, b->new_private_bytes);
+    a->new_shared_bytes = memdiff__add_sat(a->new_shared_bytes, b->new_shared_bytes);
+    a->freed_bytes = memdiff__add_sat(a->freed_bytes, b->freed_bytes);
+    a->freed_unmapped_bytes = memdiff__add_sat(a->freed_unmapped_bytes, b->freed_unmapped_bytes);
+    a->freed_discarded_bytes =
+        memdiff__add_sat(a->freed_discarded_bytes, b->freed_discarded_bytes);
+    a->freed_swapped_bytes = memdiff__add_sat(a->freed_swapped_bytes, b->freed_swapped_bytes);
+    a->replaced_bytes = memdiff__add_sat(a->replaced_bytes, b->replaced_bytes);
+    a->became_private_bytes = memdiff__add_sat(a->became_private_bytes, b->became_private_bytes);
+    a->became_shared_bytes = memdiff__add_sat(a->became_shared_bytes, b->became_shared_bytes);
+    a->net_bytes = memdiff__sub_sat(a->new_bytes, a->freed_bytes);
 }
 
 static uint64_t run_end(const side *sd, const memdiff__run *r)
@@ -226,9 +234,10 @@ static int emit_piece(walk *w, side *sd, const memdiff__region *r, memdiff__piec
         return memdiff__set_error(MEMDIFF_EFORMAT, "region 0x%llx: category %d out of range",
                                   (unsigned long long)r->start, (int)r->category);
     memdiff_category cat = r->category;
+    memdiff_impact *m = &w->diff->impact_category[cat];
     memdiff__totals_count(&w->diff->category[cat], p->outcome, p->end - p->start);
-    w->diff->impact_category[cat].touched_bytes += p->touched;
-    w->diff->impact_category[cat].persistent_bytes += p->persistent;
+    m->touched_bytes = memdiff__add_sat(m->touched_bytes, p->touched);
+    m->persistent_bytes = memdiff__add_sat(m->persistent_bytes, p->persistent);
     if (cat == MEMDIFF_CAT_OWN)
         return MEMDIFF_OK;
     p->category = cat;
@@ -483,6 +492,61 @@ static int skip_same_bitmap(walk *w, uint64_t addr, uint64_t *to)
     return 1;
 }
 
+/* The first byte count of t or m (m may be NULL) above MEMDIFF__FIGURE_MAX: its name, and its
+ * value in *v; NULL when all fit. Impacting bytes are new + freed, two figures that fit: they
+ * fit a uint64_t and are no figure of their own. */
+static const char *too_large(const memdiff_totals *t, const memdiff_impact *m, uint64_t *v)
+{
+    const struct {
+        const char *name;
+        uint64_t bytes;
+    } counts[] = {
+        {"new", t->new_bytes},
+        {"new private", t->new_private_bytes},
+        {"new shared", t->new_shared_bytes},
+        {"freed", t->freed_bytes},
+        {"freed unmapped", t->freed_unmapped_bytes},
+        {"freed discarded", t->freed_discarded_bytes},
+        {"freed swapped", t->freed_swapped_bytes},
+        {"replaced", t->replaced_bytes},
+        {"became private", t->became_private_bytes},
+        {"became shared", t->became_shared_bytes},
+        {"touched", m ? m->touched_bytes : 0},
+        {"persistent", m ? m->persistent_bytes : 0},
+    };
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+        if (counts[i].bytes > MEMDIFF__FIGURE_MAX) {
+            *v = counts[i].bytes;
+            return counts[i].name;
+        }
+    }
+    return NULL;
+}
+
+/* A diff's figures are signed 64-bit (net_bytes, memdiff_figure): one whose byte counts do not
+ * all fit would be wrong, so it is refused. Two snapshots of real address spaces never get
+ * near; two files can (a region of 2^63 bytes is valid). The categories' counts are at most
+ * the total's, and a block's at most its category's, except Own, which the total leaves out. */
+static int check_range(const memdiff_diff *d)
+{
+    uint64_t v = 0;
+    const char *what = too_large(&d->total, &d->impact, &v), *where = "all categories";
+    for (int c = 0; !what && c < MEMDIFF_CAT_COUNT; c++) {
+        what = too_large(&d->category[c], &d->impact_category[c], &v);
+        where = memdiff_category_name((memdiff_category)c);
+    }
+    if (!what)
+        return MEMDIFF_OK;
+    char num[MEMDIFF__NUM_MAX], max[MEMDIFF__NUM_MAX];
+    return memdiff__set_error(MEMDIFF_ERANGE,
+                              "memdiff_compare: %s bytes in %s would be %s%s, more than the %s "
+                              "(2^63 - 1) a diff's signed 64-bit figures hold; these snapshots "
+                              "cannot be compared",
+                              what, where, v == UINT64_MAX ? "at least " : "",
+                              memdiff__fmt_count(num, v, 0),
+                              memdiff__fmt_count(max, MEMDIFF__FIGURE_MAX, 0));
+}
+
 static int compare(walk *w)
 {
     memdiff_diff *d = w->diff;
@@ -513,15 +577,17 @@ static int compare(walk *w)
         return rc;
     for (int c = 0; c < MEMDIFF_CAT_COUNT; c++) {
         memdiff_impact *m = &d->impact_category[c];
-        m->impacting_bytes = d->category[c].new_bytes + d->category[c].freed_bytes;
+        m->impacting_bytes = memdiff__add_sat(d->category[c].new_bytes, d->category[c].freed_bytes);
         if (c == MEMDIFF_CAT_OWN)
             continue;
         memdiff__totals_add(&d->total, &d->category[c]);
-        d->impact.touched_bytes += m->touched_bytes;
-        d->impact.persistent_bytes += m->persistent_bytes;
-        d->impact.impacting_bytes += m->impacting_bytes;
+        d->impact.touched_bytes = memdiff__add_sat(d->impact.touched_bytes, m->touched_bytes);
+        d->impact.persistent_bytes =
+            memdiff__add_sat(d->impact.persistent_bytes, m->persistent_bytes);
+        d->impact.impacting_bytes =
+            memdiff__add_sat(d->impact.impacting_bytes, m->impacting_bytes);
     }
-    return MEMDIFF_OK;
+    return check_range(d);
 }
 
 int memdiff_compare(const memdiff_snapshot *before, const memdiff_snapshot *after,

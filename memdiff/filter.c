@@ -64,7 +64,7 @@ static int drop_image_file_pages(const memdiff_block *k, int verbose, memdiff_to
     t->new_shared_bytes = 0;
     t->freed_bytes -= t->freed_discarded_bytes;
     t->freed_discarded_bytes = 0;
-    t->net_bytes = (int64_t)t->new_bytes - (int64_t)t->freed_bytes;
+    t->net_bytes = memdiff__sub_sat(t->new_bytes, t->freed_bytes);
     return 0;
 }
 

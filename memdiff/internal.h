@@ -17,6 +17,53 @@
 #define MEMDIFF__MIN(a, b) ((a) < (b) ? (a) : (b))
 #define MEMDIFF__MAX(a, b) ((a) > (b) ? (a) : (b))
 
+/* ---- checked arithmetic ----------------------------------------------------------------- */
+
+/* Byte counts come from snapshot files (any value the format allows) and from sums of them,
+ * and a diff hands them out as signed 64-bit figures (net_bytes, memdiff_figure). Two files
+ * within the documented ranges can free 2^63 bytes at once, which no int64_t holds. So every
+ * sum of counts here saturates instead of wrapping (a sum that does not fit reads as too large,
+ * never as small or negative), signed figures stay within [-INT64_MAX, INT64_MAX] (negating or
+ * taking the magnitude of one is always exact), and memdiff_compare() refuses with
+ * MEMDIFF_ERANGE a diff with any byte count above MEMDIFF__FIGURE_MAX, so that the figures of
+ * every diff it returns are exact. The one place for this arithmetic: use it wherever counts
+ * are added, subtracted or made signed. */
+#define MEMDIFF__FIGURE_MAX ((uint64_t)INT64_MAX)
+
+/* a + b, or UINT64_MAX when the sum does not fit. */
+static inline uint64_t memdiff__add_sat(uint64_t a, uint64_t b)
+{
+    return b > UINT64_MAX - a ? UINT64_MAX : a + b;
+}
+
+/* a as a signed figure: at most INT64_MAX. */
+static inline int64_t memdiff__to_figure(uint64_t a)
+{
+    return a > MEMDIFF__FIGURE_MAX ? INT64_MAX : (int64_t)a;
+}
+
+/* a - b as a signed figure, within [-INT64_MAX, INT64_MAX]. */
+static inline int64_t memdiff__sub_sat(uint64_t a, uint64_t b)
+{
+    return a >= b ? memdiff__to_figure(a - b) : -memdiff__to_figure(b - a);
+}
+
+/* a + b of signed figures, within [-INT64_MAX, INT64_MAX]. */
+static inline int64_t memdiff__add_sat_i64(int64_t a, int64_t b)
+{
+    if (b > 0 && a > INT64_MAX - b)
+        return INT64_MAX;
+    if (b < 0 && a < -INT64_MAX - b)
+        return -INT64_MAX;
+    return a + b < -INT64_MAX ? -INT64_MAX : a + b;
+}
+
+/* a - b of signed figures, within [-INT64_MAX, INT64_MAX]. */
+static inline int64_t memdiff__sub_sat_i64(int64_t a, int64_t b)
+{
+    return memdiff__add_sat_i64(a, b < -INT64_MAX ? INT64_MAX : -b);
+}
+
 typedef struct memdiff__range {
     uint64_t start, end;
 } memdiff__range;

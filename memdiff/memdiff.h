@@ -306,7 +306,9 @@ MEMDIFF_API const char *memdiff_change_name(memdiff_change change);
 #define MEMDIFF_IN_AFTER 0x2u
 
 /* Byte counts of a diff, a category or a block. new = private + shared;
- * freed = unmapped + discarded + swapped; net = new - freed. */
+ * freed = unmapped + discarded + swapped; net = new - freed. Every count is at most INT64_MAX
+ * (2^63 - 1), so that net and every figure (memdiff_figure) are exact: memdiff_compare()
+ * refuses a diff whose counts would not fit. */
 typedef struct memdiff_totals {
     uint64_t new_bytes;
     uint64_t new_private_bytes;
@@ -342,7 +344,9 @@ typedef struct memdiff_diff memdiff_diff;
  * refer to the snapshots: they may be freed before it.
  * Errors: MEMDIFF_EINVAL (a NULL argument, unknown flag), MEMDIFF_EMISMATCH (different page
  * sizes; or different pids or host names without MEMDIFF_COMPARE_FORCE, the detail naming
- * both), MEMDIFF_ENOMEM. */
+ * both), MEMDIFF_ERANGE (a byte count of the diff, of all categories or of one, would be above
+ * INT64_MAX: only snapshot files can hold that much, e.g. a 2^63-byte region resident in one
+ * and not in the other; the detail names the count and its value), MEMDIFF_ENOMEM. */
 MEMDIFF_API int memdiff_compare(const memdiff_snapshot *before, const memdiff_snapshot *after,
                                 unsigned flags, memdiff_diff **out);
 

@@ -199,7 +199,7 @@ static uint64_t *apportion(memdiff__arena *arena, const memdiff_snapshot *s,
         if (best == SIZE_MAX)
             continue; /* the mapping went before the after snapshot */
         if (total <= 0) {
-            out[best] += pages * ps;
+            out[best] = memdiff__add_sat(out[best], pages * ps);
             continue;
         }
         uint64_t given = 0;
@@ -208,10 +208,11 @@ static uint64_t *apportion(memdiff__arena *arena, const memdiff_snapshot *s,
             uint64_t ov = MEMDIFF__MIN(r->end, u[k].end) - MEMDIFF__MAX(r->start, u[k].start);
             double share = (double)r->resident_pages * (double)ov / (double)(r->end - r->start);
             uint64_t n = (uint64_t)((double)pages * share / total);
-            out[i] += n * ps;
+            out[i] = memdiff__add_sat(out[i], n * ps);
             given += n;
         }
-        out[best] += (pages - given) * ps; /* what rounding left: the largest overlap's */
+        /* What rounding left: the largest overlap's. */
+        out[best] = memdiff__add_sat(out[best], given < pages ? (pages - given) * ps : 0);
     }
     return out;
 }

@@ -222,9 +222,12 @@ static void put_header(const memdiff_diff *diff, FILE *out)
     if (b->time_ns && a->time_ns) {
         fputs("before ", out);
         put_time(out, b->time_ns);
-        int64_t dt = (int64_t)(a->time_ns - b->time_ns);
-        uint64_t ms = (magnitude(dt) + 500000u) / 1000000u;
-        fprintf(out, ", after %c%" PRIu64 ".%03u s\n", dt < 0 ? '-' : '+', ms / 1000,
+        /* Times come from files as any 64-bit value: the difference is taken unsigned, in
+         * the direction that does not wrap, and rounded without adding to it. */
+        int later = a->time_ns >= b->time_ns;
+        uint64_t dt = later ? a->time_ns - b->time_ns : b->time_ns - a->time_ns;
+        uint64_t ms = dt / 1000000u + (dt % 1000000u >= 500000u);
+        fprintf(out, ", after %c%" PRIu64 ".%03u s\n", later ? '+' : '-', ms / 1000,
                 (unsigned)(ms % 1000));
     } else {
         fputs("times unknown\n", out);
@@ -422,7 +425,10 @@ static const char *block_size(char buf[NUM_MAX], const memdiff_block *k)
     const memdiff_totals *t = &k->totals;
     if (t->new_bytes || t->freed_bytes)
         return fmt_signed(buf, t->net_bytes);
-    return fmt_num(buf, t->replaced_bytes + t->became_private_bytes + t->became_shared_bytes, 0);
+    return fmt_num(buf,
+                   memdiff__add_sat(memdiff__add_sat(t->replaced_bytes, t->became_private_bytes),
+                                    t->became_shared_bytes),
+                   0);
 }
 
 static void add_part(char *buf, size_t size, size_t *used, int *parts, const char *part)

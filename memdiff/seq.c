@@ -203,9 +203,9 @@ static uint64_t continuing(const uint64_t *v, uint64_t j, uint64_t n, uint64_t n
 
 int memdiff__seq_append(memdiff__arena *arena, memdiff__seq *q, const uint64_t *v, uint64_t n)
 {
-    if (q->n + n > AT_MASK)
+    if (n > AT_MASK - q->n) /* n from a file may be anything: q->n + n could wrap */
         return memdiff__set_error(MEMDIFF_ENOMEM, "page facts: %llu pages are too many",
-                                  (unsigned long long)(q->n + n));
+                                  (unsigned long long)memdiff__add_sat(q->n, n));
     q->present = 1;
     for (uint64_t j = 0; j < n;) {
         uint64_t x = v ? v[j] : 0, i = q->n;
@@ -290,9 +290,9 @@ static inline int append_stretch(memdiff__arena *arena, memdiff__seq *q, uint64_
     uint64_t s = (uint64_t)step;
     if (count == 0)
         return MEMDIFF_OK;
-    if (q->n + count > AT_MASK)
+    if (count > AT_MASK - q->n)
         return memdiff__set_error(MEMDIFF_ENOMEM, "page facts: %llu pages are too many",
-                                  (unsigned long long)(q->n + count));
+                                  (unsigned long long)memdiff__add_sat(q->n, count));
     if (s + 1 <= 2) {
         /* The common cases: the stretch starts a segment of its own, as its first value would
          * (new_segment, the kind decided by the second), after a stretch it does not continue,

@@ -97,6 +97,16 @@ static int fill(memdiff_snapshot *s, const synth_spec *spec)
     return MEMDIFF_OK;
 }
 
+synth_spec synth_huge(synth_region *region, synth_run *run, uint64_t bytes, int resident)
+{
+    *region = (synth_region){SYNTH_HUGE_START, SYNTH_HUGE_START + bytes, MEMDIFF_CAT_HEAP,
+                             "[heap]", 1, 0, 0, 0, 0};
+    *run = (synth_run){SYNTH_HUGE_START, bytes / SYNTH_PAGE,
+                       MEMDIFF_PAGE_PRESENT | MEMDIFF_PAGE_PRIVATE};
+    return (synth_spec){.regions = region, .region_count = 1, .runs = run,
+                        .run_count = resident ? 1 : 0};
+}
+
 memdiff_diff *synth_bracket_diff(const synth_spec *before, const synth_spec *after, unsigned flags,
                                  const memdiff_refset_info *info)
 {

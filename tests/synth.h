@@ -47,6 +47,13 @@ typedef struct synth_spec {
  * returns NULL only when out of memory. */
 memdiff_snapshot *synth_snapshot(const synth_spec *spec);
 
+/* Figures near and beyond 2^63: a heap region "[heap]" of `bytes` bytes (a multiple of
+ * SYNTH_PAGE) from SYNTH_HUGE_START, all of whose pages are resident (resident nonzero, as one
+ * run) or none. Two such snapshots make a diff that frees or brings `bytes` bytes at once. The
+ * spec points to *region and *run. */
+#define SYNTH_HUGE_START 0x10000u
+synth_spec synth_huge(synth_region *region, synth_run *run, uint64_t bytes, int resident);
+
 /* The reference-set diff memdiff_refset_end() would make of before and after, with per-page
  * tracking (touched: the after pages whose attrs have MEMDIFF_PAGE_ACCESSED) and the bracket's
  * figures from info (NULL: none known). Aborts on failure. */

@@ -574,6 +574,70 @@ START_TEST(usage_errors_escape_arguments)
 }
 END_TEST
 
+/* ---- files whose diff does not fit 64-bit figures ------------------------------------------ */
+
+/* Writes name in dir: a snapshot of a heap of `bytes` bytes, all resident or none (synth.h). The
+ * files are valid: memdiff's own writer makes them and refuses what its loader would. */
+static void huge_file(const char *name, uint64_t bytes, int resident)
+{
+    synth_region r;
+    synth_run u;
+    synth_spec spec = synth_huge(&r, &u, bytes, resident);
+    memdiff_snapshot *s = synth_snapshot(&spec);
+    ck_assert_ptr_nonnull(s);
+    char path[128];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    ck_assert_int_eq(memdiff_snapshot_save_file(s, path), MEMDIFF_OK);
+    memdiff_snapshot_free(s);
+}
+
+START_TEST(files_freeing_2_63_bytes)
+{
+    const uint64_t two63 = UINT64_C(1) << 63;
+    huge_file("full.mds", two63, 1);
+    huge_file("empty.mds", two63, 0);
+    ASSERT_RUN(0, "show full.mds"); /* each file is fine on its own */
+    /* Their diff would free 2^63 bytes: refused, and a condition on it fails the run (exit 2),
+     * rather than pass on a wrapped-around figure. */
+    static const char *const refused[] = {
+        "diff full.mds empty.mds",
+        "diff full.mds empty.mds --fail-on 'freed>0'",
+        "diff -v --json full.mds empty.mds --fail-on 'freed>0'",
+        "diff full.mds empty.mds --fail-on 'net<0' --fail-on 'net>0'",
+    };
+    const char *want = "memdiff diff: cannot compare: memdiff_compare: freed bytes in all "
+                       "categories would be 9,223,372,036,854,775,808, more than the "
+                       "9,223,372,036,854,775,807 (2^63 - 1) a diff's signed 64-bit figures "
+                       "hold; these snapshots cannot be compared\n";
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        ASSERT_RUN(2, "%s", refused[i]);
+        ck_assert_str_eq(err, want);
+        ck_assert_str_eq(out, "");
+    }
+    ASSERT_RUN(2, "diff empty.mds full.mds --fail-on 'new>0'");
+    ck_assert_ptr_nonnull(strstr(err, ": new bytes in all categories would be "
+                                      "9,223,372,036,854,775,808, more than"));
+
+    /* One page less fits: every figure exact. */
+    huge_file("near.mds", two63 - 4096, 1);
+    huge_file("near-empty.mds", two63 - 4096, 0);
+    ASSERT_RUN(0, "diff near.mds near-empty.mds");
+    ck_assert_msg(strstr(out, "Memory freed:          -9,223,372,036,854,771,712 bytes  "
+                              "(2,251,799,813,685,247 pages: 0 unmapped, "
+                              "2,251,799,813,685,247 discarded"),
+                  "%s", out);
+    ASSERT_RUN(1, "diff near.mds near-empty.mds --fail-on 'freed>0' --fail-on 'new>0'");
+    ck_assert_str_eq(err, "memdiff diff: --fail-on freed>0 holds: total freed = "
+                          "9,223,372,036,854,771,712 bytes\n");
+    ASSERT_RUN(1, "diff near.mds near-empty.mds --fail-on 'heap.net<0'");
+    ck_assert_str_eq(err, "memdiff diff: --fail-on heap.net<0 holds: heap net = "
+                          "-9,223,372,036,854,771,712 bytes\n");
+    ASSERT_RUN(0, "diff --json near-empty.mds near.mds --fail-on 'freed>0'");
+    ck_assert_ptr_nonnull(strstr(out, "\"new_bytes\": 9223372036854771712, "));
+    ck_assert_ptr_nonnull(strstr(out, "\"net_bytes\": 9223372036854771712}"));
+}
+END_TEST
+
 Suite *cli_suite(void)
 {
     Suite *s = suite_create("cli");
@@ -581,6 +645,7 @@ Suite *cli_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, help_version_and_usage_errors);
+    tcase_add_test(tc, files_freeing_2_63_bytes);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("Processes");

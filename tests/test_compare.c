@@ -746,6 +746,261 @@ START_TEST(million_alternating_runs)
 }
 END_TEST
 
+/* ---- figures near and beyond 2^63 --------------------------------------------------------- */
+
+/* A diff's figures are signed 64-bit. Two files within the format's ranges can free 2^63 bytes
+ * at once (a region may end just below 2^64): the compare refuses such a diff, and one just
+ * below the limit has exact figures everywhere. */
+#define TWO63 (UINT64_C(1) << 63)
+#define NEAR63 (TWO63 - PG) /* the most bytes a figure holds, in whole pages */
+
+/* s saved to a file and loaded back (freeing s): what a caller comparing files compares. */
+static memdiff_snapshot *through_file(memdiff_snapshot *s)
+{
+    FILE *f = tmpfile();
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(memdiff_snapshot_save(s, f), MEMDIFF_OK);
+    rewind(f);
+    memdiff_snapshot *t = NULL;
+    ck_assert_msg(memdiff_snapshot_load(f, &t) == MEMDIFF_OK, "%s", memdiff_last_error());
+    fclose(f);
+    memdiff_snapshot_free(s);
+    return t;
+}
+
+/* Every way of comparing b with a (verbose or not, forced or not) is refused: MEMDIFF_ERANGE,
+ * no diff, and a detail naming the count, where it is and its value. */
+static void assert_refused(const memdiff_snapshot *b, const memdiff_snapshot *a, const char *what,
+                           const char *where, const char *bytes)
+{
+    char want[512];
+    snprintf(want, sizeof want,
+             "memdiff_compare: %s bytes in %s would be %s, more than the "
+             "9,223,372,036,854,775,807 (2^63 - 1) a diff's signed 64-bit figures hold; these "
+             "snapshots cannot be compared",
+             what, where, bytes);
+    for (unsigned flags = 0; flags <= (MEMDIFF_COMPARE_VERBOSE | MEMDIFF_COMPARE_FORCE); flags++) {
+        memdiff_diff *d = (memdiff_diff *)&d;
+        ck_assert_int_eq(memdiff_compare(b, a, flags, &d), MEMDIFF_ERANGE);
+        ck_assert_ptr_null(d);
+        ck_assert_str_eq(memdiff_last_error(), want);
+    }
+}
+
+START_TEST(freeing_2_63_bytes_is_refused)
+{
+    synth_region r;
+    synth_run u;
+    synth_spec sf = synth_huge(&r, &u, TWO63, 1), se = synth_huge(&r, &u, TWO63, 0);
+    memdiff_snapshot *full = synth_snapshot(&sf), *empty = synth_snapshot(&se);
+    ck_assert_uint_eq(full->info.resident_bytes, TWO63); /* a snapshot's unsigned count holds it */
+    assert_refused(full, empty, "freed", "all categories", "9,223,372,036,854,775,808");
+    assert_refused(empty, full, "new", "all categories", "9,223,372,036,854,775,808");
+    /* As files: both are valid (they load), and are refused alike. */
+    full = through_file(full);
+    empty = through_file(empty);
+    assert_refused(full, empty, "freed", "all categories", "9,223,372,036,854,775,808");
+    assert_refused(empty, full, "new", "all categories", "9,223,372,036,854,775,808");
+    memdiff_snapshot_free(empty);
+    memdiff_snapshot_free(full);
+}
+END_TEST
+
+START_TEST(sums_beyond_2_63_are_refused)
+{
+    /* 2^62 bytes freed in each of two categories: each fits, their total does not. */
+    static const synth_region two[] = {
+        {TWO63 / 2, TWO63, MEMDIFF_CAT_HEAP, "[heap]", 1, 0, 0, 0, 0},
+        {TWO63, TWO63 + TWO63 / 2, MEMDIFF_CAT_PRIVATE, "anon", 2, 0, 0, 0, 0},
+    };
+    static const synth_run both[] = {
+        {TWO63 / 2, TWO63 / 2 / PG, PRES | PRIV},
+        {TWO63, TWO63 / 2 / PG, PRES | PRIV},
+    };
+    memdiff_snapshot *b = synth_snapshot(&SPEC(two, both)), *a = synth_snapshot(&SPEC_NORUNS(two));
+    assert_refused(b, a, "freed", "all categories", "9,223,372,036,854,775,808");
+    memdiff_snapshot_free(a);
+    memdiff_snapshot_free(b);
+
+    /* Own is outside the total but has figures of its own (memdiff_figure, the reports). */
+    static const synth_region own[] = {
+        {TWO63 / 2, TWO63 / 2 + TWO63, MEMDIFF_CAT_OWN, "memdiff", 1, 0, 0, 0, 0},
+    };
+    static const synth_run all_own[] = {{TWO63 / 2, TWO63 / PG, PRES | PRIV}};
+    b = synth_snapshot(&SPEC(own, all_own));
+    a = synth_snapshot(&SPEC_NORUNS(own));
+    assert_refused(b, a, "freed", "own", "9,223,372,036,854,775,808");
+    memdiff_snapshot_free(a);
+    memdiff_snapshot_free(b);
+}
+END_TEST
+
+/* A text or JSON report of d, into buf. */
+static const char *report(const memdiff_diff *d, int json, char *buf, size_t size)
+{
+    FILE *f = fmemopen(buf, size, "w");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(json ? memdiff_report_json(d, f, 0) : memdiff_report_text(d, f, 0),
+                     MEMDIFF_OK);
+    fclose(f);
+    return buf;
+}
+
+START_TEST(figures_just_below_2_63_are_exact)
+{
+    synth_region r;
+    synth_run u;
+    synth_spec sf = synth_huge(&r, &u, NEAR63, 1), se = synth_huge(&r, &u, NEAR63, 0);
+    memdiff_snapshot *full = through_file(synth_snapshot(&sf));
+    memdiff_snapshot *empty = through_file(synth_snapshot(&se));
+    memdiff_diff *d = NULL;
+    ck_assert_int_eq(memdiff_compare(full, empty, 0, &d), MEMDIFF_OK);
+    check_diff_totals(d, (pages){.discarded = NEAR63 / PG});
+    check_category(d, MEMDIFF_CAT_HEAP, (pages){.discarded = NEAR63 / PG});
+
+    int64_t v = 0;
+    const int64_t near = (int64_t)NEAR63; /* 9,223,372,036,854,771,712 = 2^63 - 4096 */
+    ck_assert_int_eq(memdiff_figure(d, NULL, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_FREED, &v), 0);
+    ck_assert_int_eq(v, near);
+    ck_assert_int_eq(memdiff_figure(d, NULL, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_NET, &v), 0);
+    ck_assert_int_eq(v, -near);
+    ck_assert_int_eq(memdiff_figure(d, NULL, MEMDIFF_CAT_HEAP, MEMDIFF_MEASURE_NET_PRIVATE, &v),
+                     0);
+    ck_assert_int_eq(v, -near);
+    char msg[2048];
+    ck_assert_int_eq(memdiff_check(d, NULL, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_FREED, MEMDIFF_CMP_GT,
+                                   0, msg, sizeof msg),
+                     1);
+    ck_assert_str_eq(msg, "memdiff check holds: freed bytes in all categories = "
+                          "9,223,372,036,854,771,712, want > 0");
+    ck_assert_int_eq(memdiff_check(d, NULL, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_NET, MEMDIFF_CMP_GE,
+                                   0, msg, sizeof msg),
+                     0);
+    ck_assert_str_eq(msg, "memdiff check failed: net bytes in all categories = "
+                          "-9,223,372,036,854,771,712, want >= 0\n"
+                          "  blocks, largest first (1 of 1):\n"
+                          "    -9,223,372,036,854,771,712  heap  freed  [heap]  "
+                          "0x10000-0x800000000000f000\n"
+                          "  by category: heap -9,223,372,036,854,771,712");
+    ck_assert_int_eq(memdiff_check_label(d, MEMDIFF_CAT_HEAP, "[heap]", MEMDIFF_MATCH_EXACT,
+                                         MEMDIFF_MEASURE_FREED, near, msg, sizeof msg),
+                     1);
+
+    static char text[8192];
+    report(d, 0, text, sizeof text);
+    ck_assert_msg(strstr(text, "Net change:            -9,223,372,036,854,771,712 bytes  "
+                               "(-2,251,799,813,685,247 pages)\n"),
+                  "%s", text);
+    ck_assert_msg(strstr(text, "Memory freed:          -9,223,372,036,854,771,712 bytes  "
+                               "(2,251,799,813,685,247 pages: 0 unmapped, "
+                               "2,251,799,813,685,247 discarded, 0 swapped out)\n"),
+                  "%s", text);
+    report(d, 1, text, sizeof text);
+    ck_assert_ptr_nonnull(strstr(text, "\"freed_bytes\": 9223372036854771712, "));
+    ck_assert_ptr_nonnull(strstr(text, "\"net_bytes\": -9223372036854771712}"));
+    memdiff_diff_free(d);
+    memdiff_snapshot_free(empty);
+    memdiff_snapshot_free(full);
+}
+END_TEST
+
+START_TEST(new_and_freed_each_just_below_2_63)
+{
+    /* The most a diff can hold both ways: 2^63 - 4096 bytes freed from address 0 and as many
+     * new from 2^63 (up to the last page below 2^64). Net 0, impacting 2^64 - 8192. */
+    static const synth_region two[] = {
+        {0, NEAR63, MEMDIFF_CAT_HEAP, "[heap]", 1, 0, 0, 0, 0},
+        {TWO63, TWO63 + NEAR63, MEMDIFF_CAT_PRIVATE, "anon", 2, 0, 0, 0, 0},
+    };
+    static const synth_run before[] = {{0, NEAR63 / PG, PRES | PRIV}};
+    static const synth_run after[] = {{TWO63, NEAR63 / PG, PRES | PRIV | MEMDIFF_PAGE_ACCESSED}};
+    memdiff_diff *d = synth_bracket_diff(&SPEC(two, before), &SPEC(two, after), 0, NULL);
+    check_diff_totals(d, (pages){.new_private = NEAR63 / PG, .discarded = NEAR63 / PG});
+    memdiff_impact m;
+    ck_assert_int_eq(memdiff_diff_impact(d, &m), MEMDIFF_OK);
+    ck_assert_uint_eq(m.impacting_bytes, UINT64_MAX - 2 * PG + 1);
+    ck_assert_uint_eq(m.touched_bytes, NEAR63);
+    ck_assert_uint_eq(m.persistent_bytes, 0);
+
+    int64_t v = -1;
+    ck_assert_int_eq(memdiff_figure(d, NULL, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_NET, &v), 0);
+    ck_assert_int_eq(v, 0);
+    ck_assert_int_eq(memdiff_figure(d, NULL, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_TOUCHED, &v), 0);
+    ck_assert_int_eq(v, (int64_t)NEAR63);
+    char msg[2048];
+    ck_assert_int_eq(memdiff_check(d, NULL, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_NEW, MEMDIFF_CMP_GT,
+                                   0, msg, sizeof msg),
+                     1);
+    ck_assert_int_eq(memdiff_check(d, NULL, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_NET_PRIVATE,
+                                   MEMDIFF_CMP_EQ, 0, msg, sizeof msg),
+                     1);
+    ck_assert_int_eq(memdiff_check(d, NULL, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_NET, MEMDIFF_CMP_NE,
+                                   0, msg, sizeof msg),
+                     0);
+    /* Equal sizes stay in address order; the two add up to 0. */
+    ck_assert_str_eq(msg, "memdiff check failed: net bytes in all categories = 0, want != 0\n"
+                          "  blocks, largest first (2 of 2):\n"
+                          "    -9,223,372,036,854,771,712  heap     freed  [heap]  "
+                          "0x0-0x7ffffffffffff000\n"
+                          "    +9,223,372,036,854,771,712  private  new    anon  "
+                          "0x8000000000000000-0xfffffffffffff000\n"
+                          "  by category: heap -9,223,372,036,854,771,712; private "
+                          "+9,223,372,036,854,771,712");
+    memdiff_diff_free(d);
+}
+END_TEST
+
+START_TEST(times_far_apart_in_the_header)
+{
+    /* Times are whatever a file says: their difference may not fit an int64_t. */
+    static const struct {
+        uint64_t before, after;
+        const char *shown;
+    } cases[] = {
+        {1, UINT64_MAX, ", after +18446744073.710 s\n"},   /* 2^64 - 2 ns */
+        {UINT64_MAX, 1, ", after -18446744073.710 s\n"},
+        {1, TWO63 + 2, ", after +9223372036.855 s\n"},     /* 2^63 + 1 ns */
+        {1000, 1000 + 499999, ", after +0.000 s\n"},
+        {1000, 1000 + 500000, ", after +0.001 s\n"},
+    };
+    for (size_t i = 0; i < SYNTH_COUNT(cases); i++) {
+        synth_spec sb = SPEC_NORUNS(heap_only), sa = sb;
+        sb.time_ns = cases[i].before;
+        sa.time_ns = cases[i].after;
+        memdiff_diff *d = diff_specs(&sb, &sa, 0);
+        char text[4096];
+        report(d, 0, text, sizeof text);
+        ck_assert_msg(strstr(text, cases[i].shown), "case %zu: %s", i, text);
+        memdiff_diff_free(d);
+    }
+}
+END_TEST
+
+START_TEST(checked_arithmetic_saturates)
+{
+    ck_assert_uint_eq(memdiff__add_sat(UINT64_MAX - 1, 1), UINT64_MAX);
+    ck_assert_uint_eq(memdiff__add_sat(UINT64_MAX - 1, 2), UINT64_MAX);
+    ck_assert_uint_eq(memdiff__add_sat(TWO63, TWO63), UINT64_MAX);
+    ck_assert_uint_eq(memdiff__add_sat(TWO63, TWO63 - 1), UINT64_MAX);
+    ck_assert_int_eq(memdiff__to_figure(TWO63 - 1), INT64_MAX);
+    ck_assert_int_eq(memdiff__to_figure(TWO63), INT64_MAX);
+    ck_assert_int_eq(memdiff__sub_sat(NEAR63, 0), (int64_t)NEAR63);
+    ck_assert_int_eq(memdiff__sub_sat(0, NEAR63), -(int64_t)NEAR63);
+    ck_assert_int_eq(memdiff__sub_sat(0, TWO63), -INT64_MAX);
+    ck_assert_int_eq(memdiff__sub_sat(UINT64_MAX, 0), INT64_MAX);
+    ck_assert_int_eq(memdiff__sub_sat(5, 7), -2);
+    ck_assert_int_eq(memdiff__add_sat_i64(INT64_MAX, 1), INT64_MAX);
+    ck_assert_int_eq(memdiff__add_sat_i64(INT64_MAX - 1, 1), INT64_MAX);
+    ck_assert_int_eq(memdiff__add_sat_i64(-INT64_MAX, -1), -INT64_MAX);
+    ck_assert_int_eq(memdiff__add_sat_i64(INT64_MIN, 0), -INT64_MAX);
+    ck_assert_int_eq(memdiff__add_sat_i64(INT64_MIN, 1), -INT64_MAX);
+    ck_assert_int_eq(memdiff__add_sat_i64(INT64_MAX, -INT64_MAX), 0);
+    ck_assert_int_eq(memdiff__sub_sat_i64(0, INT64_MIN), INT64_MAX);
+    ck_assert_int_eq(memdiff__sub_sat_i64(-2, INT64_MAX), -INT64_MAX);
+    ck_assert_int_eq(memdiff__sub_sat_i64(5, 7), -2);
+}
+END_TEST
+
 Suite *compare_suite(void)
 {
     Suite *s = suite_create("compare");
@@ -792,6 +1047,15 @@ Suite *compare_suite(void)
     tc = tcase_create("Limits");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, million_alternating_runs);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("Figures beyond 63 bits");
+    tcase_add_test(tc, freeing_2_63_bytes_is_refused);
+    tcase_add_test(tc, sums_beyond_2_63_are_refused);
+    tcase_add_test(tc, figures_just_below_2_63_are_exact);
+    tcase_add_test(tc, new_and_freed_each_just_below_2_63);
+    tcase_add_test(tc, times_far_apart_in_the_header);
+    tcase_add_test(tc, checked_arithmetic_saturates);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -716,6 +716,26 @@ START_TEST(random_values_cost_no_more_than_an_array)
 }
 END_TEST
 
+START_TEST(a_count_past_the_indices_is_refused)
+{
+    /* Counts come from files as any 64-bit value: 3 + (2^64 - 2) wraps to 1, which a check of
+     * the sum against the limit would let through. */
+    memdiff__arena arena = MEMDIFF__ARENA_INIT;
+    memdiff__seq q;
+    memset(&q, 0, sizeof q);
+    const uint64_t v[3] = {7, 8, 9};
+    ck_assert_int_eq(memdiff__seq_append(&arena, &q, v, 3), MEMDIFF_OK);
+    ck_assert_int_eq(memdiff__seq_append(&arena, &q, NULL, UINT64_MAX - 1), MEMDIFF_ENOMEM);
+    ck_assert_str_eq(memdiff_last_error(), "page facts: 18446744073709551615 pages are too many");
+    const memdiff__values stretch = {100, 1, UINT64_MAX - 1, NULL};
+    ck_assert_int_eq(memdiff__seq_append_pieces(&arena, &q, &stretch, 1, 0, UINT64_MAX - 1),
+                     MEMDIFF_ENOMEM);
+    ck_assert_uint_eq(q.n, 3);
+    ck_assert_uint_eq(memdiff__seq_get(&q, 2), 9);
+    memdiff__arena_release(&arena);
+}
+END_TEST
+
 Suite *runs_suite(void)
 {
     Suite *s = suite_create("runs");
@@ -734,6 +754,7 @@ Suite *runs_suite(void)
     tcase_add_loop_test(core, every_way_of_appending_stores_the_rule, 0, 48);
     tcase_add_test(core, consecutive_frames_cost_a_segment);
     tcase_add_test(core, random_values_cost_no_more_than_an_array);
+    tcase_add_test(core, a_count_past_the_indices_is_refused);
     suite_add_tcase(s, core);
     return s;
 }

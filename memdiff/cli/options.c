@@ -281,8 +281,12 @@ int cli_check_conds(const char *cmd, const cli_cond *conds, int n, const memdiff
     for (int i = 0; i < n; i++) {
         const cli_cond *c = &conds[i];
         int64_t v = 0;
-        /* memdiff_check() answers whether "figure OP bound" holds; --fail-on fails when it does. */
-        if (memdiff_check(diff, NULL, c->category, c->measure, c->cmp, c->bound, NULL, 0) != 1)
+        /* memdiff_check() answers whether "figure OP bound" holds; --fail-on fails when it does.
+         * A condition that cannot be evaluated is an error, never a pass. */
+        int holds = memdiff_check(diff, NULL, c->category, c->measure, c->cmp, c->bound, NULL, 0);
+        if (holds < 0)
+            return cli_error(cmd, holds, "cannot evaluate --fail-on");
+        if (holds != 1)
             continue;
         memdiff_figure(diff, NULL, c->category, c->measure, &v);
         char buf[32];
