@@ -835,6 +835,17 @@ START_TEST(sums_beyond_2_63_are_refused)
 }
 END_TEST
 
+/* memdiff_check(d, all categories, m, cmp, 0) returns want, with the message want_msg (NULL:
+ * any message). */
+static void assert_check(const memdiff_diff *d, memdiff_measure m, memdiff_cmp cmp, int want,
+                         const char *want_msg)
+{
+    char msg[2048];
+    ck_assert_int_eq(memdiff_check(d, NULL, MEMDIFF_CAT_ALL, m, cmp, 0, msg, sizeof msg), want);
+    if (want_msg)
+        ck_assert_str_eq(msg, want_msg);
+}
+
 /* A text or JSON report of d, into buf. */
 static const char *report(const memdiff_diff *d, int json, char *buf, size_t size)
 {
@@ -867,23 +878,17 @@ START_TEST(figures_just_below_2_63_are_exact)
     ck_assert_int_eq(memdiff_figure(d, NULL, MEMDIFF_CAT_HEAP, MEMDIFF_MEASURE_NET_PRIVATE, &v),
                      0);
     ck_assert_int_eq(v, -near);
-    char msg[2048];
-    ck_assert_int_eq(memdiff_check(d, NULL, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_FREED, MEMDIFF_CMP_GT,
-                                   0, msg, sizeof msg),
-                     1);
-    ck_assert_str_eq(msg, "memdiff check holds: freed bytes in all categories = "
-                          "9,223,372,036,854,771,712, want > 0");
-    ck_assert_int_eq(memdiff_check(d, NULL, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_NET, MEMDIFF_CMP_GE,
-                                   0, msg, sizeof msg),
-                     0);
-    ck_assert_str_eq(msg, "memdiff check failed: net bytes in all categories = "
-                          "-9,223,372,036,854,771,712, want >= 0\n"
-                          "  blocks, largest first (1 of 1):\n"
-                          "    -9,223,372,036,854,771,712  heap  freed  [heap]  "
-                          "0x10000-0x800000000000f000\n"
-                          "  by category: heap -9,223,372,036,854,771,712");
+    assert_check(d, MEMDIFF_MEASURE_FREED, MEMDIFF_CMP_GT, 1,
+                 "memdiff check holds: freed bytes in all categories = "
+                 "9,223,372,036,854,771,712, want > 0");
+    assert_check(d, MEMDIFF_MEASURE_NET, MEMDIFF_CMP_GE, 0,
+                 "memdiff check failed: net bytes in all categories = "
+                 "-9,223,372,036,854,771,712, want >= 0\n"
+                 "  blocks, largest first (1 of 1):\n"
+                 "    -9,223,372,036,854,771,712  heap  freed  [heap]  0x10000-0x800000000000f000\n"
+                 "  by category: heap -9,223,372,036,854,771,712");
     ck_assert_int_eq(memdiff_check_label(d, MEMDIFF_CAT_HEAP, "[heap]", MEMDIFF_MATCH_EXACT,
-                                         MEMDIFF_MEASURE_FREED, near, msg, sizeof msg),
+                                         MEMDIFF_MEASURE_FREED, near, NULL, 0),
                      1);
 
     static char text[8192];
@@ -927,25 +932,17 @@ START_TEST(new_and_freed_each_just_below_2_63)
     ck_assert_int_eq(v, 0);
     ck_assert_int_eq(memdiff_figure(d, NULL, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_TOUCHED, &v), 0);
     ck_assert_int_eq(v, (int64_t)NEAR63);
-    char msg[2048];
-    ck_assert_int_eq(memdiff_check(d, NULL, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_NEW, MEMDIFF_CMP_GT,
-                                   0, msg, sizeof msg),
-                     1);
-    ck_assert_int_eq(memdiff_check(d, NULL, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_NET_PRIVATE,
-                                   MEMDIFF_CMP_EQ, 0, msg, sizeof msg),
-                     1);
-    ck_assert_int_eq(memdiff_check(d, NULL, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_NET, MEMDIFF_CMP_NE,
-                                   0, msg, sizeof msg),
-                     0);
+    assert_check(d, MEMDIFF_MEASURE_NEW, MEMDIFF_CMP_GT, 1, NULL);
+    assert_check(d, MEMDIFF_MEASURE_NET_PRIVATE, MEMDIFF_CMP_EQ, 1, NULL);
     /* Equal sizes stay in address order; the two add up to 0. */
-    ck_assert_str_eq(msg, "memdiff check failed: net bytes in all categories = 0, want != 0\n"
-                          "  blocks, largest first (2 of 2):\n"
-                          "    -9,223,372,036,854,771,712  heap     freed  [heap]  "
-                          "0x0-0x7ffffffffffff000\n"
-                          "    +9,223,372,036,854,771,712  private  new    anon  "
-                          "0x8000000000000000-0xfffffffffffff000\n"
-                          "  by category: heap -9,223,372,036,854,771,712; private "
-                          "+9,223,372,036,854,771,712");
+    assert_check(d, MEMDIFF_MEASURE_NET, MEMDIFF_CMP_NE, 0,
+                 "memdiff check failed: net bytes in all categories = 0, want != 0\n"
+                 "  blocks, largest first (2 of 2):\n"
+                 "    -9,223,372,036,854,771,712  heap     freed  [heap]  0x0-0x7ffffffffffff000\n"
+                 "    +9,223,372,036,854,771,712  private  new    anon  "
+                 "0x8000000000000000-0xfffffffffffff000\n"
+                 "  by category: heap -9,223,372,036,854,771,712; private "
+                 "+9,223,372,036,854,771,712");
     memdiff_diff_free(d);
 }
 END_TEST
