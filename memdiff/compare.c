@@ -492,8 +492,8 @@ static int skip_same_bitmap(walk *w, uint64_t addr, uint64_t *to)
     return 1;
 }
 
-/* The first byte count of t or m (m may be NULL) above MEMDIFF__FIGURE_MAX: its name, and its
- * value in *v; NULL when all fit. Impacting bytes are new + freed, two figures that fit: they
+/* The first byte count of t or m above MEMDIFF__FIGURE_MAX: its name, and its value in *v;
+ * NULL when all fit. Impacting bytes are new + freed, two figures that fit: they
  * fit a uint64_t and are no figure of their own. */
 static const char *too_large(const memdiff_totals *t, const memdiff_impact *m, uint64_t *v)
 {
@@ -511,8 +511,8 @@ static const char *too_large(const memdiff_totals *t, const memdiff_impact *m, u
         {"replaced", t->replaced_bytes},
         {"became private", t->became_private_bytes},
         {"became shared", t->became_shared_bytes},
-        {"touched", m ? m->touched_bytes : 0},
-        {"persistent", m ? m->persistent_bytes : 0},
+        {"touched", m->touched_bytes},
+        {"persistent", m->persistent_bytes},
     };
     for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
         if (counts[i].bytes > MEMDIFF__FIGURE_MAX) {

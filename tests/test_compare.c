@@ -768,17 +768,24 @@ static memdiff_snapshot *through_file(memdiff_snapshot *s)
     return t;
 }
 
-/* Every way of comparing b with a (verbose or not, forced or not) is refused: MEMDIFF_ERANGE,
- * no diff, and a detail naming the count, where it is and its value. */
-static void assert_refused(const memdiff_snapshot *b, const memdiff_snapshot *a, const char *what,
-                           const char *where, const char *bytes)
+/* The detail of a refused compare: the count, where it is and its value. */
+static const char *refused(char want[512], const char *what, const char *where, const char *bytes)
 {
-    char want[512];
-    snprintf(want, sizeof want,
+    snprintf(want, 512,
              "memdiff_compare: %s bytes in %s would be %s, more than the "
              "9,223,372,036,854,775,807 (2^63 - 1) a diff's signed 64-bit figures hold; these "
              "snapshots cannot be compared",
              what, where, bytes);
+    return want;
+}
+
+/* Every way of comparing b with a (verbose or not, forced or not) is refused: MEMDIFF_ERANGE,
+ * no diff, and the detail of refused(). */
+static void assert_refused(const memdiff_snapshot *b, const memdiff_snapshot *a, const char *what,
+                           const char *where, const char *bytes)
+{
+    char want[512];
+    refused(want, what, where, bytes);
     for (unsigned flags = 0; flags <= (MEMDIFF_COMPARE_VERBOSE | MEMDIFF_COMPARE_FORCE); flags++) {
         memdiff_diff *d = (memdiff_diff *)&d;
         ck_assert_int_eq(memdiff_compare(b, a, flags, &d), MEMDIFF_ERANGE);
@@ -830,6 +837,35 @@ START_TEST(sums_beyond_2_63_are_refused)
     b = synth_snapshot(&SPEC(own, all_own));
     a = synth_snapshot(&SPEC_NORUNS(own));
     assert_refused(b, a, "freed", "own", "9,223,372,036,854,775,808");
+    memdiff_snapshot_free(a);
+    memdiff_snapshot_free(b);
+}
+END_TEST
+
+START_TEST(touching_2_63_bytes_is_refused)
+{
+    /* A bracket whose 2^63 bytes stayed resident and were all accessed: nothing new or freed,
+     * but touched and persistent do not fit a figure (touched is one: MEMDIFF_MEASURE_TOUCHED). */
+    synth_region r;
+    synth_run u;
+    synth_spec sb = synth_huge(&r, &u, TWO63, 1), sa = sb;
+    synth_run accessed = u;
+    accessed.attrs |= MEMDIFF_PAGE_ACCESSED;
+    sa.runs = &accessed;
+    memdiff_snapshot *b = synth_snapshot(&sb), *a = synth_snapshot(&sa);
+    const memdiff__refs_in refs = {1, 0, NULL};
+    memdiff_refset_info info;
+    memset(&info, 0, sizeof info);
+    memdiff_diff *d = (memdiff_diff *)&d;
+    ck_assert_int_eq(memdiff__refset_diff(b, a, 0, &refs, &info, NULL, &d), MEMDIFF_ERANGE);
+    ck_assert_ptr_null(d);
+    char want[512];
+    ck_assert_str_eq(memdiff_last_error(),
+                     refused(want, "touched", "all categories", "9,223,372,036,854,775,808"));
+    /* As a plain diff nothing changed. */
+    ck_assert_int_eq(memdiff_compare(b, a, 0, &d), MEMDIFF_OK);
+    ck_assert_uint_eq(memdiff_diff_block_count(d), 0);
+    memdiff_diff_free(d);
     memdiff_snapshot_free(a);
     memdiff_snapshot_free(b);
 }
@@ -1049,6 +1085,7 @@ Suite *compare_suite(void)
     tc = tcase_create("Figures beyond 63 bits");
     tcase_add_test(tc, freeing_2_63_bytes_is_refused);
     tcase_add_test(tc, sums_beyond_2_63_are_refused);
+    tcase_add_test(tc, touching_2_63_bytes_is_refused);
     tcase_add_test(tc, figures_just_below_2_63_are_exact);
     tcase_add_test(tc, new_and_freed_each_just_below_2_63);
     tcase_add_test(tc, times_far_apart_in_the_header);
