@@ -345,8 +345,8 @@ typedef struct memdiff_diff memdiff_diff;
  * Errors: MEMDIFF_EINVAL (a NULL argument, unknown flag), MEMDIFF_EMISMATCH (different page
  * sizes; or different pids or host names without MEMDIFF_COMPARE_FORCE, the detail naming
  * both), MEMDIFF_ERANGE (a byte count of the diff, of all categories or of one, would be above
- * INT64_MAX: only snapshot files can hold that much, e.g. a 2^63-byte region resident in one
- * and not in the other; the detail names the count and its value), MEMDIFF_ENOMEM. */
+ * INT64_MAX; a loaded file maps less than 2^63 bytes, so this is a guard, not a case met in
+ * practice; the detail names the count and its value), MEMDIFF_ENOMEM. */
 MEMDIFF_API int memdiff_compare(const memdiff_snapshot *before, const memdiff_snapshot *after,
                                 unsigned flags, memdiff_diff **out);
 
