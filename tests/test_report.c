@@ -269,7 +269,7 @@ START_TEST(no_change)
                      "Memory allocated:               0 bytes  (0 pages: 0 private, 0 shared)\n"
                      "Memory freed:                   0 bytes  (0 pages: 0 unmapped, 0 discarded, "
                      "0 swapped out)\n"
-                     "memdiff's own storage:          0 bytes  (excluded from all totals)\n"
+                     "memdiff's own storage:          0 bytes  (0 after; excluded from all totals)\n"
                      "\n"
                      "No changed pages.\n");
     free(got);

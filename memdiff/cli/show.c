@@ -172,7 +172,7 @@ static void show_text(const memdiff_snapshot *s, int per_region, FILE *out)
             cli_fmt_uint(b1, i.resident_bytes), cli_fmt_uint(b2, i.private_bytes),
             cli_fmt_uint(b3, i.shared_bytes));
     fprintf(out, "Swapped:   %15s bytes\n", cli_fmt_uint(b1, i.swapped_bytes));
-    fprintf(out, "memdiff's own storage: %s bytes resident (excluded from all totals)\n",
+    fprintf(out, "memdiff's own storage: %s bytes (excluded from all totals)\n",
             cli_fmt_uint(b1, i.own_bytes));
     const memdiff_process_totals *t = &i.totals;
     if (t->vm_rss || t->vm_size)
