@@ -17,7 +17,7 @@
 
 #include "fixture_tree.h"
 #include "internal.h"
-#include "linux.h"
+#include "walk.h"
 #include "scenario_util.h"
 #include "suites.h"
 
@@ -862,17 +862,17 @@ START_TEST(read_ahead_takes_whole_regions_behind)
     const unsigned attrs = P | X;
 
     ck_assert_int_eq(walk(proc, a, a + P4, MEMDIFF_DEPTH_STANDARD), MEMDIFF_OK);
-    ck_assert_uint_eq(proc->ahead_first, first);
-    ck_assert_uint_ge(proc->ahead_n, 12);
-    ck_assert_uint_eq(proc->ahead_used, first + 4);
+    ck_assert_uint_eq(proc->stages->pagemap.ahead_first, first);
+    ck_assert_uint_ge(proc->stages->pagemap.ahead_count, 12);
+    ck_assert_uint_eq(proc->stages->pagemap.ahead_used, first + 4);
     ck_assert_uint_eq(rec->count, 1);
     expect_run(0, a, 2, attrs);
     ck_assert_int_eq(walk(proc, a + P4, a + 2 * P4, MEMDIFF_DEPTH_STANDARD), MEMDIFF_OK);
-    ck_assert_uint_eq(proc->ahead_used, first + 8); /* served from the read-ahead */
+    ck_assert_uint_eq(proc->stages->pagemap.ahead_used, first + 8); /* served from the read-ahead */
     ck_assert_uint_eq(rec->count, 1);
     expect_run(0, a + 5 * (uint64_t)ps, 1, attrs);
     ck_assert_int_eq(walk(proc, a + 2 * P4, a + 3 * P4, MEMDIFF_DEPTH_STANDARD), MEMDIFF_OK);
-    ck_assert_uint_eq(proc->ahead_used, first + 12);
+    ck_assert_uint_eq(proc->stages->pagemap.ahead_used, first + 12);
     ck_assert_uint_eq(rec->count, 1);
     expect_run(0, a + 9 * (uint64_t)ps, 1, attrs);
 
@@ -941,17 +941,17 @@ START_TEST(scan_ahead_serves_small_regions_behind)
     for (int r = 0; r < 4; r++) {
         ck_assert_int_eq(walk(proc, cut[r], cut[r + 1], MEMDIFF_DEPTH_FAST), MEMDIFF_OK);
         if (r == 0) {
-            ck_assert_uint_ge(proc->win_end, cut[4]); /* the window reaches past the last */
-            proc->scan_refuse_at = 1;                 /* from here on, a scan is refused */
+            ck_assert_uint_ge(proc->stages->scan.window_end, cut[4]); /* the window reaches past the last */
+            proc->scan_refuse_at_call = 1;                 /* from here on, a scan is refused */
         }
         per_page(cut[r], (uint64_t)ps, (size_t)((cut[r + 1] - cut[r]) / (uint64_t)ps),
                  got + (cut[r] - a) / (uint64_t)ps, frames);
     }
-    ck_assert(!proc->scan_off); /* no scan was made for the three behind */
+    ck_assert(!proc->scan_refused); /* no scan was made for the three behind */
     for (int i = 0; i < 12; i++)
         ck_assert_msg(got[i] == want[i], "page %d: attrs 0x%x, want 0x%x", i, got[i], want[i]);
 
-    proc->scan_refuse_at = 0;
+    proc->scan_refuse_at_call = 0;
     p[3 * ps] = 1; /* behind the window's use: scanned again, not served stale */
     ck_assert_int_eq(walk(proc, cut[0], cut[1], MEMDIFF_DEPTH_FAST), MEMDIFF_OK);
     per_page(cut[0], (uint64_t)ps, 4, got, frames);
@@ -988,7 +988,7 @@ START_TEST(presence_answers_from_one_scan)
     ck_assert_int_eq(truth[2] + truth[3] + truth[5] + truth[6] + truth[9] + truth[10], 0);
 
     ck_assert_int_eq(memdiff__linux_page_present(proc, a), 1);
-    proc->scan_refuse_at = 1; /* from here on, a scan is refused */
+    proc->scan_refuse_at_call = 1; /* from here on, a scan is refused */
     for (int i = 0; i < N; i++)
         ck_assert_int_eq(memdiff__linux_page_present(proc, a + (uint64_t)i * ps), truth[i]);
     for (int from = 0; from < N; from++)
@@ -1007,7 +1007,7 @@ START_TEST(presence_answers_from_one_scan)
     ck_assert_int_eq(memdiff__linux_read_mem(proc, a + 2 * (uint64_t)ps, &b, 1),
                      MEMDIFF__LINUX_NOT_RESIDENT);
     ck_assert_uint_eq(scn_pagemap_entry(p + 2 * ps) & MEMDIFF__PM_PRESENT, 0); /* not faulted */
-    ck_assert(!proc->scan_off);
+    ck_assert(!proc->scan_refused);
     memdiff__plat_close(proc);
     scn_unmap(p, N);
 }
@@ -1035,15 +1035,15 @@ START_TEST(presence_windows_kept)
     const uint64_t a = (uint64_t)(uintptr_t)p, b = (uint64_t)(uintptr_t)q, gap_end = b;
     ck_assert_int_eq(memdiff__linux_page_present(proc, a), 1);
     ck_assert_int_eq(memdiff__linux_page_present(proc, b + (uint64_t)ps), 1);
-    ck_assert_uint_eq(proc->pres_wn, 2);
+    ck_assert_uint_eq(proc->presence->window_count, 2);
     /* The last gap page: a window of its own, up to B's. */
     ck_assert_int_eq(memdiff__linux_page_present(proc, gap_end - (uint64_t)ps), 0);
-    ck_assert_uint_eq(proc->pres_wn, 3);
-    for (size_t w = 0; w + 1 < proc->pres_wn; w++)
-        ck_assert_uint_le(proc->pres_win[w].end, proc->pres_win[w + 1].start);
-    ck_assert_uint_eq(proc->pres_win[1].end, proc->pres_win[2].start);
+    ck_assert_uint_eq(proc->presence->window_count, 3);
+    for (size_t w = 0; w + 1 < proc->presence->window_count; w++)
+        ck_assert_uint_le(proc->presence->windows[w].end, proc->presence->windows[w + 1].start);
+    ck_assert_uint_eq(proc->presence->windows[1].end, proc->presence->windows[2].start);
 
-    proc->scan_refuse_at = 1; /* from here on, a scan is refused */
+    proc->scan_refuse_at_call = 1; /* from here on, a scan is refused */
     for (int i = 0; i < N; i++) {
         ck_assert_int_eq(memdiff__linux_page_present(proc, a + (uint64_t)i * ps),
                          i == 0 || i == 5);
@@ -1288,8 +1288,8 @@ static int walk_refused_at(uint64_t a, uint64_t ps, size_t n, memdiff_depth d, u
     memdiff__proc *proc = open_self(&caps);
     ck_assert_int_eq(walk(proc, a, a + ps * n, d), MEMDIFF_OK);
     per_page(a, ps, n, want, wf);
-    ck_assert(!proc->scan_off);
-    proc->scan_refuse_at = at;
+    ck_assert(!proc->scan_refused);
+    proc->scan_refuse_at_call = at;
     ck_assert_int_eq(walk(proc, a, a + ps * n, d), MEMDIFF_OK);
     per_page(a, ps, n, got, gf);
     size_t resident = 0;
@@ -1300,7 +1300,7 @@ static int walk_refused_at(uint64_t a, uint64_t ps, size_t n, memdiff_depth d, u
         resident += got[i] != 0;
     }
     ck_assert_uint_eq(resident, want_resident);
-    int off = proc->scan_off;
+    int off = proc->scan_refused;
     memdiff__plat_close(proc);
     free(want);
     free(got);
@@ -1381,10 +1381,10 @@ START_TEST(fast_open_leaves_frames_unasked)
     ck_assert_int_eq(walk(proc, a, a + (uint64_t)ps * N, MEMDIFF_DEPTH_FAST), MEMDIFF_OK);
     per_page(a, (uint64_t)ps, N, want, wf);
     ck_assert_int_eq(proc->frames_unasked, 1); /* the scan told all */
-    proc->scan_refuse_at = 1;
+    proc->scan_refuse_at_call = 1;
     ck_assert_int_eq(walk(proc, a, a + (uint64_t)ps * N, MEMDIFF_DEPTH_FAST), MEMDIFF_OK);
     per_page(a, (uint64_t)ps, N, got, gf);
-    ck_assert(proc->scan_off);
+    ck_assert(proc->scan_refused);
     ck_assert_int_eq(proc->frames_unasked, 0);
     ck_assert_uint_eq(proc->zero_pfn, zero);
     size_t resident = 0;
@@ -1625,7 +1625,7 @@ static void remove_meminfo_tree(const char *dir)
 }
 
 /* The walk of map_sixteen's pages in [s, e) with every scan refused (a scan asked turns
- * scan_off on, and the walk goes on without it); 0 when it delivered the 5 pages, all
+ * scan_refused on, and the walk goes on without it); 0 when it delivered the 5 pages, all
  * exclusively mapped unless shared. */
 static int walk_sixteen(const char *root, unsigned flags, uint64_t s, uint64_t e, int shared,
                         memdiff__arena *a, memdiff__proc **out)
@@ -1634,7 +1634,7 @@ static int walk_sixteen(const char *root, unsigned flags, uint64_t s, uint64_t e
     memdiff__caps caps;
     NEED(memdiff__plat_open(&args, a, out, &caps) == MEMDIFF_OK);
     NEED(!(caps.sources & MEMDIFF_SRC_PFN));
-    (*out)->scan_refuse_at = 1;
+    (*out)->scan_refuse_at_call = 1;
     NEED(walk(*out, s, e, MEMDIFF_DEPTH_STANDARD) == MEMDIFF_OK);
     NEED(pages_with(P, F | Z | S) == 5);
     NEED(pages_with(P | X, 0) == (shared ? 0u : 5u));
@@ -1664,8 +1664,8 @@ static int pmd_free_body(void)
 
     /* No huge page in the system, 5 exclusively mapped anonymous pages: no scan asked. */
     NEED(walk_sixteen(dir, 0, s, e, 0, &a, &proc) == 0);
-    NEED(!proc->scan_off);
-    NEED(proc->pmd_free == 1 && proc->pmd_free_used);
+    NEED(!proc->scan_refused);
+    NEED(proc->meminfo_pmd_free == 1 && proc->pmd_free_relied);
     NEED(memdiff__plat_totals(proc, &t) == MEMDIFF_OK);
     /* A huge page since: the totals say the snapshot must be taken again. */
     NEED(put_meminfo(dir, MEMINFO_THP) == 0);
@@ -1675,14 +1675,14 @@ static int pmd_free_body(void)
 
     /* Where meminfo tells of huge pages, the scan is asked (and refused here). */
     NEED(walk_sixteen(dir, 0, s, e, 0, &a, &proc) == 0);
-    NEED(proc->scan_off && proc->pmd_free == -1 && !proc->pmd_free_used);
+    NEED(proc->scan_refused && proc->meminfo_pmd_free == -1 && !proc->pmd_free_relied);
     NEED(memdiff__plat_totals(proc, &t) == MEMDIFF_OK);
     memdiff__plat_close(proc);
 
     /* Taken again without shortcuts, whatever meminfo says. */
     NEED(put_meminfo(dir, MEMINFO_NONE) == 0);
     NEED(walk_sixteen(dir, MEMDIFF__OPEN_EXACT, s, e, 0, &a, &proc) == 0);
-    NEED(proc->scan_off && !proc->pmd_free_used);
+    NEED(proc->scan_refused && !proc->pmd_free_relied);
     memdiff__plat_close(proc);
 
     /* Pages a child shares since fork (copy on write) are not exclusively mapped: such a page
@@ -1697,7 +1697,7 @@ static int pmd_free_body(void)
     kill(c, SIGKILL);
     waitpid(c, NULL, 0);
     NEED(rc == 0);
-    NEED(proc->scan_off && !proc->pmd_free_used);
+    NEED(proc->scan_refused && !proc->pmd_free_relied);
     memdiff__plat_close(proc);
 
     memdiff__arena_release(&a);
@@ -1816,7 +1816,7 @@ static int huge_body(void)
         NEED(walk(proc, a, e, MEMDIFF_DEPTH_STANDARD) == MEMDIFF_OK);
         NEED(pages_with(P | X | MEMDIFF_PAGE_HUGE, 0) == n);
         NEED(pages_with(P | X, MEMDIFF_PAGE_HUGE) == huge / 4096);
-        NEED(proc->pmd_free == -1 && !proc->pmd_free_used); /* meminfo counts it */
+        NEED(proc->meminfo_pmd_free == -1 && !proc->pmd_free_relied); /* meminfo counts it */
     }
     memdiff__plat_close(proc);
     memdiff__arena_release(&ar);

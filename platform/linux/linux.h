@@ -86,11 +86,27 @@ struct pm_scan_arg {
 /* Frame stretches a run delivered by run_frames holds at most (dense memory: tens of pages a
  * stretch); a longer run goes out in parts, which the core joins. */
 #define MEMDIFF__LINUX_FS 1024u
-/* Pages the short runs gathered into one call of the sink's run_bits may span (pages.c). */
+/* Pages the short runs gathered into one call of the sink's run_bits may span (emit.h). */
 #define MEMDIFF__LINUX_GATHER 4096u
 
-/* The backend's view of an open process. Buffers come from the scratch arena given to
- * memdiff__plat_open, created on first use and reused by every later call. */
+struct memdiff__linux_stages;   /* the page walk's stages (walk.h) */
+struct memdiff__linux_idle;     /* the page_idle bits' buffers (refs.c) */
+
+/* What presence.c keeps for attribution: the present ranges of every PAGEMAP_SCAN made for it
+ * (ranges[0..range_count), by address) and the windows they cover (windows[0..window_count), by
+ * address, none overlapping, categories unused); emptied when the region list is read again. */
+struct memdiff__linux_presence {
+    struct page_region *ranges;
+    size_t range_count, range_cap;
+    struct page_region *windows;
+    size_t window_count, window_cap;
+    unsigned regions_read; /* proc->regions_read the windows are for */
+};
+
+/* The backend's view of an open process: its descriptors and what the caller may read of it,
+ * decided at the open (proc.c), and the state each part of the backend keeps from call to call,
+ * owned by that part and created on first use from the scratch arena given to
+ * memdiff__plat_open. */
 struct memdiff__proc {
     int pid;                  /* resolved, never 0 */
     int self;                 /* the calling process */
@@ -104,75 +120,34 @@ struct memdiff__proc {
     uint32_t page_size;
     unsigned page_shift;
     int pagemap_fd, mem_fd, kpageflags_fd, kpagecount_fd; /* -1 when unavailable */
+    int idle_fd;              /* page_idle bitmap, read by the page walk (-1: not tracking) */
     unsigned sources;         /* MEMDIFF_SRC_* as reported in caps */
     uint64_t zero_pfn;        /* frame of the shared zero page, 0 when unknown */
-    /* pages.c: attrs of pagemap's flag bits 55-63 (the table index), built once for the depth
-     * first asked (pm_table_fast: built for fast depth; -1: not built). */
-    unsigned pm_table[512];
-    int pm_table_fast;
+    int scan_refused;         /* the kernel refused a scan (EINVAL): pagemap only from then on */
+    /* Whether a batch read without frame numbers may go without the zero / huge page scan
+     * where its entries allow (pagemap.c, memdiff__linux_pmd_free_now): 0 not yet asked, 1
+     * meminfo said so (memdiff__linux_pmd_free), -1 it did not, or MEMDIFF__OPEN_EXACT.
+     * pmd_free_relied: a batch went without the scan, so memdiff__plat_totals asks meminfo
+     * again. */
+    int meminfo_pmd_free, pmd_free_relied;
+    unsigned scan_refuse_at_call; /* tests only: the scan call that fails with EINVAL, counting
+                                     from 1 (0: none), as a kernel may refuse mid-walk */
     memdiff__arena *scratch;
 
     char *text;               /* reusable buffer for whole-file reads */
     size_t text_cap;
 
     /* The region list memdiff__plat_regions returned (in the caller's arena, which outlives
-     * the proc): the page walk reads a region's mapping kind from it. NULL until then. */
+     * the proc): the page walk reads a region's mapping kind from it. NULL until then.
+     * regions_read counts the lists read: what was read or scanned ahead for one holds for
+     * no other. */
     const memdiff__plat_region *regions;
     size_t region_count;
+    unsigned regions_read;
 
-    /* page walk scratch (pages.c) */
-    uint64_t *pm;             /* pagemap entries of one batch, the pending run's at the front */
-    /* Entries read ahead with a small region's, for the regions right behind it (pages.c,
-     * read_pagemap): pages [ahead_first, ahead_first + ahead_n), valid until ahead_used
-     * passes them or the region list is read again (a new pass). */
-    uint64_t *ahead;
-    uint64_t ahead_first, ahead_n, ahead_used;
-    unsigned *attrs;          /* decoded attrs of one batch */
-    uint64_t *pfn;            /* frames of a batch: pm, decoded in place; the pending run's at
-                                 the front */
-    uint64_t *frames, *frame_tmp; /* sort keys of a batch's segments of consecutive frames */
-    struct memdiff__linux_seg {
-        uint32_t page, len;   /* pages [page, page + len) of a batch, frames consecutive */
-        uint32_t flags;       /* SEG_* of pages.c: frames descending, facts alike */
-        uint32_t off;         /* where its facts were read to in frame_flags / frame_counts */
-    } *segs;
-    uint64_t *frame_flags, *frame_counts; /* kpageflags / kpagecount of a batch's segments */
-    memdiff__values *fs; /* the pending run's frames as stretches (MEMDIFF__LINUX_FS) */
-    /* Short runs gathered for the sink's run_bits (pages.c, gather): a bit a page of the
-     * gathered span, MEMDIFF__LINUX_GATHER / 64 words, zero past it; the gathered pages' frames */
-    uint64_t *gather_bits, *gather_pfn;
-    memdiff__values *kp, *mp, *fp; /* deep: one run's kernel flags, map counts and frames as
-                                      pieces */
-    struct page_region *vec;  /* PAGEMAP_SCAN output */
-    /* Fast depth's scan ahead (pages.c, scan_window): the ranges of one scan over a small
-     * region and the small regions behind it, [win_start, win_end) covered, served from
-     * win_pos on; valid until the region list is read again (win_end 0: none). */
-    struct page_region *win;
-    size_t win_n, win_pos;
-    uint64_t win_start, win_end;
-    /* Presence of the pages attribution reads (pages.c, memdiff__linux_page_present): the
-     * present ranges of every scan made for it (pres_n, by address) and the windows they cover
-     * (pres_wn, by address, none overlapping); valid until the region list is read again. */
-    struct page_region *pres;
-    size_t pres_n, pres_cap;
-    struct page_region *pres_win; /* categories unused */
-    size_t pres_wn, pres_win_cap;
-    int scan_off;             /* the kernel refused a scan (EINVAL): pagemap only from then on */
-    /* Whether a batch read without frame numbers may go without the zero / huge page scan
-     * where its entries allow (pages.c, pmd_free): 0 not yet asked, 1 meminfo said so
-     * (memdiff__linux_pmd_free), -1 it did not, or MEMDIFF__OPEN_EXACT. pmd_free_used: a batch
-     * went without the scan, so memdiff__plat_totals asks meminfo again. */
-    int pmd_free, pmd_free_used;
-    unsigned scan_refuse_at;  /* tests only: the scan call that fails with EINVAL, counting
-                                 from 1 (0: none), as a kernel may refuse mid-walk */
-    size_t batch_cap;         /* entries the batch buffers above hold */
-
-    /* reference tracking (refs.c) */
-    int idle_fd;              /* page_idle bitmap, read by the page walk (-1: not tracking) */
-    uint64_t *idle_frames;    /* sorted unique frames of one batch */
-    uint64_t *idle_tmp;       /* the sort's scratch, swapped with idle_frames as it needs */
-    uint8_t *idle_state;      /* 1: that frame reads idle */
-    uint64_t *idle_words;     /* one read or write of the bitmap */
+    struct memdiff__linux_stages *stages;     /* the page walk (walk.c) */
+    struct memdiff__linux_presence *presence; /* attribution's presence (presence.c) */
+    struct memdiff__linux_idle *idle;         /* reference tracking (refs.c) */
 };
 
 /* ---- errors (procfs.c) ------------------------------------------------------------------ */
@@ -239,10 +214,6 @@ int memdiff__linux_reopen(const memdiff__proc *proc, int path_fd, const struct s
 int memdiff__linux_read_file(memdiff__arena *arena, const char *path, char **buf, size_t *cap,
                              size_t *len, int one_record);
 
-/* Reads <dir>/name of the process whole into proc->text (memdiff__linux_read_file). An empty
- * file of a process that is gone is MEMDIFF_ESRCH. */
-int memdiff__linux_read_proc(memdiff__proc *proc, const char *name, size_t *len);
-
 /* Reads at most size - 1 bytes of a small file of one record (see memdiff__linux_read_file)
  * into buf, NUL-terminated. Returns the length, or -errno (no detail set: callers decide whether
  * a missing file is an error). */
@@ -282,14 +253,9 @@ uint64_t memdiff__linux_dev(dev_t dev);
  * size 0: the task is exiting and has dropped its mm). */
 int memdiff__linux_alive(memdiff__proc *proc);
 
-/* Reads len (at most 64 KiB) bytes of the process's memory at addr through <dir>/mem, but only
- * when every page involved is present (memdiff__linux_page_present, else pagemap), so that
- * reading never faults in a page and disturbs what is measured. MEMDIFF__LINUX_NOT_RESIDENT
- * when addr's page is not present; MEMDIFF_ENOTSUP when memory cannot be read that way
- * otherwise (no mem or pagemap file, a later page not resident, a fixture tree); no detail is
- * set: callers treat unreadable memory as a fact to work around, not as a failure. */
-#define MEMDIFF__LINUX_NOT_RESIDENT 1
-int memdiff__linux_read_mem(memdiff__proc *proc, uint64_t addr, void *buf, size_t len);
+/* Reads <dir>/name of the process whole into proc->text (memdiff__linux_read_file). An empty
+ * file of a process that is gone is MEMDIFF_ESRCH. */
+int memdiff__linux_read_proc(memdiff__proc *proc, const char *name, size_t *len);
 
 /* For a process opened with MEMDIFF__OPEN_NO_FRAMES: learns the zero page's frame now (a fast
  * walk that falls back to pagemap, where only the frame tells the zero page), as the open does
@@ -305,7 +271,16 @@ void memdiff__linux_learn_zero_page(memdiff__proc *proc);
 int memdiff__linux_idle_attrs(memdiff__proc *proc, const uint64_t *pfn, unsigned *attrs,
                               size_t n);
 
-/* ---- presence (pages.c) ----------------------------------------------------------------- */
+/* ---- presence (presence.c) -------------------------------------------------------------- */
+
+/* Reads len (at most 64 KiB) bytes of the process's memory at addr through <dir>/mem, but only
+ * when every page involved is present (memdiff__linux_page_present, else pagemap), so that
+ * reading never faults in a page and disturbs what is measured. MEMDIFF__LINUX_NOT_RESIDENT
+ * when addr's page is not present; MEMDIFF_ENOTSUP when memory cannot be read that way
+ * otherwise (no mem or pagemap file, a later page not resident, a fixture tree); no detail is
+ * set: callers treat unreadable memory as a fact to work around, not as a failure. */
+#define MEMDIFF__LINUX_NOT_RESIDENT 1
+int memdiff__linux_read_mem(memdiff__proc *proc, uint64_t addr, void *buf, size_t len);
 
 /* Whether addr's page is present (1) or not (0), from one PAGEMAP_SCAN over the region that
  * holds it and the small regions behind it (a window), kept with every other window scanned
@@ -320,7 +295,7 @@ int memdiff__linux_page_present(memdiff__proc *proc, uint64_t addr);
 int memdiff__linux_first_page_known(memdiff__proc *proc, uint64_t from, uint64_t to, int present,
                                     uint64_t *at);
 
-/* ---- frames (pages.c) ------------------------------------------------------------------- */
+/* ---- frames (radix.c) ------------------------------------------------------------------- */
 
 /* LSD radix sort of a[0..n) (tmp: scratch of n) by their bits from bit `from` up (stable: keys
  * equal there keep their order), 11 bits a pass, as many passes as the largest key needs: a
@@ -329,6 +304,22 @@ int memdiff__linux_first_page_known(memdiff__proc *proc, uint64_t from, uint64_t
 uint64_t *memdiff__linux_radix_sort(uint64_t *a, uint64_t *tmp, size_t n, unsigned from);
 
 /* ---- maps (maps.c) ---------------------------------------------------------------------- */
+
+/* The index of the region of the list memdiff__plat_regions read (proc->regions) that holds
+ * [start, end) (start alone when end is start), or region_count when no one region does. */
+size_t memdiff__linux_region_holding(const memdiff__proc *p, uint64_t start, uint64_t end);
+
+/* Whom the page walk believes about MEMDIFF_PAGE_FILE in a range, from its region's mapping:
+ * the kernel's word (ASK: also when there is no region list, or the range is not inside one
+ * region), never a file page (private anonymous memory), always one (shared memory the kernel
+ * names as such). */
+typedef enum memdiff__file_rule {
+    MEMDIFF__FILE_ASK = 0,
+    MEMDIFF__FILE_NEVER,
+    MEMDIFF__FILE_ALWAYS
+} memdiff__file_rule;
+memdiff__file_rule memdiff__linux_region_file_rule(const memdiff__proc *p, uint64_t start,
+                                                   uint64_t end);
 
 /* Parses the text of a /proc/PID/maps file (len bytes, not necessarily NUL-terminated) into
  * regions allocated from arena, in ascending order. Paths keep the kernel's "\012" escape for a

@@ -298,11 +298,56 @@ int memdiff__plat_regions(memdiff__proc *proc, memdiff__arena *arena,
             break;
     }
     if (!rc) {
-        proc->regions = *out; /* the page walk asks a region's kind (pages.c) */
+        proc->regions = *out; /* the page walk asks a region's kind (walk.h) */
         proc->region_count = *count;
-        proc->ahead_n = 0; /* a new pass: nothing read or scanned ahead holds for it */
-        proc->win_end = 0;
-        proc->pres_n = proc->pres_wn = 0;
+        proc->regions_read++; /* a new pass: nothing read or scanned ahead holds for it */
     }
     return rc;
+}
+
+/* ---- the region list of the page walk ------------------------------------------------- */
+
+static int anon_shared_name(const memdiff__plat_region *r)
+{
+    return r->hint == MEMDIFF__HINT_SYSV_SHM || r->hint == MEMDIFF__HINT_MEMFD ||
+           r->hint == MEMDIFF__HINT_ANON_NAME ||
+           ((r->flags & MEMDIFF__RF_DELETED) && strcmp(r->path, "/dev/zero") == 0);
+}
+
+size_t memdiff__linux_region_holding(const memdiff__proc *p, uint64_t start, uint64_t end)
+{
+    size_t lo = 0, hi = p->region_count;
+    while (lo < hi) { /* the first region that ends above start */
+        size_t mid = lo + (hi - lo) / 2;
+        if (p->regions[mid].end <= start)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < p->region_count && p->regions[lo].start <= start && p->regions[lo].end >= end
+               ? lo
+               : p->region_count;
+}
+
+/* Device mappings (VM_PFNMAP) have pages without a struct page, which pagemap does not call
+ * file pages: only shared memory the kernel names as such is MEMDIFF__FILE_ALWAYS. */
+memdiff__file_rule memdiff__linux_region_file_rule(const memdiff__proc *p, uint64_t start, uint64_t end)
+{
+    size_t lo = memdiff__linux_region_holding(p, start, end);
+    if (lo == p->region_count)
+        return MEMDIFF__FILE_ASK;
+    const memdiff__plat_region *r = &p->regions[lo];
+    if (r->flags & MEMDIFF_REGION_SHARED)
+        return anon_shared_name(r) ? MEMDIFF__FILE_ALWAYS : MEMDIFF__FILE_ASK;
+    if (r->inode != 0)
+        return MEMDIFF__FILE_ASK;
+    switch (r->hint) {
+    case MEMDIFF__HINT_NONE:
+    case MEMDIFF__HINT_BRK_HEAP:
+    case MEMDIFF__HINT_MAIN_STACK:
+    case MEMDIFF__HINT_ANON_NAME:
+        return MEMDIFF__FILE_NEVER;
+    default:
+        return MEMDIFF__FILE_ASK; /* vdso, vvar, vsyscall, other special mappings */
+    }
 }

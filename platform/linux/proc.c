@@ -131,8 +131,8 @@ static int probe_scan(int fd, uint32_t page_size)
 }
 
 /* Whether the live kernel has answered a probe_scan: it has PAGEMAP_SCAN from then on, so one
- * probe a process, not one a snapshot (a later call that fails still falls back: pages.c,
- * scan_off). A fixture tree's pagemap is probed every time. */
+ * probe a process, not one a snapshot (a later call that fails still falls back: scan.c,
+ * scan_refused). A fixture tree's pagemap is probed every time. */
 static atomic_int live_scan_works;
 
 static int scan_works(const memdiff__proc *proc)
@@ -272,7 +272,7 @@ int memdiff__plat_open(const memdiff__open_args *args, memdiff__arena *scratch,
     memset(caps, 0, sizeof *caps);
     if (args->pid < 0)
         return memdiff__set_error(MEMDIFF_EINVAL, "open: invalid pid %d", args->pid);
-    /* One mapping for the scratch buffers of a snapshot instead of one each (pages.c's batch
+    /* One mapping for the scratch buffers of a snapshot instead of one each (the page walk's batch
      * buffers, the /proc text buffer, the thread and module lists: about 1 MiB at standard
      * depth), its pages touched only as used. Deep's larger block, and a text buffer that
      * outgrows its first 64 KiB, map their own. */
@@ -283,8 +283,7 @@ int memdiff__plat_open(const memdiff__open_args *args, memdiff__arena *scratch,
         return MEMDIFF_ENOMEM;
     proc->pagemap_fd = proc->mem_fd = proc->kpageflags_fd = proc->kpagecount_fd = -1;
     proc->idle_fd = -1;
-    proc->pm_table_fast = -1;
-    proc->pmd_free = args->flags & MEMDIFF__OPEN_EXACT ? -1 : 0;
+    proc->meminfo_pmd_free = args->flags & MEMDIFF__OPEN_EXACT ? -1 : 0;
     proc->scratch = scratch;
     const char *proc_root = args->proc_root ? args->proc_root : "/proc";
     proc->live = args->proc_root == NULL;
@@ -426,9 +425,9 @@ int memdiff__plat_totals(memdiff__proc *proc, memdiff_process_totals *out)
     size_t len = 0;
     memset(out, 0, sizeof *out);
     /* A batch went without the zero / huge page scan because meminfo said the system had no
-     * page it could find (pages.c, pmd_free): that must still hold, or a huge page may have
-     * appeared where the walk had yet to come. */
-    if (proc->pmd_free_used && !memdiff__linux_pmd_free(proc))
+     * page it could find (pagemap.c, memdiff__linux_pmd_free_now): that must still hold, or a
+     * huge page may have appeared where the walk had yet to come. */
+    if (proc->pmd_free_relied && !memdiff__linux_pmd_free(proc))
         return memdiff__set_error(MEMDIFF_ECHANGED,
                                   "%s/meminfo: PMD-mapped or hugetlb pages appeared during the "
                                   "snapshot, which read some pages as if there were none",
@@ -501,42 +500,17 @@ int memdiff__linux_alive(memdiff__proc *proc)
     return !(buf[0] == '0' && buf[1] == ' ');
 }
 
-int memdiff__linux_read_mem(memdiff__proc *proc, uint64_t addr, void *buf, size_t len)
+int memdiff__linux_read_proc(memdiff__proc *proc, const char *name, size_t *len)
 {
-    enum { MAX_PAGES = 17 };
-    uint64_t entries[MAX_PAGES];
-    if (proc->mem_fd < 0 || proc->pagemap_fd < 0)
-        return MEMDIFF_ENOTSUP;
-    if (len == 0 || len > 64 * 1024 || addr > UINT64_MAX - len)
-        return MEMDIFF_ENOTSUP;
-    uint64_t first = addr >> proc->page_shift;
-    uint64_t last = (addr + len - 1) >> proc->page_shift;
-    size_t npages = (size_t)(last - first + 1);
-    if (npages > MAX_PAGES)
-        return MEMDIFF_ENOTSUP;
-    /* /proc/PID/mem reads with FOLL_FORCE: a page not yet faulted in would be faulted in (the
-     * zero page for untouched anonymous memory, a page cache page for a file). Only resident
-     * pages are read, so that looking does not change what a snapshot sees. */
-    size_t known = 0; /* pages the scan kept for attribution answers (no pread) */
-    for (; known < npages; known++) {
-        int present = memdiff__linux_page_present(proc, (first + known) << proc->page_shift);
-        if (present < 0)
-            break;
-        if (!present)
-            return known == 0 ? MEMDIFF__LINUX_NOT_RESIDENT : MEMDIFF_ENOTSUP;
-    }
-    ssize_t r;
-    if (known < npages) {
-        size_t rest = npages - known;
-        r = memdiff__linux_pread_full(proc->pagemap_fd, entries, rest * 8, (first + known) * 8);
-        if (r != (ssize_t)(rest * 8))
-            return MEMDIFF_ENOTSUP;
-        for (size_t i = 0; i < rest; i++)
-            if (!(entries[i] & MEMDIFF__PM_PRESENT))
-                return known + i == 0 ? MEMDIFF__LINUX_NOT_RESIDENT : MEMDIFF_ENOTSUP;
-    }
-    r = memdiff__linux_pread_full(proc->mem_fd, buf, len, addr);
-    if (r != (ssize_t)len)
-        return MEMDIFF_ENOTSUP;
+    char path[PATH_MAX];
+    *len = 0;
+    int rc = memdiff__linux_path(path, sizeof path, proc->dir, name);
+    if (!rc)
+        rc = memdiff__linux_read_file(proc->scratch, path, &proc->text, &proc->text_cap, len, 0);
+    if (rc)
+        return rc;
+    /* An exited process (a zombie too) has empty files; so has a kernel thread. */
+    if (*len == 0 && !memdiff__linux_alive(proc))
+        return memdiff__set_error(MEMDIFF_ESRCH, "read %s: the process has exited", path);
     return MEMDIFF_OK;
 }

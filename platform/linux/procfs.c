@@ -194,21 +194,6 @@ int memdiff__linux_read_file(memdiff__arena *arena, const char *path, char **buf
     return MEMDIFF_OK;
 }
 
-int memdiff__linux_read_proc(memdiff__proc *proc, const char *name, size_t *len)
-{
-    char path[PATH_MAX];
-    *len = 0;
-    int rc = memdiff__linux_path(path, sizeof path, proc->dir, name);
-    if (!rc)
-        rc = memdiff__linux_read_file(proc->scratch, path, &proc->text, &proc->text_cap, len, 0);
-    if (rc)
-        return rc;
-    /* An exited process (a zombie too) has empty files; so has a kernel thread. */
-    if (*len == 0 && !memdiff__linux_alive(proc))
-        return memdiff__set_error(MEMDIFF_ESRCH, "read %s: the process has exited", path);
-    return MEMDIFF_OK;
-}
-
 ssize_t memdiff__linux_read_small(const char *path, char *buf, size_t size)
 {
     if (size == 0)

@@ -149,22 +149,32 @@ static size_t lower_bound(const uint64_t *a, size_t n, uint64_t v)
     return lo;
 }
 
+/* The page_idle bits' buffers, for a batch of frames (proc->idle, kept for the next batch). */
+struct memdiff__linux_idle {
+    uint64_t *frames;    /* sorted unique frames of one batch */
+    uint64_t *sort_tmp;  /* the sort's scratch, swapped with frames as it needs */
+    uint8_t *state;      /* 1: that frame reads idle */
+    uint64_t *words;     /* one read or write of the bitmap */
+};
+
 static int idle_buffers(memdiff__proc *p)
 {
-    if (!p->idle_frames)
-        p->idle_frames = memdiff__arena_alloc(p->scratch, MEMDIFF__LINUX_BATCH * sizeof(uint64_t));
-    if (!p->idle_tmp)
-        p->idle_tmp = memdiff__arena_alloc(p->scratch, MEMDIFF__LINUX_BATCH * sizeof(uint64_t));
-    if (!p->idle_state)
-        p->idle_state = memdiff__arena_alloc(p->scratch, MEMDIFF__LINUX_BATCH);
-    if (!p->idle_words)
-        p->idle_words = memdiff__arena_alloc(p->scratch, SPAN_WORDS * sizeof(uint64_t));
-    return p->idle_frames && p->idle_tmp && p->idle_state && p->idle_words ? MEMDIFF_OK
-                                                                            : MEMDIFF_ENOMEM;
+    struct memdiff__linux_idle *s = p->idle;
+    if (!s && !(s = p->idle = memdiff__arena_alloc(p->scratch, sizeof *s)))
+        return MEMDIFF_ENOMEM;
+    if (!s->frames)
+        s->frames = memdiff__arena_alloc(p->scratch, MEMDIFF__LINUX_BATCH * sizeof(uint64_t));
+    if (!s->sort_tmp)
+        s->sort_tmp = memdiff__arena_alloc(p->scratch, MEMDIFF__LINUX_BATCH * sizeof(uint64_t));
+    if (!s->state)
+        s->state = memdiff__arena_alloc(p->scratch, MEMDIFF__LINUX_BATCH);
+    if (!s->words)
+        s->words = memdiff__arena_alloc(p->scratch, SPAN_WORDS * sizeof(uint64_t));
+    return s->frames && s->sort_tmp && s->state && s->words ? MEMDIFF_OK : MEMDIFF_ENOMEM;
 }
 
 /* The frames of the resident pages among pfn[0..n) (attrs: MEMDIFF_PAGE_*, or NULL for pagemap
- * entries in pfn), sorted and unique, into p->idle_frames; returns how many. */
+ * entries in pfn), sorted and unique, into p->idle->frames; returns how many. */
 static size_t batch_frames(memdiff__proc *p, const uint64_t *pfn, const unsigned *attrs, size_t n)
 {
     size_t m = 0;
@@ -180,17 +190,17 @@ static size_t batch_frames(memdiff__proc *p, const uint64_t *pfn, const unsigned
             f = pfn[i] & MEMDIFF__PM_PFN_MASK;
         }
         if (f && f != p->zero_pfn)
-            p->idle_frames[m++] = f;
+            p->idle->frames[m++] = f;
     }
-    uint64_t *sorted = memdiff__linux_radix_sort(p->idle_frames, p->idle_tmp, m, 0);
-    if (sorted != p->idle_frames) {
-        p->idle_tmp = p->idle_frames;
-        p->idle_frames = sorted;
+    uint64_t *sorted = memdiff__linux_radix_sort(p->idle->frames, p->idle->sort_tmp, m, 0);
+    if (sorted != p->idle->frames) {
+        p->idle->sort_tmp = p->idle->frames;
+        p->idle->frames = sorted;
     }
     size_t u = m ? 1 : 0;
     for (size_t i = 1; i < m; i++)
-        if (p->idle_frames[i] != p->idle_frames[u - 1])
-            p->idle_frames[u++] = p->idle_frames[i];
+        if (p->idle->frames[i] != p->idle->frames[u - 1])
+            p->idle->frames[u++] = p->idle->frames[i];
     return u;
 }
 
@@ -206,18 +216,18 @@ static size_t span_end(const uint64_t *frames, size_t i, size_t u)
     return j;
 }
 
-/* Reads the bitmap words of frames[i..j) into p->idle_words and sets idle_state for them. */
+/* Reads the bitmap words of frames[i..j) into p->idle->words and sets idle->state for them. */
 static int read_span(memdiff__proc *p, int fd, const char *path, size_t i, size_t j)
 {
-    uint64_t w0 = p->idle_frames[i] / 64;
-    size_t nw = (size_t)(p->idle_frames[j - 1] / 64 - w0 + 1);
-    ssize_t r = memdiff__linux_pread_full(fd, p->idle_words, nw * 8, w0 * 8);
+    uint64_t w0 = p->idle->frames[i] / 64;
+    size_t nw = (size_t)(p->idle->frames[j - 1] / 64 - w0 + 1);
+    ssize_t r = memdiff__linux_pread_full(fd, p->idle->words, nw * 8, w0 * 8);
     if (r < 0)
         return memdiff__linux_fail((int)-r, "read", path);
     size_t got = (size_t)r / 8; /* words past the end of the bitmap read as "not idle" */
     for (size_t k = i; k < j; k++) {
-        size_t at = (size_t)(p->idle_frames[k] / 64 - w0);
-        p->idle_state[k] = at < got && ((p->idle_words[at] >> (p->idle_frames[k] % 64)) & 1);
+        size_t at = (size_t)(p->idle->frames[k] / 64 - w0);
+        p->idle->state[k] = at < got && ((p->idle->words[at] >> (p->idle->frames[k] % 64)) & 1);
     }
     return MEMDIFF_OK;
 }
@@ -229,19 +239,19 @@ static int read_span(memdiff__proc *p, int fd, const char *path, size_t i, size_
 static int mark_frames(memdiff__proc *p, int fd, const char *path, size_t u, uint64_t *untracked)
 {
     for (size_t i = 0; i < u;) {
-        size_t j = span_end(p->idle_frames, i, u);
-        uint64_t w0 = p->idle_frames[i] / 64;
-        size_t nw = (size_t)(p->idle_frames[j - 1] / 64 - w0 + 1);
-        ssize_t got = memdiff__linux_pread_full(fd, p->idle_words, nw * 8, w0 * 8);
+        size_t j = span_end(p->idle->frames, i, u);
+        uint64_t w0 = p->idle->frames[i] / 64;
+        size_t nw = (size_t)(p->idle->frames[j - 1] / 64 - w0 + 1);
+        ssize_t got = memdiff__linux_pread_full(fd, p->idle->words, nw * 8, w0 * 8);
         if (got < 0)
             return memdiff__linux_fail((int)-got, "read", path);
-        memset((char *)p->idle_words + got, 0, nw * 8 - (size_t)got);
+        memset((char *)p->idle->words + got, 0, nw * 8 - (size_t)got);
         for (size_t k = i; k < j; k++)
-            p->idle_words[p->idle_frames[k] / 64 - w0] |= UINT64_C(1) << (p->idle_frames[k] % 64);
+            p->idle->words[p->idle->frames[k] / 64 - w0] |= UINT64_C(1) << (p->idle->frames[k] % 64);
         /* One call: a span is at most a page, which sysfs writes whole. */
         ssize_t r;
         do
-            r = pwrite(fd, p->idle_words, nw * 8, (off_t)(w0 * 8));
+            r = pwrite(fd, p->idle->words, nw * 8, (off_t)(w0 * 8));
         while (r < 0 && errno == EINTR);
         if (r < 0)
             return memdiff__linux_fail(errno, "write", path);
@@ -252,7 +262,7 @@ static int mark_frames(memdiff__proc *p, int fd, const char *path, size_t u, uin
         if (rc)
             return rc;
         for (size_t k = i; k < j; k++)
-            if (!p->idle_state[k])
+            if (!p->idle->state[k])
                 *untracked += p->page_size;
         i = j;
     }
@@ -331,7 +341,7 @@ int memdiff__linux_idle_attrs(memdiff__proc *p, const uint64_t *pfn, unsigned *a
         return rc;
     size_t u = batch_frames(p, pfn, attrs, n);
     for (size_t i = 0; i < u;) {
-        size_t j = span_end(p->idle_frames, i, u);
+        size_t j = span_end(p->idle->frames, i, u);
         rc = read_span(p, p->idle_fd, path, i, j);
         if (rc)
             return rc;
@@ -340,8 +350,8 @@ int memdiff__linux_idle_attrs(memdiff__proc *p, const uint64_t *pfn, unsigned *a
     for (size_t i = 0; i < n; i++) {
         if (!RESIDENT(attrs[i]) || !pfn[i] || pfn[i] == p->zero_pfn)
             continue;
-        size_t k = lower_bound(p->idle_frames, u, pfn[i]);
-        if (k < u && !p->idle_state[k])
+        size_t k = lower_bound(p->idle->frames, u, pfn[i]);
+        if (k < u && !p->idle->state[k])
             attrs[i] |= MEMDIFF_PAGE_ACCESSED;
     }
     return MEMDIFF_OK;

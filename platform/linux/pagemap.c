@@ -1,0 +1,349 @@
+/*
+ * pagemap.c - the pagemap stage of the page walk: /proc/PID/pagemap read in batches and decoded
+ * (Documentation/admin-guide/mm/pagemap.rst).
+ *
+ * The kernel computes an entry from the page table entry and the page's struct page
+ * (exclusivity, file or anon): tens of ns per present page. The walk reads a batch of entries
+ * with one pread (MEMDIFF__LINUX_BATCH), a small region's with those of the small regions right
+ * behind it (read-ahead), and decodes the flag bits through a table built once per depth. With
+ * frame numbers (root) the entries become the pages' frames in place, cut into stretches of
+ * consecutive frames (dense memory: one test of four entries a stretch); deep depth's segments
+ * come from the same cut (kflags.c). Zero and huge pages, which pagemap does not flag, come from
+ * the scan (scan.c): decode tells where a batch may hold some.
+ *
+ * Owns struct memdiff__linux_pagemap (the batch's entries and attrs, the attr table, the
+ * read-ahead). Stretch mode feeds its stretches to run emission (emit.c) as it decodes.
+ */
+#include <string.h>
+
+#include "emit.h"
+
+/* attrs of a pagemap entry from its flag bits 55-63 (the table index), zero page aside. */
+static unsigned entry_attrs(const memdiff__linux_walker *w, uint64_t e)
+{
+    unsigned a = 0;
+    if (e & MEMDIFF__PM_PRESENT)
+        a |= MEMDIFF_PAGE_PRESENT;
+    else if (e & MEMDIFF__PM_SWAP)
+        a |= MEMDIFF_PAGE_SWAPPED;
+    else
+        return 0;
+    if (e & MEMDIFF__PM_FILE)
+        a |= MEMDIFF_PAGE_FILE;
+    /* Fast depth leaves these out so that it reports the same on kernels with and without
+     * PAGEMAP_SCAN (whose categories have no exclusivity). */
+    if (!w->fast) {
+        if (e & MEMDIFF__PM_EXCLUSIVE)
+            a |= MEMDIFF_PAGE_PRIVATE;
+        if (e & MEMDIFF__PM_SOFT_DIRTY)
+            a |= MEMDIFF_PAGE_SOFT_DIRTY;
+    }
+    return a;
+}
+
+/* The table of entry_attrs for the walk's depth: built once per process open and depth kind,
+ * not once per region (512 entries: it cost as much as decoding a 64 MiB region). */
+_Static_assert(sizeof ((struct memdiff__linux_pagemap *)0)->attr_table / sizeof(unsigned) ==
+                   1u << (64 - MEMDIFF__PM_TABLE_SHIFT),
+               "attr_table holds an entry per value of pagemap bits 55-63");
+void memdiff__linux_build_table(memdiff__linux_walker *w)
+{
+    struct memdiff__linux_pagemap *pm = w->pagemap;
+    if (pm->table_fast != w->fast) {
+        for (uint64_t i = 0; i < (1u << (64 - MEMDIFF__PM_TABLE_SHIFT)); i++)
+            pm->attr_table[i] = entry_attrs(w, i << MEMDIFF__PM_TABLE_SHIFT);
+        pm->table_fast = w->fast;
+    }
+    w->attr_table = pm->attr_table;
+}
+
+/* Read-ahead. A snapshot walks its regions in address order, one plat_pages call each, and
+ * most are small and back to back (an image's four or five mappings, its .bss): one pread of a
+ * small region's entries also takes those of the whole regions right behind it, up to
+ * MEMDIFF__AHEAD_PAGES entries (64 MiB standard: the walk's 25 preads a snapshot -> 6). Only whole
+ * regions, so that each is read from it entirely or not at all; only forward, so that no entry
+ * serves twice. */
+
+/* The end of the regions that follow the one holding addr without a gap, as far as they fit
+ * whole within MEMDIFF__AHEAD_PAGES pages of addr; addr + need pages at least. */
+static uint64_t ahead_reach(const memdiff__proc *p, uint64_t addr, uint64_t need)
+{
+    uint64_t reach = addr + (need << p->page_shift);
+    uint64_t cap = addr + ((uint64_t)MEMDIFF__AHEAD_PAGES << p->page_shift);
+    size_t lo = memdiff__linux_region_holding(p, addr, reach);
+    if (lo == p->region_count || p->regions[lo].end != reach)
+        return reach; /* only from the tail of a region: the request ends where it does */
+    for (size_t j = lo + 1;
+         j < p->region_count && p->regions[j].start == reach && p->regions[j].end <= cap; j++)
+        reach = p->regions[j].end;
+    return reach;
+}
+
+/* Entries [first, first + n) from the read-ahead into pm, when it holds them all. */
+static int from_ahead(struct memdiff__linux_pagemap *s, uint64_t first, size_t n, uint64_t *pm)
+{
+    if (!s->ahead_count || first < s->ahead_used || first < s->ahead_first ||
+        first + n > s->ahead_first + s->ahead_count)
+        return 0;
+    memcpy(pm, s->ahead + (first - s->ahead_first), n * sizeof *pm);
+    s->ahead_used = first + n;
+    return 1;
+}
+
+/* Reads pagemap for [addr, addr + n pages), n at most one batch, into entries[base..]. Entries past the
+ * end of what could be read are 0 (not present): a fixture file ends early, and the kernel
+ * stops at the end of the user address space. A live process that returns nothing has exited:
+ * pagemap_read() finds no mm and reads 0 bytes. */
+int memdiff__linux_read_pagemap(memdiff__linux_walker *w, uint64_t addr, size_t base, size_t n)
+{
+    memdiff__proc *p = w->proc;
+    struct memdiff__linux_pagemap *s = w->pagemap;
+    uint64_t *pm = s->entries + base;
+    uint64_t first = addr >> p->page_shift;
+    if (from_ahead(s, first, n, pm))
+        return MEMDIFF_OK;
+    uint64_t *dst = pm;
+    size_t want = n;
+    if (n < MEMDIFF__AHEAD_PAGES && p->regions) {
+        uint64_t reach = ahead_reach(p, addr, n);
+        if (reach > addr + ((uint64_t)n << p->page_shift)) {
+            if (!s->ahead && !(s->ahead = memdiff__arena_alloc_raw(
+                                   p->scratch, MEMDIFF__AHEAD_PAGES * sizeof *s->ahead)))
+                return MEMDIFF_ENOMEM;
+            dst = s->ahead;
+            want = (size_t)((reach - addr) >> p->page_shift);
+        }
+    }
+    ssize_t r = memdiff__linux_pread_full(p->pagemap_fd, dst, want * 8, first * 8);
+    if (dst != pm) {
+        /* The request is the front of what was read; a failed read leaves nothing ahead. */
+        s->ahead_first = first;
+        s->ahead_count = r > 0 ? (uint64_t)r / 8 : 0;
+        size_t got = MEMDIFF__MIN(n, (size_t)s->ahead_count);
+        memcpy(pm, dst, got * sizeof *pm);
+        s->ahead_used = first + got;
+        if (r > 0)
+            r = (ssize_t)(got * 8);
+    }
+    if (r < 0) {
+        int e = (int)-r;
+        return memdiff__set_error(memdiff__linux_status(e), "read %s/pagemap at 0x%llx: %s",
+                                  p->dir, (unsigned long long)addr, memdiff__linux_errno_text(e));
+    }
+    size_t got = (size_t)r / 8;
+    if (got < n) {
+        if (got == 0 && !memdiff__linux_alive(p))
+            return memdiff__set_error(MEMDIFF_ESRCH, "read %s/pagemap: the process has exited",
+                                      p->dir);
+        memset(pm + got, 0, (n - got) * sizeof *pm);
+    }
+    return MEMDIFF_OK;
+}
+
+/* The stretch of entries pm[i..j) that starts at i, with frame numbers: present pages whose
+ * frames go on by *step from *first (1 or -1, as the allocator hands frames out, 0 for the zero
+ * page mapped again and again), or equal entries of absent pages (*first 0). In dense memory
+ * most entries are the one before plus or minus 1 (the same flags, the next frame), which one
+ * test of four entries confirms; a stretch's flags are decoded once, into *attrs. Returns j. */
+static size_t stretch_at(const memdiff__linux_walker *w, const uint64_t *pm, size_t i, size_t n,
+                         unsigned *attrs, uint64_t *first, uint64_t *step)
+{
+    uint64_t e = pm[i];
+    *attrs = w->attr_table[e >> MEMDIFF__PM_TABLE_SHIFT];
+    *first = 0;
+    *step = 0;
+    if (!(e & MEMDIFF__PM_PRESENT))
+        return memdiff__stretch_end(pm, i, n, 0);
+    uint64_t f = e & MEMDIFF__PM_PFN_MASK, zero = w->proc->zero_pfn;
+    uint64_t d = i + 1 < n ? pm[i + 1] - e : 2; /* the next entry tells the way */
+    *step = d == 1 || d == 0 || d == UINT64_MAX ? d : 1;
+    size_t j = *step == d ? memdiff__stretch_end(pm, i, n, d) : i + 1;
+    *first = f;
+    /* The zero page: a stretch of its own (it is never part of one of other frames). */
+    uint64_t dist = *step == 1 ? zero - f : *step == 0 ? (f == zero ? 0 : UINT64_MAX) : f - zero;
+    if (zero && dist < j - i) {
+        if (dist == 0)
+            *attrs |= MEMDIFF_PAGE_ZERO;
+        else
+            j = i + (size_t)dist;
+    }
+    return j;
+}
+
+/* A present page that pagemap calls anything but exclusively mapped anonymous memory: the zero
+ * page (neither bit: it has no struct page for pagemap to ask), the huge zero page (a file bit:
+ * no anonymous folio), memory shared or a file page. Only such a page, or one of a PMD-mapped
+ * or hugetlb page where meminfo says the system may have some, can be what the zero / huge
+ * page scan looks for (pmd_free). */
+static int zero_or_shared(uint64_t e)
+{
+    return (e & MEMDIFF__PM_PRESENT) &&
+           (e & (MEMDIFF__PM_EXCLUSIVE | MEMDIFF__PM_FILE)) != MEMDIFF__PM_EXCLUSIVE;
+}
+
+/* Decodes entries[base..base + n) into attrs[0..n); with frame numbers, each entry becomes its
+ * page's frame in place (no copy). Returns how many pages
+ * are present or swapped; without frame numbers, *cand tells whether a page is zero_or_shared. */
+size_t memdiff__linux_decode(memdiff__linux_walker *w, size_t base, size_t n, int *cand)
+{
+    uint64_t *pm = w->pagemap->entries + base;
+    unsigned *attrs = w->pagemap->attrs;
+    const uint64_t zero = w->proc->zero_pfn;
+    size_t found = 0;
+    if (w->with_frames) {
+        w->seg_count = 0;
+        for (size_t i = 0; i < n;) {
+            unsigned a;
+            uint64_t f, step;
+            size_t j = stretch_at(w, pm, i, n, &a, &f, &step);
+            if (w->deep)
+                w->seg_count = memdiff__linux_add_segments(w, i, j, a, f, step, w->seg_count);
+            for (size_t k = i; k < j; k++) {
+                pm[k] = f;
+                attrs[k] = a;
+                f += step;
+            }
+            found += a ? j - i : 0;
+            i = j;
+        }
+    } else if (!zero) {
+        /* No frame numbers (unprivileged): the entries of a page's neighbours are its own in
+         * dense memory, so they are decoded a stretch of equal entries at a time. */
+        int c = 0;
+        for (size_t i = 0; i < n;) {
+            size_t j = memdiff__stretch_end(pm, i, n, 0);
+            unsigned a = w->attr_table[pm[i] >> MEMDIFF__PM_TABLE_SHIFT];
+            c |= zero_or_shared(pm[i]);
+            for (size_t k = i; k < j; k++)
+                attrs[k] = a;
+            found += a ? j - i : 0;
+            i = j;
+        }
+        *cand = c;
+    } else {
+        int c = 0;
+        for (size_t i = 0; i < n; i++) {
+            uint64_t e = pm[i];
+            unsigned a = w->attr_table[e >> MEMDIFF__PM_TABLE_SHIFT];
+            if ((e >> 63) && (e & MEMDIFF__PM_PFN_MASK) == zero)
+                a |= MEMDIFF_PAGE_ZERO;
+            c |= zero_or_shared(e);
+            attrs[i] = a;
+            found += a != 0;
+        }
+        *cand = c;
+    }
+    return found;
+}
+
+/* Whether a batch without frame numbers whose pages are all exclusively mapped anonymous
+ * memory (no zero_or_shared page) may go without the zero / huge page scan: when meminfo says
+ * no page of the system is PMD-mapped anonymous memory or a hugetlb page. The scan walks every
+ * page table entry again, a quarter of pagemap's cost. meminfo is read once a walk, on first
+ * need, and again by memdiff__plat_totals once a batch went without the scan: a huge page that
+ * appeared in between makes the snapshot be taken again (MEMDIFF__OPEN_EXACT). */
+int memdiff__linux_pmd_free_now(memdiff__proc *p)
+{
+    if (!p->meminfo_pmd_free)
+        p->meminfo_pmd_free = memdiff__linux_pmd_free(p) ? 1 : -1;
+    if (p->meminfo_pmd_free < 0)
+        return 0;
+    p->pmd_free_relied = 1;
+    return 1;
+}
+
+/* decode_frames' next boundary of the zero and huge pages' ranges r[0..nr) after page i of n
+ * from addr, *at the first range that ends above page i: its start, or its end with *extra its
+ * attributes when page i is in it. */
+static MEMDIFF__NOINLINE size_t next_extras(const struct page_region *r, size_t nr, size_t *at,
+                                            uint64_t addr, unsigned shift, size_t i, size_t n,
+                                            unsigned *extra)
+{
+    const uint64_t page = addr + ((uint64_t)i << shift);
+    while (*at < nr && r[*at].end <= page)
+        ++*at;
+    *extra = 0;
+    if (*at == nr)
+        return n;
+    if (r[*at].start > page)
+        return (size_t)MEMDIFF__MIN((uint64_t)n, (r[*at].start - addr) >> shift);
+    *extra = memdiff__linux_scan_attrs(r[*at].categories) & (MEMDIFF_PAGE_ZERO | MEMDIFF_PAGE_HUGE);
+    return (size_t)MEMDIFF__MIN((uint64_t)n, (r[*at].end - addr) >> shift);
+}
+
+/* Stretch mode: feeds entries[base..base + n) for pages from addr with their frames
+ * as stretches, and where stretches are this short, as the frames themselves (decoded in place:
+ * memory the allocator handed out piecemeal has one page in two in a stretch of its own, which
+ * would cost a stretch each). The pending run is delivered at the end: it may point into pm.
+ * Returns how many pages are present or swapped, or a negative status. */
+#define LITERAL_MAX 2u
+int64_t memdiff__linux_decode_frames(memdiff__linux_walker *w, uint64_t addr, size_t base, size_t n,
+                             const struct page_region *extras, size_t nextras)
+{
+    uint64_t *pm = w->pagemap->entries + base;
+    unsigned shift = w->proc->page_shift;
+    int64_t found = 0;
+    const uint64_t zero = w->proc->zero_pfn;
+    /* Stretches end where a range of the scan's zero or huge pages begins or ends (lim); inside
+     * one, present pages take its attributes (extra). extras[r]: the first range that ends
+     * above lim. */
+    size_t r = 0, lim = nextras ? 0 : n;
+    unsigned extra = 0;
+    for (size_t i = 0; i < n;) {
+        if (i >= lim)
+            lim = next_extras(extras, nextras, &r, addr, shift, i, n, &extra);
+        unsigned a;
+        uint64_t f, step;
+        size_t j = stretch_at(w, pm, i, lim, &a, &f, &step);
+        if (extra && (a & MEMDIFF_PAGE_PRESENT))
+            a |= extra;
+        const uint64_t *values = NULL;
+        if (j - i <= LITERAL_MAX && a) {
+            for (size_t k = i; k < j; k++, f += step)
+                pm[k] = f;
+            /* More pages of these attrs where no stretch of three starts go with them: how the
+             * values are cut does not change what the snapshot stores (seq.c). */
+            while (!(a & MEMDIFF_PAGE_ZERO) && j + 2 < lim) {
+                uint64_t e = pm[j], d = pm[j + 1] - e;
+                if (w->attr_table[e >> MEMDIFF__PM_TABLE_SHIFT] != a || !(e & MEMDIFF__PM_PRESENT) ||
+                    (e & MEMDIFF__PM_PFN_MASK) == zero ||
+                    ((d == 1 || d == 0 || d == UINT64_MAX) && pm[j + 2] - pm[j + 1] == d))
+                    break;
+                pm[j++] = e & MEMDIFF__PM_PFN_MASK;
+            }
+            values = pm + i;
+            step = 1; /* the values in page order */
+        }
+        int rc = memdiff__linux_feed_frames(w, addr + ((uint64_t)i << shift), j - i, a, f, step, values);
+        if (rc)
+            return rc;
+        found += a ? (int64_t)(j - i) : 0;
+        i = j;
+    }
+    int rc = memdiff__linux_flush(w);
+    return rc ? rc : found;
+}
+
+/* Whether pages [addr, addr + n) (entries pm[0..n)) could hold a huge page: memdiff__linux_scan_huge_candidates'
+ * test on the ends of each page table's span alone, a necessary condition (present, frames
+ * aligned with the addresses, the last frame as far from the first as its page). */
+int memdiff__linux_maybe_huge(const memdiff__linux_walker *w, uint64_t addr, const uint64_t *pm, size_t n)
+{
+    const memdiff__proc *p = w->proc;
+    const uint64_t per = p->page_size / 8, vpage = addr >> p->page_shift;
+    for (size_t i = 0; i < n;) {
+        size_t j = (size_t)MEMDIFF__MIN((uint64_t)n, i + (per - ((vpage + i) & (per - 1))));
+        uint64_t a = pm[i], b = pm[j - 1];
+        uint64_t fa = a & MEMDIFF__PM_PFN_MASK, fb = b & MEMDIFF__PM_PFN_MASK;
+        uint64_t misaligned = (fa - ((vpage + i) & (per - 1))) & (per - 1);
+        if ((a & b & MEMDIFF__PM_PRESENT) && fa && !misaligned && fb - fa == j - 1 - i)
+            return 1;
+        i = j;
+    }
+    return 0;
+}
+
+/* Pages [addr, addr + npages) from pagemap, in batches. ranges (may be NULL) are the scan's
+ * ranges over this window, for the zero / huge attributes; without them the scan is asked
+ * itself (scan_huge_candidates, scan_extras) when the kernel has one. *found counts the pages
+ * present or swapped. */

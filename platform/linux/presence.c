@@ -1,0 +1,225 @@
+/*
+ * presence.c - which pages attribution may read, and reading them (memdiff__linux_read_mem).
+ *
+ * Attribution (modules, heaps) reads a few words of many small regions, each only when its page
+ * is present: /proc/PID/mem reads with FOLL_FORCE and would fault a page in, changing what a
+ * snapshot sees. Presence comes from PAGEMAP_SCAN (scan.c) over windows of mappings, kept for
+ * the whole pass (one ioctl instead of a pread each), else from a pread of pagemap.
+ *
+ * Owns struct memdiff__linux_presence (proc->presence): the windows scanned and their present
+ * ranges, emptied when the region list is read again.
+ */
+#include <string.h>
+
+#include "walk.h"
+
+/* Attribution reads a few words of many small regions (ELF headers, malloc's headers), each only
+ * when its page is present; one scan from the first page asked over PRESENCE_PAGES of mappings
+ * (the region's own, then the regions behind it) answers most of the questions that follow. The
+ * scan asks presence alone: the page table, no struct page. Every window scanned is kept for the
+ * snapshot (modules ask, then heaps ask again from the bottom of the address space): the
+ * presence state holds the present ranges of all of them by address, and the windows covered. */
+#define PRESENCE_PAGES 1024u
+#define PRESENCE_VEC 256u
+
+/* The first of ascending ranges r[0..n) that ends above addr (n when none). */
+static size_t ending_above(const struct page_region *r, size_t n, uint64_t addr)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (r[mid].end <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* The window holding addr: its index in s->windows, or window_count when none does. */
+static size_t window_at(const struct memdiff__linux_presence *s, uint64_t addr)
+{
+    size_t w = ending_above(s->windows, s->window_count, addr);
+    return w < s->window_count && s->windows[w].start <= addr ? w : s->window_count;
+}
+
+/* The first of the kept ranges that ends after addr (range_count when none). */
+static size_t presence_at(const struct memdiff__linux_presence *s, uint64_t addr)
+{
+    return ending_above(s->ranges, s->range_count, addr);
+}
+
+static void reverse_ranges(struct page_region *r, size_t n)
+{
+    for (size_t i = 0; i < n / 2; i++) {
+        struct page_region t = r[i];
+        r[i] = r[n - 1 - i];
+        r[n - 1 - i] = t;
+    }
+}
+
+/* Scans a new window from addr's page (not covered by any), up to the next window kept, and
+ * files its ranges and itself in address order. Returns its index, or window_count when it
+ * cannot. */
+static size_t presence_scan(memdiff__proc *p, struct memdiff__linux_presence *s, uint64_t addr)
+{
+    if (!(p->sources & MEMDIFF_SRC_PAGEMAP_SCAN) || p->scan_refused || !p->regions ||
+        p->pagemap_fd < 0 || addr >> 63)
+        return s->window_count;
+    const unsigned shift = p->page_shift;
+    const uint64_t start = addr >> shift << shift;
+    size_t lo = memdiff__linux_region_holding(p, start, start);
+    if (lo == p->region_count)
+        return s->window_count;
+    uint64_t pages = 0, end = start;
+    for (size_t j = lo; j < p->region_count && !(p->regions[j].start >> 63); j++) {
+        uint64_t from = MEMDIFF__MAX(p->regions[j].start, start);
+        uint64_t rp = (p->regions[j].end - from) >> shift;
+        if (pages + rp > PRESENCE_PAGES) {
+            if (j == lo)
+                end = from + ((uint64_t)PRESENCE_PAGES << shift);
+            break;
+        }
+        pages += rp;
+        end = p->regions[j].end;
+    }
+    /* start is in no window: the first one above it (w) bounds this one, and this one goes
+     * in at w. */
+    const size_t w = ending_above(s->windows, s->window_count, start);
+    if (w < s->window_count && s->windows[w].start < end)
+        end = s->windows[w].start; /* known from there on */
+    struct page_region *pv = memdiff__arena_room_raw(p->scratch, s->ranges, &s->range_cap,
+                                                     s->range_count + PRESENCE_VEC - 1, sizeof *pv,
+                                                     PRESENCE_VEC);
+    if (!pv)
+        return s->window_count;
+    /* one doubling gives the room: range_count <= range_cap, PRESENCE_VEC <= range_cap */
+    s->ranges = pv;
+    struct page_region *wv = memdiff__arena_room_raw(p->scratch, s->windows, &s->window_cap,
+                                                     s->window_count, sizeof *wv, 16);
+    if (!wv)
+        return s->window_count;
+    s->windows = wv;
+    /* The new ranges go behind all kept ones, then into place. */
+    struct page_region *fresh = s->ranges + s->range_count;
+    uint64_t next;
+    int n = memdiff__linux_scan_into(p, fresh, PRESENCE_VEC, start, end, PAGE_IS_PRESENT, PAGE_IS_PRESENT, 0,
+                      &next);
+    if (n < 0)
+        return s->window_count;
+    /* Kept ranges from at on lie above the window: rotate the new ones in front of them. */
+    const size_t at = presence_at(s, start), total = s->range_count + (size_t)n;
+    reverse_ranges(s->ranges + at, s->range_count - at);
+    reverse_ranges(fresh, (size_t)n);
+    reverse_ranges(s->ranges + at, total - at);
+    s->range_count = total;
+    memmove(s->windows + w + 1, s->windows + w, (s->window_count - w) * sizeof *s->windows);
+    /* next: short of end when the vector filled */
+    s->windows[w] = (struct page_region){start, next, 0};
+    s->window_count++;
+    return w;
+}
+
+/* The process's presence state, emptied when the region list was read again (a new pass);
+ * NULL when it cannot be had. */
+static struct memdiff__linux_presence *presence_state(memdiff__proc *p)
+{
+    struct memdiff__linux_presence *s = p->presence;
+    if (!s && !(s = p->presence = memdiff__arena_alloc(p->scratch, sizeof *s)))
+        return NULL;
+    if (s->regions_read != p->regions_read) {
+        s->range_count = s->window_count = 0;
+        s->regions_read = p->regions_read;
+    }
+    return s;
+}
+
+/* The window covering addr, scanned now if none does; window_count when presence is unknown. */
+static size_t presence_covers(memdiff__proc *p, struct memdiff__linux_presence *s, uint64_t addr)
+{
+    size_t w = window_at(s, addr);
+    return w < s->window_count ? w : presence_scan(p, s, addr);
+}
+
+int memdiff__linux_page_present(memdiff__proc *proc, uint64_t addr)
+{
+    struct memdiff__linux_presence *s = presence_state(proc);
+    if (!s || presence_covers(proc, s, addr) == s->window_count)
+        return -1;
+    size_t i = presence_at(s, addr);
+    return i < s->range_count && s->ranges[i].start <= addr;
+}
+
+int memdiff__linux_first_page_known(memdiff__proc *proc, uint64_t from, uint64_t to, int present,
+                                    uint64_t *at)
+{
+    if (from >= to) {
+        *at = to;
+        return 1;
+    }
+    struct memdiff__linux_presence *s = presence_state(proc);
+    if (!s)
+        return 0;
+    size_t w = presence_covers(proc, s, from);
+    if (w == s->window_count)
+        return 0;
+    const uint64_t hi = s->windows[w].end;
+    uint64_t cur = from;
+    size_t i = presence_at(s, from);
+    if (present) {
+        cur = i < s->range_count ? MEMDIFF__MAX(s->ranges[i].start, from) : hi;
+    } else {
+        /* the first hole: skip ranges that cover cur */
+        for (; i < s->range_count && s->ranges[i].start <= cur; i++)
+            cur = MEMDIFF__MAX(cur, s->ranges[i].end);
+    }
+    if (cur < MEMDIFF__MIN(to, hi)) {
+        *at = cur;
+        return 1;
+    }
+    if (to <= hi) {
+        *at = to;
+        return 1;
+    }
+    return 0;
+}
+
+int memdiff__linux_read_mem(memdiff__proc *proc, uint64_t addr, void *buf, size_t len)
+{
+    enum { MAX_PAGES = 17 };
+    uint64_t entries[MAX_PAGES];
+    if (proc->mem_fd < 0 || proc->pagemap_fd < 0)
+        return MEMDIFF_ENOTSUP;
+    if (len == 0 || len > 64 * 1024 || addr > UINT64_MAX - len)
+        return MEMDIFF_ENOTSUP;
+    uint64_t first = addr >> proc->page_shift;
+    uint64_t last = (addr + len - 1) >> proc->page_shift;
+    size_t npages = (size_t)(last - first + 1);
+    if (npages > MAX_PAGES)
+        return MEMDIFF_ENOTSUP;
+    /* /proc/PID/mem reads with FOLL_FORCE: a page not yet faulted in would be faulted in (the
+     * zero page for untouched anonymous memory, a page cache page for a file). Only resident
+     * pages are read, so that looking does not change what a snapshot sees. */
+    size_t known = 0; /* pages the scan kept for attribution answers (no pread) */
+    for (; known < npages; known++) {
+        int present = memdiff__linux_page_present(proc, (first + known) << proc->page_shift);
+        if (present < 0)
+            break;
+        if (!present)
+            return known == 0 ? MEMDIFF__LINUX_NOT_RESIDENT : MEMDIFF_ENOTSUP;
+    }
+    ssize_t r;
+    if (known < npages) {
+        size_t rest = npages - known;
+        r = memdiff__linux_pread_full(proc->pagemap_fd, entries, rest * 8, (first + known) * 8);
+        if (r != (ssize_t)(rest * 8))
+            return MEMDIFF_ENOTSUP;
+        for (size_t i = 0; i < rest; i++)
+            if (!(entries[i] & MEMDIFF__PM_PRESENT))
+                return known + i == 0 ? MEMDIFF__LINUX_NOT_RESIDENT : MEMDIFF_ENOTSUP;
+    }
+    r = memdiff__linux_pread_full(proc->mem_fd, buf, len, addr);
+    if (r != (ssize_t)len)
+        return MEMDIFF_ENOTSUP;
+    return MEMDIFF_OK;
+}

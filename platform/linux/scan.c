@@ -1,0 +1,331 @@
+/*
+ * scan.c - the PAGEMAP_SCAN stage of the page walk (Linux 6.7, Documentation/admin-guide/mm/
+ * pagemap.rst): ranges of present or swapped pages with their categories, read from the page
+ * table alone (a few ns a page; PAGE_IS_FILE costs the kernel each page's struct page too).
+ *
+ * The walk uses it three ways: fast depth's runs are its ranges (with the scan ahead below, one
+ * ioctl for a small region and the small regions behind it); standard and deep ask it where a
+ * batch turns out sparse (walk.c) and for the zero and huge pages that pagemap does not flag
+ * (memdiff__linux_scan_extras and its kin). presence.c asks it for attribution. Every answer is
+ * checked (memdiff__linux_scan_into) before it moves the walk: the kernel's walk_end has been
+ * seen pointing backwards. A kernel that refuses the scan as a whole (EINVAL, ENOTTY,
+ * EOPNOTSUPP) turns it off for the process (proc->scan_refused): pagemap takes over.
+ *
+ * Owns struct memdiff__linux_scan: one call's output vector and fast depth's window.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "emit.h"
+
+/* A scan the kernel refused as a whole (EINVAL, ENOTTY: a kernel without this use of it): the
+ * pagemap path takes over, for this and every later range of the process. */
+static int scan_refused(int e)
+{
+    return e == EINVAL || e == ENOTTY || e == EOPNOTSUPP;
+}
+
+/* One PAGEMAP_SCAN call over [start, end) into vec. Returns the number of ranges (at most cap,
+ * well-formed, inside the request and ascending) with *next set to where the following call
+ * starts, or -errno. */
+int memdiff__linux_scan_into(memdiff__proc *p, struct page_region *vec, size_t cap, uint64_t start,
+                     uint64_t end, uint64_t anyof, uint64_t ret, uint64_t max_pages,
+                     uint64_t *next)
+{
+    struct pm_scan_arg arg;
+    int n;
+    if (p->scan_refuse_at_call && --p->scan_refuse_at_call == 0)
+        return -EINVAL;
+    do {
+        memset(&arg, 0, sizeof arg);
+        arg.size = sizeof arg;
+        arg.start = start;
+        arg.end = end;
+        arg.vec = (uint64_t)(uintptr_t)vec;
+        arg.vec_len = cap;
+        arg.max_pages = max_pages;
+        arg.category_anyof_mask = anyof;
+        arg.return_mask = ret;
+        n = ioctl(p->pagemap_fd, PAGEMAP_SCAN, &arg);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0)
+        return -errno;
+    if ((size_t)n > cap)
+        n = (int)cap;
+    /* Keep only well-formed ranges inside the request, in order: the kernel's answer decides
+     * how far the next call starts, so it must not move us backwards. */
+    size_t k = 0;
+    uint64_t floor = start;
+    for (int i = 0; i < n; i++) {
+        struct page_region r = vec[i];
+        if (r.start < floor)
+            r.start = floor;
+        if (r.end > end)
+            r.end = end;
+        if (r.start >= r.end || ((r.start | r.end) & (p->page_size - 1)))
+            continue;
+        vec[k++] = r;
+        floor = r.end;
+    }
+    /* When one call fills the vector (or max_pages), walk_end is where the kernel stopped; but
+     * it has been seen pointing behind ranges it already returned (it is kept from an earlier
+     * internal pass). Never go back over what was returned. */
+    uint64_t to = arg.walk_end;
+    if (k > 0 && vec[k - 1].end > to)
+        to = vec[k - 1].end;
+    if (n == 0 || to <= start || to > end)
+        to = end;
+    *next = to;
+    return (int)k;
+}
+
+int memdiff__linux_scan_once(memdiff__linux_walker *w, uint64_t start, uint64_t end, uint64_t anyof,
+                     uint64_t ret, uint64_t max_pages, uint64_t *next)
+{
+    return memdiff__linux_scan_into(w->proc, w->scan->ranges, MEMDIFF__LINUX_SCAN_VEC, start, end, anyof, ret, max_pages, next);
+}
+
+static int scan_error(const memdiff__proc *p, int e, uint64_t start, uint64_t end)
+{
+    return memdiff__set_error(memdiff__linux_status(e), "PAGEMAP_SCAN %s/pagemap 0x%llx-0x%llx: %s",
+                              p->dir, (unsigned long long)start, (unsigned long long)end,
+                              memdiff__linux_errno_text(e));
+}
+
+/* A scan over [start, end) that failed with n (-errno): MEMDIFF_OK when the caller is to go on
+ * without it, because the kernel refused the scan (EINVAL, ENOTTY, EOPNOTSUPP: off for the
+ * process from then on) or this range (EFAULT, above what access_ok() takes: pagemap answers
+ * there); else the error's status. */
+int memdiff__linux_scan_failure(memdiff__proc *p, int n, uint64_t start, uint64_t end)
+{
+    if (-n != EFAULT && !scan_refused(-n))
+        return scan_error(p, -n, start, end);
+    p->scan_refused = p->scan_refused || scan_refused(-n);
+    return MEMDIFF_OK;
+}
+
+unsigned memdiff__linux_scan_attrs(uint64_t categories)
+{
+    unsigned a = 0;
+    if (categories & PAGE_IS_PRESENT)
+        a |= MEMDIFF_PAGE_PRESENT;
+    if (categories & PAGE_IS_SWAPPED)
+        a |= MEMDIFF_PAGE_SWAPPED;
+    if (categories & PAGE_IS_FILE)
+        a |= MEMDIFF_PAGE_FILE;
+    if (categories & PAGE_IS_PFNZERO)
+        a |= MEMDIFF_PAGE_ZERO;
+    if (categories & PAGE_IS_HUGE)
+        a |= MEMDIFF_PAGE_HUGE;
+    return a;
+}
+
+/* ORs the zero / huge attributes of ranges[0..n) into attrs[] of the pages [addr, addr + count
+ * pages) (attrs[0] is addr's). Ranges outside are ignored. */
+void memdiff__linux_mark_extras(const memdiff__proc *p, const struct page_region *r, size_t n,
+                                uint64_t addr, size_t count, unsigned *attrs)
+{
+    unsigned shift = p->page_shift;
+    uint64_t end = addr + ((uint64_t)count << shift);
+    for (size_t i = 0; i < n; i++) {
+        unsigned extra = memdiff__linux_scan_attrs(r[i].categories) & (MEMDIFF_PAGE_ZERO | MEMDIFF_PAGE_HUGE);
+        uint64_t lo = MEMDIFF__MAX(r[i].start, addr), hi = MEMDIFF__MIN(r[i].end, end);
+        if (!extra || lo >= hi)
+            continue;
+        for (size_t k = (size_t)((lo - addr) >> shift); k < (size_t)((hi - addr) >> shift); k++)
+            if (attrs[k] & MEMDIFF_PAGE_PRESENT)
+                attrs[k] |= extra;
+    }
+}
+
+/* Asks the scan which pages of [addr, addr + count pages) are zero or huge pages and marks them
+ * in attrs[] (attrs[0] is addr's). A refused scan marks nothing: the kernel has no scan for us. */
+int memdiff__linux_scan_extras(memdiff__linux_walker *w, uint64_t addr, size_t count, unsigned *attrs)
+{
+    memdiff__proc *p = w->proc;
+    if (p->scan_refused)
+        return MEMDIFF_OK;
+    uint64_t cur = addr, end = addr + ((uint64_t)count << p->page_shift);
+    const uint64_t mask = PAGE_IS_PFNZERO | PAGE_IS_HUGE;
+    while (cur < end) {
+        uint64_t next;
+        int n = memdiff__linux_scan_once(w, cur, end, mask, mask, 0, &next);
+        if (n < 0)
+            return memdiff__linux_scan_failure(p, n, cur, end); /* without the scan: nothing to mark */
+        memdiff__linux_mark_extras(p, w->scan->ranges, (size_t)n, addr, count, attrs);
+        cur = next;
+    }
+    return MEMDIFF_OK;
+}
+
+/* With frame numbers: a page table entry at the PMD level (a transparent huge page, a 2 MiB
+ * hugetlb page) maps frames that are consecutive and aligned to the PMD's span, so only pages
+ * whose frames are could be huge. Those stretches, usually none in memory of small pages, are
+ * asked of the scan. pfn[] and attrs[] are the batch's, from index 0 for page addr. */
+int memdiff__linux_scan_huge_candidates(memdiff__linux_walker *w, uint64_t addr, size_t count, const uint64_t *pfn,
+                                unsigned *attrs)
+{
+    memdiff__proc *p = w->proc;
+    const uint64_t per = p->page_size / 8; /* entries of a page table page: pages per PMD */
+    uint64_t vpage = addr >> p->page_shift;
+    size_t i = 0, lo = 0, hi = 0; /* candidates [lo, hi) not yet asked about */
+    while (i < count) {
+        size_t j = (size_t)MEMDIFF__MIN((uint64_t)count, i + (per - ((vpage + i) & (per - 1))));
+        uint64_t base = pfn[i] - ((vpage + i) & (per - 1));
+        int cand = (attrs[i] & MEMDIFF_PAGE_PRESENT) && pfn[i] && !(base & (per - 1));
+        for (size_t k = i + 1; cand && k < j; k++)
+            cand = (attrs[k] & MEMDIFF_PAGE_PRESENT) && pfn[k] - ((vpage + k) & (per - 1)) == base;
+        if (cand) {
+            if (hi != i) {
+                int rc = hi > lo ? memdiff__linux_scan_extras(w, addr + ((uint64_t)lo << p->page_shift), hi - lo,
+                                               attrs + lo)
+                                 : MEMDIFF_OK;
+                if (rc)
+                    return rc;
+                lo = i;
+            }
+            hi = j;
+        }
+        i = j;
+    }
+    return hi > lo ? memdiff__linux_scan_extras(w, addr + ((uint64_t)lo << p->page_shift), hi - lo, attrs + lo)
+                   : MEMDIFF_OK;
+}
+
+/* Stretch mode's way to the zero and huge pages of [addr, addr + count pages), for a batch
+ * where maybe_huge() saw a candidate: the scan's ranges (in w->scan->ranges), whose attributes
+ * decode_frames() gives the stretches inside them, so that the batch is not decoded page by page
+ * (a transparent huge page is a stretch of 512 frames). 1 when one call covered the batch (a
+ * refused scan covers it with no range), 0 when the ranges did not fit in the vector (the caller
+ * then decodes page by page), or a negative status. */
+int memdiff__linux_scan_batch_extras(memdiff__linux_walker *w, uint64_t addr, size_t count,
+                             const struct page_region **r, size_t *nr)
+{
+    memdiff__proc *p = w->proc;
+    *r = w->scan->ranges;
+    *nr = 0;
+    if (p->scan_refused)
+        return 1;
+    const uint64_t end = addr + ((uint64_t)count << p->page_shift);
+    const uint64_t mask = PAGE_IS_PFNZERO | PAGE_IS_HUGE;
+    uint64_t next;
+    int n = memdiff__linux_scan_once(w, addr, end, mask, mask, 0, &next);
+    if (n < 0) {
+        int rc = memdiff__linux_scan_failure(p, n, addr, end);
+        return rc ? rc : 1;
+    }
+    *nr = (size_t)n;
+    return next >= end;
+}
+
+/* The scan of an exited process walks an empty mm and finds nothing, without an error. One
+ * pagemap entry tells (pagemap_read() reads nothing once the mm is gone) for one pread, where
+ * memdiff__linux_alive() costs five syscalls for every region without pages. For a scan from
+ * start that found nothing: MEMDIFF_ESRCH when the process has exited, else MEMDIFF_OK. */
+int memdiff__linux_exited_if_empty(memdiff__proc *p, uint64_t start)
+{
+    uint64_t e;
+    if (memdiff__linux_pread_full(p->pagemap_fd, &e, sizeof e, (start >> p->page_shift) * 8) == 0 &&
+        !memdiff__linux_alive(p))
+        return memdiff__set_error(MEMDIFF_ESRCH, "PAGEMAP_SCAN %s/pagemap: the process has exited",
+                                  p->dir);
+    return MEMDIFF_OK;
+}
+
+/* Scan ahead (fast depth). A snapshot walks its regions in address order and most are small and
+ * close together (an image's four or five mappings, its .bss, a thread's stack and its guard):
+ * one scan over a small region also takes the small regions behind it, holes and all (the scan
+ * walks mappings only), so that they cost no ioctl each (a fast snapshot of sleep(1): 48 ioctls
+ * -> 13; presence.c's scans then took it to 5). The window asks PAGE_IS_FILE when a region
+ * in it needs the kernel's word (MEMDIFF__FILE_ASK); one whose rule makes that needless joins such a
+ * window only while it is small (WINDOW_PLAIN_PAGES), as the file bit costs the kernel each
+ * present page's struct page. Only forward: no range serves twice. */
+#define WINDOW_VEC 512u
+#define WINDOW_PLAIN_PAGES 64u
+
+/* The attrs of a scan's range in the walker's region, its file rule applied (a window may have
+ * asked the file bit for another region: no page of private anonymous memory has it anyway). */
+unsigned memdiff__linux_region_attrs(const memdiff__linux_walker *w, uint64_t categories)
+{
+    unsigned a = memdiff__linux_scan_attrs(categories);
+    if (w->file == MEMDIFF__FILE_NEVER)
+        a &= ~MEMDIFF_PAGE_FILE;
+    else if (w->file == MEMDIFF__FILE_ALWAYS && !(a & MEMDIFF_PAGE_ZERO))
+        a |= MEMDIFF_PAGE_FILE;
+    return a;
+}
+
+/* Delivers [start, end) from the window when it covers the range: 1, else 0. */
+int memdiff__linux_from_window(memdiff__linux_walker *w, uint64_t start, uint64_t end, int *rc)
+{
+    struct memdiff__linux_scan *s = w->scan;
+    *rc = MEMDIFF_OK;
+    if (!s->window_end || start < s->window_start || end > s->window_end)
+        return 0;
+    size_t i = s->window_pos;
+    while (i < s->window_count && s->window[i].end <= start)
+        i++;
+    for (; i < s->window_count && s->window[i].start < end; i++) {
+        const struct page_region *r = &s->window[i];
+        uint64_t a = MEMDIFF__MAX(r->start, start), b = MEMDIFF__MIN(r->end, end);
+        if ((*rc = memdiff__linux_feed(w, a, (b - a) >> w->proc->page_shift,
+                                       memdiff__linux_region_attrs(w, r->categories), 0)))
+            return 1;
+        if (r->end > end)
+            break; /* it goes on into the next region */
+    }
+    s->window_pos = i;
+    s->window_start = end;
+    return 1;
+}
+
+/* Scans from start over the region holding [start, end) and the small regions behind it, when
+ * at least one joins: the window, for from_window. A scan that fails leaves none (each region
+ * then scans itself and meets the error, or falls back, on its own). */
+int memdiff__linux_scan_window(memdiff__linux_walker *w, uint64_t start, uint64_t end)
+{
+    memdiff__proc *p = w->proc;
+    const unsigned shift = p->page_shift;
+    if (!p->regions || ((end - start) >> shift) >= MEMDIFF__AHEAD_PAGES)
+        return MEMDIFF_OK;
+    size_t lo = memdiff__linux_region_holding(p, start, end);
+    if (lo == p->region_count)
+        return MEMDIFF_OK;
+    uint64_t pages = (p->regions[lo].end - start) >> shift, wend = p->regions[lo].end;
+    int ask = w->file == MEMDIFF__FILE_ASK;
+    int plain_big = !ask && pages > WINDOW_PLAIN_PAGES; /* a region the file bit would cost */
+    size_t j = lo + 1;
+    for (; j < p->region_count; j++) {
+        const memdiff__plat_region *r = &p->regions[j];
+        uint64_t rp = (r->end - r->start) >> shift;
+        int r_ask = memdiff__linux_region_file_rule(p, r->start, r->end) == MEMDIFF__FILE_ASK;
+        if (r->start >> 63 || pages + rp > MEMDIFF__AHEAD_PAGES || (r_ask && plain_big) ||
+            (!r_ask && rp > WINDOW_PLAIN_PAGES && ask))
+            break;
+        plain_big = plain_big || (!r_ask && rp > WINDOW_PLAIN_PAGES);
+        ask = ask || r_ask;
+        pages += rp;
+        wend = r->end;
+    }
+    if (j == lo + 1)
+        return MEMDIFF_OK; /* nothing joins: the region scans itself */
+    struct memdiff__linux_scan *s = w->scan;
+    if (!s->window &&
+        !(s->window = memdiff__arena_alloc_raw(p->scratch, WINDOW_VEC * sizeof *s->window)))
+        return MEMDIFF_ENOMEM;
+    uint64_t ret = PAGE_IS_PRESENT | PAGE_IS_SWAPPED | PAGE_IS_PFNZERO | PAGE_IS_HUGE |
+                   (ask ? PAGE_IS_FILE : 0);
+    uint64_t next;
+    int n = memdiff__linux_scan_into(p, s->window, WINDOW_VEC, start, wend, PAGE_IS_PRESENT | PAGE_IS_SWAPPED, ret,
+                      0, &next);
+    if (n < 0)
+        return MEMDIFF_OK;
+    int rc = n == 0 ? memdiff__linux_exited_if_empty(p, start) : MEMDIFF_OK;
+    if (rc)
+        return rc;
+    s->window_count = (size_t)n;
+    s->window_pos = 0;
+    s->window_start = start;
+    s->window_end = next; /* short of wend when the vector filled */
+    return MEMDIFF_OK;
+}
