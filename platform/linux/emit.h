@@ -53,8 +53,8 @@ static inline int memdiff__linux_deliver_gathered(memdiff__linux_walker *w)
 
 /* Some runs are gathered, with these attrs, and the pages come after them (not adjacent: a run
  * in a bitmap ends before a page not in it), not too far, inside the bitmap's span. */
-static inline int memdiff__linux_gather_joins(const memdiff__linux_walker *w, uint64_t addr, uint64_t n,
-                                unsigned attrs)
+static inline int memdiff__linux_gather_joins(const memdiff__linux_walker *w, uint64_t addr,
+                                              uint64_t n, unsigned attrs)
 {
     const unsigned shift = w->proc->page_shift;
     const uint64_t end = w->gather_start + (w->gather_span << shift);
@@ -77,7 +77,8 @@ static inline void memdiff__linux_gather_add(memdiff__linux_walker *w, uint64_t 
  * batch. */
 static inline int gather(memdiff__linux_walker *w)
 {
-    if (w->gather_span && !memdiff__linux_gather_joins(w, w->run_start, w->run_pages, w->run_attrs)) {
+    if (w->gather_span &&
+        !memdiff__linux_gather_joins(w, w->run_start, w->run_pages, w->run_attrs)) {
         int rc = memdiff__linux_deliver_gathered(w);
         if (rc)
             return rc;
@@ -119,7 +120,7 @@ static inline int memdiff__linux_flush(memdiff__linux_walker *w)
 /* Delivers the pending run and opens one of pages [addr, addr + n) with attrs: its frames as
  * stretches (stretched), or array entries from index idx. */
 static inline int open_run(memdiff__linux_walker *w, uint64_t addr, uint64_t n, unsigned attrs,
-                    int stretched, size_t idx)
+                           int stretched, size_t idx)
 {
     int rc = memdiff__linux_flush(w);
     if (rc)
@@ -134,8 +135,8 @@ static inline int open_run(memdiff__linux_walker *w, uint64_t addr, uint64_t n, 
 }
 
 static inline int memdiff__linux_feed_frames(memdiff__linux_walker *w, uint64_t addr, uint64_t n,
-                               unsigned attrs, uint64_t first, uint64_t step,
-                               const uint64_t *values)
+                                             unsigned attrs, uint64_t first, uint64_t step,
+                                             const uint64_t *values)
 {
     if (!(attrs & MEMDIFF__RESIDENT))
         return memdiff__linux_flush(w);
@@ -165,8 +166,8 @@ static inline int memdiff__linux_feed_frames(memdiff__linux_walker *w, uint64_t 
     return MEMDIFF_OK;
 }
 
-static inline int memdiff__linux_feed(memdiff__linux_walker *w, uint64_t addr, uint64_t n, unsigned attrs,
-                        size_t idx)
+static inline int memdiff__linux_feed(memdiff__linux_walker *w, uint64_t addr, uint64_t n,
+                                      unsigned attrs, size_t idx)
 {
     uint64_t ps = w->proc->page_size;
     if (!(attrs & MEMDIFF__RESIDENT))

@@ -47,8 +47,8 @@
 
 /* Pages of a large folio (compound: THP, mTHP, hugetlb): their map count is not the one
  * pagemap's exclusive bit was decided on in every kernel configuration (see one_map). */
-#define KPF_LARGE                                                                           \
-    (UINT64_C(1) << KPF_COMPOUND_HEAD | UINT64_C(1) << KPF_COMPOUND_TAIL |                 \
+#define KPF_LARGE                                                                                  \
+    (UINT64_C(1) << KPF_COMPOUND_HEAD | UINT64_C(1) << KPF_COMPOUND_TAIL |                         \
      UINT64_C(1) << KPF_HUGE | UINT64_C(1) << KPF_THP)
 
 /* frame_facts sorts keys frame << SEG_BITS | segment index: a batch holds 2^SEG_BITS pages at
@@ -58,7 +58,6 @@
 _Static_assert(MEMDIFF__LINUX_BATCH <= (1u << SEG_BITS) &&
                    MEMDIFF__LINUX_DEEP_BATCH <= (1u << SEG_BITS),
                "frame_facts packs a batch index in SEG_BITS bits");
-
 
 static unsigned kpf_attrs(uint64_t f)
 {
@@ -98,8 +97,8 @@ static int read_facts(memdiff__proc *p, int k, uint64_t *out, uint64_t first, si
  * (decode's), become segments for frame_facts: runs of consecutive frames, up or down, in page
  * order. Pages without a frame to ask about get no segment (their facts are 0). Returns the new
  * count. */
-size_t memdiff__linux_add_segments(memdiff__linux_walker *w, size_t i, size_t j, unsigned a, uint64_t f, uint64_t step,
-                           size_t m)
+size_t memdiff__linux_add_segments(memdiff__linux_walker *w, size_t i, size_t j, unsigned a,
+                                   uint64_t f, uint64_t step, size_t m)
 {
     struct memdiff__linux_facts *facts = w->facts;
     const uint64_t limit = UINT64_C(1) << (63 - SEG_BITS); /* frames a key holds */
@@ -121,8 +120,8 @@ size_t memdiff__linux_add_segments(memdiff__linux_walker *w, size_t i, size_t j,
         }
         return m;
     }
-    unsigned flags = (step != 1 && len > 1 ? SEG_DOWN : 0u) |
-                     (a & MEMDIFF_PAGE_PRIVATE ? SEG_EXCLUSIVE : 0u);
+    unsigned flags =
+        (step != 1 && len > 1 ? SEG_DOWN : 0u) | (a & MEMDIFF_PAGE_PRIVATE ? SEG_EXCLUSIVE : 0u);
     facts->segs[m] = (struct memdiff__linux_seg){(uint32_t)i, (uint32_t)len, flags, 0};
     facts->sort_keys[m] = low << SEG_BITS | m;
     return m + 1;
@@ -157,7 +156,8 @@ static void flag_facts(struct memdiff__linux_seg *g, const uint64_t *kf)
 /* Reads kpagecount for the segments keys[0..n), sorted by frame, whose kernel flags one pread
  * read to frame_flags from index used on (frames from lo): those flag_facts did not find mapped
  * once, per span of nearby frames, each count to where its frame's flags are. */
-static int read_counts(memdiff__proc *p, struct memdiff__linux_facts *facts, const uint64_t *keys, size_t n, size_t used, uint64_t lo)
+static int read_counts(memdiff__proc *p, struct memdiff__linux_facts *facts, const uint64_t *keys,
+                       size_t n, size_t used, uint64_t lo)
 {
     uint64_t clo = 0, chi = 0;
     int open = 0;
@@ -171,7 +171,8 @@ static int read_counts(memdiff__proc *p, struct memdiff__linux_facts *facts, con
             continue;
         }
         if (open) {
-            int rc = read_facts(p, 1, facts->map_counts + used + (clo - lo), clo, (size_t)(chi - clo));
+            int rc =
+                read_facts(p, 1, facts->map_counts + used + (clo - lo), clo, (size_t)(chi - clo));
             if (rc)
                 return rc;
         }
@@ -230,7 +231,8 @@ int memdiff__linux_frame_facts(memdiff__linux_walker *w)
         return MEMDIFF_OK;
     /* By frame alone: the index below it only breaks ties, which a stable sort of keys made in
      * index order breaks the same way (two of the four passes). */
-    const uint64_t *keys = memdiff__linux_radix_sort(facts->sort_keys, facts->sort_tmp, m, SEG_BITS);
+    const uint64_t *keys =
+        memdiff__linux_radix_sort(facts->sort_keys, facts->sort_tmp, m, SEG_BITS);
     /* Room: every segment's frames, and what is left of it for holes read through. */
     size_t need = 0;
     for (size_t u = 0; u < m; u++)
@@ -268,7 +270,7 @@ int memdiff__linux_frame_facts(memdiff__linux_walker *w)
 
 /* The pieces of segment g's facts for its pages [k, k + n) (k from its first), from buf. */
 static memdiff__values seg_piece(const uint64_t *buf, const struct memdiff__linux_seg *g, size_t k,
-                                size_t n, unsigned same)
+                                 size_t n, unsigned same)
 {
     if (g->flags & same)
         return (memdiff__values){buf[g->off], 0, n, NULL};
@@ -280,7 +282,8 @@ static memdiff__values seg_piece(const uint64_t *buf, const struct memdiff__linu
 /* Deep: delivers pages [i, j) of the batch (one run: attrs a, from addr) with their facts as
  * pieces, the segments from *u on (in page order) giving kernel flags and map counts; pages
  * between segments have none (0). A run of more pieces than fit goes in parts. */
-int memdiff__linux_deep_run(memdiff__linux_walker *w, uint64_t addr, size_t i, size_t j, unsigned a, size_t *u)
+int memdiff__linux_deep_run(memdiff__linux_walker *w, uint64_t addr, size_t i, size_t j, unsigned a,
+                            size_t *u)
 {
     struct memdiff__linux_facts *facts = w->facts;
     const struct memdiff__linux_seg *segs = facts->segs;
@@ -294,8 +297,8 @@ int memdiff__linux_deep_run(memdiff__linux_walker *w, uint64_t addr, size_t i, s
         while (*u < m && segs[*u].page + segs[*u].len <= k)
             (*u)++;
         if (k == j || np == MEMDIFF__LINUX_FS) {
-            int rc = w->sink->run_frames(w->sink->ctx, addr + from * ps, k - from, a, frame_pieces, np,
-                                         kernel_flags, np, map_counts, np);
+            int rc = w->sink->run_frames(w->sink->ctx, addr + from * ps, k - from, a, frame_pieces,
+                                         np, kernel_flags, np, map_counts, np);
             if (rc || k == j)
                 return rc;
             from = k;
@@ -310,7 +313,8 @@ int memdiff__linux_deep_run(memdiff__linux_walker *w, uint64_t addr, size_t i, s
                                  ? (memdiff__values){1, 0, n, NULL}
                                  : seg_piece(facts->map_counts, g, k - g->page, n, SEG_SAME_COUNT);
             /* The segment's frames: a stretch from the frame of page k. */
-            frame_pieces[np] = (memdiff__values){frames[k], (g->flags & SEG_DOWN) ? -1 : 1, n, NULL};
+            frame_pieces[np] =
+                (memdiff__values){frames[k], (g->flags & SEG_DOWN) ? -1 : 1, n, NULL};
         } else {
             n = (*u < m && segs[*u].page < j ? segs[*u].page : j) - k;
             kernel_flags[np] = map_counts[np] = (memdiff__values){0, 0, n, NULL};
@@ -328,8 +332,9 @@ int memdiff__linux_facts_buffers(memdiff__proc *p, struct memdiff__linux_facts *
      * segments, the read buffers (room for a batch of frames and as many entries again read
      * through holes) and the pieces of one run. */
     const size_t B = batch;
-    size_t bytes = (2 * sizeof(uint64_t) + sizeof *facts->segs + 2 * FACT_ROOM * sizeof(uint64_t)) * B +
-                   3 * MEMDIFF__LINUX_FS * sizeof *facts->flag_pieces;
+    size_t bytes =
+        (2 * sizeof(uint64_t) + sizeof *facts->segs + 2 * FACT_ROOM * sizeof(uint64_t)) * B +
+        3 * MEMDIFF__LINUX_FS * sizeof *facts->flag_pieces;
     uint64_t *block = memdiff__arena_alloc_raw(p->scratch, bytes);
     if (!block)
         return MEMDIFF_ENOMEM;

@@ -331,7 +331,8 @@ size_t memdiff__linux_region_holding(const memdiff__proc *p, uint64_t start, uin
 
 /* Device mappings (VM_PFNMAP) have pages without a struct page, which pagemap does not call
  * file pages: only shared memory the kernel names as such is MEMDIFF__FILE_ALWAYS. */
-memdiff__file_rule memdiff__linux_region_file_rule(const memdiff__proc *p, uint64_t start, uint64_t end)
+memdiff__file_rule memdiff__linux_region_file_rule(const memdiff__proc *p, uint64_t start,
+                                                   uint64_t end)
 {
     size_t lo = memdiff__linux_region_holding(p, start, end);
     if (lo == p->region_count)

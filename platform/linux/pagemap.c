@@ -43,7 +43,7 @@ static unsigned entry_attrs(const memdiff__linux_walker *w, uint64_t e)
 
 /* The table of entry_attrs for the walk's depth: built once per process open and depth kind,
  * not once per region (512 entries: it cost as much as decoding a 64 MiB region). */
-_Static_assert(sizeof ((struct memdiff__linux_pagemap *)0)->attr_table / sizeof(unsigned) ==
+_Static_assert(sizeof((struct memdiff__linux_pagemap *)0)->attr_table / sizeof(unsigned) ==
                    1u << (64 - MEMDIFF__PM_TABLE_SHIFT),
                "attr_table holds an entry per value of pagemap bits 55-63");
 void memdiff__linux_build_table(memdiff__linux_walker *w)
@@ -90,8 +90,8 @@ static int from_ahead(struct memdiff__linux_pagemap *s, uint64_t first, size_t n
     return 1;
 }
 
-/* Reads pagemap for [addr, addr + n pages), n at most one batch, into entries[base..]. Entries past the
- * end of what could be read are 0 (not present): a fixture file ends early, and the kernel
+/* Reads pagemap for [addr, addr + n pages), n at most one batch, into entries[base..]. Entries past
+ * the end of what could be read are 0 (not present): a fixture file ends early, and the kernel
  * stops at the end of the user address space. A live process that returns nothing has exited:
  * pagemap_read() finds no mm and reads 0 bytes. */
 int memdiff__linux_read_pagemap(memdiff__linux_walker *w, uint64_t addr, size_t base, size_t n)
@@ -127,8 +127,8 @@ int memdiff__linux_read_pagemap(memdiff__linux_walker *w, uint64_t addr, size_t 
     }
     if (r < 0) {
         int e = (int)-r;
-        return memdiff__set_error(memdiff__linux_status(e), "read %s/pagemap at 0x%llx: %s",
-                                  p->dir, (unsigned long long)addr, memdiff__linux_errno_text(e));
+        return memdiff__set_error(memdiff__linux_status(e), "read %s/pagemap at 0x%llx: %s", p->dir,
+                                  (unsigned long long)addr, memdiff__linux_errno_text(e));
     }
     size_t got = (size_t)r / 8;
     if (got < n) {
@@ -278,7 +278,7 @@ static MEMDIFF__NOINLINE size_t next_extras(const struct page_region *r, size_t 
  * Returns how many pages are present or swapped, or a negative status. */
 #define LITERAL_MAX 2u
 int64_t memdiff__linux_decode_frames(memdiff__linux_walker *w, uint64_t addr, size_t base, size_t n,
-                             const struct page_region *extras, size_t nextras)
+                                     const struct page_region *extras, size_t nextras)
 {
     uint64_t *pm = w->pagemap->entries + base;
     unsigned shift = w->proc->page_shift;
@@ -305,8 +305,8 @@ int64_t memdiff__linux_decode_frames(memdiff__linux_walker *w, uint64_t addr, si
              * values are cut does not change what the snapshot stores (seq.c). */
             while (!(a & MEMDIFF_PAGE_ZERO) && j + 2 < lim) {
                 uint64_t e = pm[j], d = pm[j + 1] - e;
-                if (w->attr_table[e >> MEMDIFF__PM_TABLE_SHIFT] != a || !(e & MEMDIFF__PM_PRESENT) ||
-                    (e & MEMDIFF__PM_PFN_MASK) == zero ||
+                if (w->attr_table[e >> MEMDIFF__PM_TABLE_SHIFT] != a ||
+                    !(e & MEMDIFF__PM_PRESENT) || (e & MEMDIFF__PM_PFN_MASK) == zero ||
                     ((d == 1 || d == 0 || d == UINT64_MAX) && pm[j + 2] - pm[j + 1] == d))
                     break;
                 pm[j++] = e & MEMDIFF__PM_PFN_MASK;
@@ -314,7 +314,8 @@ int64_t memdiff__linux_decode_frames(memdiff__linux_walker *w, uint64_t addr, si
             values = pm + i;
             step = 1; /* the values in page order */
         }
-        int rc = memdiff__linux_feed_frames(w, addr + ((uint64_t)i << shift), j - i, a, f, step, values);
+        int rc =
+            memdiff__linux_feed_frames(w, addr + ((uint64_t)i << shift), j - i, a, f, step, values);
         if (rc)
             return rc;
         found += a ? (int64_t)(j - i) : 0;
@@ -324,10 +325,12 @@ int64_t memdiff__linux_decode_frames(memdiff__linux_walker *w, uint64_t addr, si
     return rc ? rc : found;
 }
 
-/* Whether pages [addr, addr + n) (entries pm[0..n)) could hold a huge page: memdiff__linux_scan_huge_candidates'
- * test on the ends of each page table's span alone, a necessary condition (present, frames
- * aligned with the addresses, the last frame as far from the first as its page). */
-int memdiff__linux_maybe_huge(const memdiff__linux_walker *w, uint64_t addr, const uint64_t *pm, size_t n)
+/* Whether pages [addr, addr + n) (entries pm[0..n)) could hold a huge page:
+ * memdiff__linux_scan_huge_candidates' test on the ends of each page table's span alone, a
+ * necessary condition (present, frames aligned with the addresses, the last frame as far from the
+ * first as its page). */
+int memdiff__linux_maybe_huge(const memdiff__linux_walker *w, uint64_t addr, const uint64_t *pm,
+                              size_t n)
 {
     const memdiff__proc *p = w->proc;
     const uint64_t per = p->page_size / 8, vpage = addr >> p->page_shift;

@@ -88,9 +88,9 @@ static size_t presence_scan(memdiff__proc *p, struct memdiff__linux_presence *s,
     const size_t w = ending_above(s->windows, s->window_count, start);
     if (w < s->window_count && s->windows[w].start < end)
         end = s->windows[w].start; /* known from there on */
-    struct page_region *pv = memdiff__arena_room_raw(p->scratch, s->ranges, &s->range_cap,
-                                                     s->range_count + PRESENCE_VEC - 1, sizeof *pv,
-                                                     PRESENCE_VEC);
+    struct page_region *pv =
+        memdiff__arena_room_raw(p->scratch, s->ranges, &s->range_cap,
+                                s->range_count + PRESENCE_VEC - 1, sizeof *pv, PRESENCE_VEC);
     if (!pv)
         return s->window_count;
     /* one doubling gives the room: range_count <= range_cap, PRESENCE_VEC <= range_cap */
@@ -103,8 +103,8 @@ static size_t presence_scan(memdiff__proc *p, struct memdiff__linux_presence *s,
     /* The new ranges go behind all kept ones, then into place. */
     struct page_region *fresh = s->ranges + s->range_count;
     uint64_t next;
-    int n = memdiff__linux_scan_into(p, fresh, PRESENCE_VEC, start, end, PAGE_IS_PRESENT, PAGE_IS_PRESENT, 0,
-                      &next);
+    int n = memdiff__linux_scan_into(p, fresh, PRESENCE_VEC, start, end, PAGE_IS_PRESENT,
+                                     PAGE_IS_PRESENT, 0, &next);
     if (n < 0)
         return s->window_count;
     /* Kept ranges from at on lie above the window: rotate the new ones in front of them. */

@@ -247,7 +247,8 @@ static int mark_frames(memdiff__proc *p, int fd, const char *path, size_t u, uin
             return memdiff__linux_fail((int)-got, "read", path);
         memset((char *)p->idle->words + got, 0, nw * 8 - (size_t)got);
         for (size_t k = i; k < j; k++)
-            p->idle->words[p->idle->frames[k] / 64 - w0] |= UINT64_C(1) << (p->idle->frames[k] % 64);
+            p->idle->words[p->idle->frames[k] / 64 - w0] |= UINT64_C(1)
+                                                             << (p->idle->frames[k] % 64);
         /* One call: a span is at most a page, which sysfs writes whole. */
         ssize_t r;
         do

@@ -29,8 +29,8 @@ static int scan_refused(int e)
  * well-formed, inside the request and ascending) with *next set to where the following call
  * starts, or -errno. */
 int memdiff__linux_scan_into(memdiff__proc *p, struct page_region *vec, size_t cap, uint64_t start,
-                     uint64_t end, uint64_t anyof, uint64_t ret, uint64_t max_pages,
-                     uint64_t *next)
+                             uint64_t end, uint64_t anyof, uint64_t ret, uint64_t max_pages,
+                             uint64_t *next)
 {
     struct pm_scan_arg arg;
     int n;
@@ -80,9 +80,10 @@ int memdiff__linux_scan_into(memdiff__proc *p, struct page_region *vec, size_t c
 }
 
 int memdiff__linux_scan_once(memdiff__linux_walker *w, uint64_t start, uint64_t end, uint64_t anyof,
-                     uint64_t ret, uint64_t max_pages, uint64_t *next)
+                             uint64_t ret, uint64_t max_pages, uint64_t *next)
 {
-    return memdiff__linux_scan_into(w->proc, w->scan->ranges, MEMDIFF__LINUX_SCAN_VEC, start, end, anyof, ret, max_pages, next);
+    return memdiff__linux_scan_into(w->proc, w->scan->ranges, MEMDIFF__LINUX_SCAN_VEC, start, end,
+                                    anyof, ret, max_pages, next);
 }
 
 static int scan_error(const memdiff__proc *p, int e, uint64_t start, uint64_t end)
@@ -128,7 +129,8 @@ void memdiff__linux_mark_extras(const memdiff__proc *p, const struct page_region
     unsigned shift = p->page_shift;
     uint64_t end = addr + ((uint64_t)count << shift);
     for (size_t i = 0; i < n; i++) {
-        unsigned extra = memdiff__linux_scan_attrs(r[i].categories) & (MEMDIFF_PAGE_ZERO | MEMDIFF_PAGE_HUGE);
+        unsigned extra =
+            memdiff__linux_scan_attrs(r[i].categories) & (MEMDIFF_PAGE_ZERO | MEMDIFF_PAGE_HUGE);
         uint64_t lo = MEMDIFF__MAX(r[i].start, addr), hi = MEMDIFF__MIN(r[i].end, end);
         if (!extra || lo >= hi)
             continue;
@@ -140,7 +142,8 @@ void memdiff__linux_mark_extras(const memdiff__proc *p, const struct page_region
 
 /* Asks the scan which pages of [addr, addr + count pages) are zero or huge pages and marks them
  * in attrs[] (attrs[0] is addr's). A refused scan marks nothing: the kernel has no scan for us. */
-int memdiff__linux_scan_extras(memdiff__linux_walker *w, uint64_t addr, size_t count, unsigned *attrs)
+int memdiff__linux_scan_extras(memdiff__linux_walker *w, uint64_t addr, size_t count,
+                               unsigned *attrs)
 {
     memdiff__proc *p = w->proc;
     if (p->scan_refused)
@@ -151,7 +154,8 @@ int memdiff__linux_scan_extras(memdiff__linux_walker *w, uint64_t addr, size_t c
         uint64_t next;
         int n = memdiff__linux_scan_once(w, cur, end, mask, mask, 0, &next);
         if (n < 0)
-            return memdiff__linux_scan_failure(p, n, cur, end); /* without the scan: nothing to mark */
+            return memdiff__linux_scan_failure(p, n, cur,
+                                               end); /* without the scan: nothing to mark */
         memdiff__linux_mark_extras(p, w->scan->ranges, (size_t)n, addr, count, attrs);
         cur = next;
     }
@@ -162,8 +166,8 @@ int memdiff__linux_scan_extras(memdiff__linux_walker *w, uint64_t addr, size_t c
  * hugetlb page) maps frames that are consecutive and aligned to the PMD's span, so only pages
  * whose frames are could be huge. Those stretches, usually none in memory of small pages, are
  * asked of the scan. pfn[] and attrs[] are the batch's, from index 0 for page addr. */
-int memdiff__linux_scan_huge_candidates(memdiff__linux_walker *w, uint64_t addr, size_t count, const uint64_t *pfn,
-                                unsigned *attrs)
+int memdiff__linux_scan_huge_candidates(memdiff__linux_walker *w, uint64_t addr, size_t count,
+                                        const uint64_t *pfn, unsigned *attrs)
 {
     memdiff__proc *p = w->proc;
     const uint64_t per = p->page_size / 8; /* entries of a page table page: pages per PMD */
@@ -177,9 +181,10 @@ int memdiff__linux_scan_huge_candidates(memdiff__linux_walker *w, uint64_t addr,
             cand = (attrs[k] & MEMDIFF_PAGE_PRESENT) && pfn[k] - ((vpage + k) & (per - 1)) == base;
         if (cand) {
             if (hi != i) {
-                int rc = hi > lo ? memdiff__linux_scan_extras(w, addr + ((uint64_t)lo << p->page_shift), hi - lo,
-                                               attrs + lo)
-                                 : MEMDIFF_OK;
+                int rc = hi > lo
+                             ? memdiff__linux_scan_extras(w, addr + ((uint64_t)lo << p->page_shift),
+                                                          hi - lo, attrs + lo)
+                             : MEMDIFF_OK;
                 if (rc)
                     return rc;
                 lo = i;
@@ -188,7 +193,8 @@ int memdiff__linux_scan_huge_candidates(memdiff__linux_walker *w, uint64_t addr,
         }
         i = j;
     }
-    return hi > lo ? memdiff__linux_scan_extras(w, addr + ((uint64_t)lo << p->page_shift), hi - lo, attrs + lo)
+    return hi > lo ? memdiff__linux_scan_extras(w, addr + ((uint64_t)lo << p->page_shift), hi - lo,
+                                                attrs + lo)
                    : MEMDIFF_OK;
 }
 
@@ -199,7 +205,7 @@ int memdiff__linux_scan_huge_candidates(memdiff__linux_walker *w, uint64_t addr,
  * refused scan covers it with no range), 0 when the ranges did not fit in the vector (the caller
  * then decodes page by page), or a negative status. */
 int memdiff__linux_scan_batch_extras(memdiff__linux_walker *w, uint64_t addr, size_t count,
-                             const struct page_region **r, size_t *nr)
+                                     const struct page_region **r, size_t *nr)
 {
     memdiff__proc *p = w->proc;
     *r = w->scan->ranges;
@@ -237,8 +243,8 @@ int memdiff__linux_exited_if_empty(memdiff__proc *p, uint64_t start)
  * one scan over a small region also takes the small regions behind it, holes and all (the scan
  * walks mappings only), so that they cost no ioctl each (a fast snapshot of sleep(1): 48 ioctls
  * -> 13; presence.c's scans then took it to 5). The window asks PAGE_IS_FILE when a region
- * in it needs the kernel's word (MEMDIFF__FILE_ASK); one whose rule makes that needless joins such a
- * window only while it is small (WINDOW_PLAIN_PAGES), as the file bit costs the kernel each
+ * in it needs the kernel's word (MEMDIFF__FILE_ASK); one whose rule makes that needless joins such
+ * a window only while it is small (WINDOW_PLAIN_PAGES), as the file bit costs the kernel each
  * present page's struct page. Only forward: no range serves twice. */
 #define WINDOW_VEC 512u
 #define WINDOW_PLAIN_PAGES 64u
@@ -316,8 +322,8 @@ int memdiff__linux_scan_window(memdiff__linux_walker *w, uint64_t start, uint64_
     uint64_t ret = PAGE_IS_PRESENT | PAGE_IS_SWAPPED | PAGE_IS_PFNZERO | PAGE_IS_HUGE |
                    (ask ? PAGE_IS_FILE : 0);
     uint64_t next;
-    int n = memdiff__linux_scan_into(p, s->window, WINDOW_VEC, start, wend, PAGE_IS_PRESENT | PAGE_IS_SWAPPED, ret,
-                      0, &next);
+    int n = memdiff__linux_scan_into(p, s->window, WINDOW_VEC, start, wend,
+                                     PAGE_IS_PRESENT | PAGE_IS_SWAPPED, ret, 0, &next);
     if (n < 0)
         return MEMDIFF_OK;
     int rc = n == 0 ? memdiff__linux_exited_if_empty(p, start) : MEMDIFF_OK;

@@ -93,8 +93,8 @@ static int buffers(memdiff__linux_walker *w, int scan)
 
 /* Pages [addr, addr + npages) from pagemap, in batches. ranges (may be NULL) are the scan's
  * ranges over this window, for the zero / huge attributes; without them the scan is asked
- * itself (memdiff__linux_scan_huge_candidates, memdiff__linux_scan_extras) when the kernel has one. *found counts the pages
- * present or swapped. */
+ * itself (memdiff__linux_scan_huge_candidates, memdiff__linux_scan_extras) when the kernel has one.
+ * *found counts the pages present or swapped. */
 static int walk_pagemap(memdiff__linux_walker *w, uint64_t addr, uint64_t npages,
                         const struct page_region *ranges, size_t nranges, uint64_t *found)
 {
@@ -127,11 +127,14 @@ static int walk_pagemap(memdiff__linux_walker *w, uint64_t addr, uint64_t npages
         const struct page_region *extras_found = NULL;
         size_t extras_count = 0;
         int whole = 1;
-        if (w->stretch_mode && !ranges && extras && memdiff__linux_maybe_huge(w, addr, pm->entries + base, n) &&
-            (whole = memdiff__linux_scan_batch_extras(w, addr, n, &extras_found, &extras_count)) < 0)
+        if (w->stretch_mode && !ranges && extras &&
+            memdiff__linux_maybe_huge(w, addr, pm->entries + base, n) &&
+            (whole = memdiff__linux_scan_batch_extras(w, addr, n, &extras_found, &extras_count)) <
+                0)
             return whole;
         if (w->stretch_mode && !ranges && whole) {
-            int64_t got = memdiff__linux_decode_frames(w, addr, base, n, extras_found, extras_count);
+            int64_t got =
+                memdiff__linux_decode_frames(w, addr, base, n, extras_found, extras_count);
             if (got < 0)
                 return (int)got;
             *found += (uint64_t)got;
@@ -184,7 +187,8 @@ static int walk_pagemap(memdiff__linux_walker *w, uint64_t addr, uint64_t npages
 
 /* The scan's ranges r[0..n) deeper than fast: pagemap is read over windows of nearby ranges (at
  * most a batch long), never over the gaps between distant ones. */
-static int pagemap_around(memdiff__linux_walker *w, const struct page_region *r, size_t n, uint64_t *found)
+static int pagemap_around(memdiff__linux_walker *w, const struct page_region *r, size_t n,
+                          uint64_t *found)
 {
     uint64_t ps = w->proc->page_size;
     size_t i = 0;
@@ -237,11 +241,13 @@ static int feed_ranges(memdiff__linux_walker *w, const struct page_region *r, si
 }
 
 /* Fast depth: the scan's ranges are the runs. */
-static int walk_fast(memdiff__linux_walker *w, uint64_t start, uint64_t end, int *fallback, uint64_t *cur_out)
+static int walk_fast(memdiff__linux_walker *w, uint64_t start, uint64_t end, int *fallback,
+                     uint64_t *cur_out)
 {
     int rc;
     if (memdiff__linux_from_window(w, start, end, &rc) ||
-        (!(rc = memdiff__linux_scan_window(w, start, end)) && memdiff__linux_from_window(w, start, end, &rc))) {
+        (!(rc = memdiff__linux_scan_window(w, start, end)) &&
+         memdiff__linux_from_window(w, start, end, &rc))) {
         *fallback = 0;
         *cur_out = end;
         return rc;
@@ -257,7 +263,8 @@ static int walk_fast(memdiff__linux_walker *w, uint64_t start, uint64_t end, int
     *fallback = 0;
     while (cur < end) {
         uint64_t next;
-        int n = memdiff__linux_scan_once(w, cur, end, PAGE_IS_PRESENT | PAGE_IS_SWAPPED, ret, 0, &next);
+        int n =
+            memdiff__linux_scan_once(w, cur, end, PAGE_IS_PRESENT | PAGE_IS_SWAPPED, ret, 0, &next);
         if (n < 0) {
             /* memdiff__plat_pages keeps [vsyscall] away; any other range the scan refuses, and
              * all of it once refused, is read with pagemap. */
@@ -300,9 +307,9 @@ static int walk_adaptive(memdiff__linux_walker *w, uint64_t start, uint64_t end)
             continue;
         }
         uint64_t next;
-        int n = memdiff__linux_scan_once(w, cur, end, PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
-                          PAGE_IS_PRESENT | PAGE_IS_SWAPPED | PAGE_IS_PFNZERO | PAGE_IS_HUGE, B,
-                          &next);
+        int n = memdiff__linux_scan_once(
+            w, cur, end, PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
+            PAGE_IS_PRESENT | PAGE_IS_SWAPPED | PAGE_IS_PFNZERO | PAGE_IS_HUGE, B, &next);
         if (n < 0) {
             int rc = memdiff__linux_scan_failure(p, n, cur, end); /* or pagemap from here on */
             if (rc)
@@ -406,7 +413,9 @@ int memdiff__plat_pages(memdiff__proc *proc, uint64_t start, uint64_t end, memdi
         rc = memdiff__linux_flush(&w);
     if (!rc)
         rc = memdiff__linux_deliver_gathered(&w);
-    if (rc && w.gather_span) /* the bits are clear for the next walk, as deliver_gathered leaves them */
-        memset(w.emit->gather_bits, 0, (size_t)(w.gather_span + 63) / 64 * sizeof *w.emit->gather_bits);
+    if (rc &&
+        w.gather_span) /* the bits are clear for the next walk, as deliver_gathered leaves them */
+        memset(w.emit->gather_bits, 0,
+               (size_t)(w.gather_span + 63) / 64 * sizeof *w.emit->gather_bits);
     return rc;
 }

@@ -13,9 +13,9 @@
  *              (inline: it runs once a run)
  *
  * and presence.c (whether a page attribution reads is present) uses scan.c alone. Calls go one
- * way: walk.c -> pagemap.c -> kflags.c, scan.c (emit.h inline in each that emits); nothing calls walk.c back, and the
- * stages call no file of the backend but procfs.c, proc.c (memdiff__linux_alive) and refs.c
- * (the idle bits, from walk.c).
+ * way: walk.c -> pagemap.c -> kflags.c, scan.c (emit.h inline in each that emits); nothing calls
+ * walk.c back, and the stages call no file of the backend but procfs.c, proc.c
+ * (memdiff__linux_alive) and refs.c (the idle bits, from walk.c).
  *
  * State: a process's stages (struct memdiff__linux_stages, proc->stages) keep their buffers
  * and what they read ahead from one walk to the next, in the proc's scratch arena; one call's
@@ -43,7 +43,8 @@
 
 /* ---- each stage's state, kept by the process from walk to walk -------------------------- */
 
-struct memdiff__linux_pagemap {     /* pagemap.c */
+/* pagemap.c */
+struct memdiff__linux_pagemap {
     uint64_t *entries; /* one batch, the pending run's at the front; with frame numbers,
                           decoded in place into the pages' frames */
     unsigned *attrs;   /* decoded attrs of one batch */
@@ -59,7 +60,8 @@ struct memdiff__linux_pagemap {     /* pagemap.c */
     uint64_t ahead_first, ahead_count, ahead_used;
 };
 
-struct memdiff__linux_scan {        /* scan.c */
+/* scan.c */
+struct memdiff__linux_scan {
     struct page_region *ranges; /* one call's output, MEMDIFF__LINUX_SCAN_VEC */
     /* fast depth's scan ahead: the ranges of one scan over a small region and the small regions
      * behind it, [window_start, window_end) covered, served from window_pos on; valid until the
@@ -76,7 +78,8 @@ struct memdiff__linux_seg {
     uint32_t off;   /* where its facts were read to in kernel_flags / map_counts */
 };
 
-struct memdiff__linux_facts {       /* kflags.c */
+/* kflags.c */
+struct memdiff__linux_facts {
     uint64_t *sort_keys, *sort_tmp; /* segments by lowest frame (frame << SEG_BITS | index) */
     struct memdiff__linux_seg *segs;
     uint64_t *kernel_flags, *map_counts; /* kpageflags / kpagecount read for the segments */
@@ -84,7 +87,8 @@ struct memdiff__linux_facts {       /* kflags.c */
     memdiff__values *flag_pieces, *count_pieces, *frame_pieces;
 };
 
-struct memdiff__linux_emit {        /* emit.h */
+/* emit.h */
+struct memdiff__linux_emit {
     memdiff__values *stretches; /* the pending run's frames as stretches (MEMDIFF__LINUX_FS) */
     /* the gathered runs: a bit a page of their span (MEMDIFF__LINUX_GATHER / 64 words, zero
      * past it), their pages' frames */
@@ -142,13 +146,13 @@ typedef struct memdiff__linux_walker {
 /* One PAGEMAP_SCAN call over [start, end) into vec. Returns the number of ranges (at most cap,
  * well-formed, inside the request and ascending) with *next set to where the following call
  * starts, or -errno. */
-int memdiff__linux_scan_into(memdiff__proc *p, struct page_region *vec, size_t cap,
-                             uint64_t start, uint64_t end, uint64_t anyof, uint64_t ret,
-                             uint64_t max_pages, uint64_t *next);
+int memdiff__linux_scan_into(memdiff__proc *p, struct page_region *vec, size_t cap, uint64_t start,
+                             uint64_t end, uint64_t anyof, uint64_t ret, uint64_t max_pages,
+                             uint64_t *next);
 
 /* memdiff__linux_scan_into, into w->scan->ranges. */
-int memdiff__linux_scan_once(memdiff__linux_walker *w, uint64_t start, uint64_t end,
-                             uint64_t anyof, uint64_t ret, uint64_t max_pages, uint64_t *next);
+int memdiff__linux_scan_once(memdiff__linux_walker *w, uint64_t start, uint64_t end, uint64_t anyof,
+                             uint64_t ret, uint64_t max_pages, uint64_t *next);
 
 /* A scan over [start, end) that failed with n (-errno): MEMDIFF_OK when the caller is to go on
  * without it (the kernel refused the scan: p->scan_refused from then on; or this range), else
@@ -203,8 +207,8 @@ int memdiff__linux_frame_facts(memdiff__linux_walker *w);
 
 /* Delivers pages [i, j) of the batch (one run: attrs a, from addr) with their facts as
  * pieces, the segments from *u on. */
-int memdiff__linux_deep_run(memdiff__linux_walker *w, uint64_t addr, size_t i, size_t j,
-                            unsigned a, size_t *u);
+int memdiff__linux_deep_run(memdiff__linux_walker *w, uint64_t addr, size_t i, size_t j, unsigned a,
+                            size_t *u);
 
 /* ---- pagemap.c: pagemap ------------------------------------------------------------------ */
 
@@ -220,9 +224,8 @@ size_t memdiff__linux_decode(memdiff__linux_walker *w, size_t base, size_t n, in
 
 /* Stretch mode: feeds entries[base..base + n) as stretches; the zero / huge pages' ranges
  * extras[0..nextras). Returns how many pages are present or swapped, or a negative status. */
-int64_t memdiff__linux_decode_frames(memdiff__linux_walker *w, uint64_t addr, size_t base,
-                                     size_t n, const struct page_region *extras,
-                                     size_t nextras);
+int64_t memdiff__linux_decode_frames(memdiff__linux_walker *w, uint64_t addr, size_t base, size_t n,
+                                     const struct page_region *extras, size_t nextras);
 
 /* Whether pages [addr, addr + n) (entries pm[0..n)) could hold a huge page. */
 int memdiff__linux_maybe_huge(const memdiff__linux_walker *w, uint64_t addr, const uint64_t *pm,
