@@ -1532,7 +1532,7 @@ START_TEST(unprivileged_caller)
 }
 END_TEST
 
-/* ---- the zero / huge page scan left out where meminfo allows (pages.c, pmd_free) --------- */
+/* ---- the zero / huge page scan left out where meminfo allows (pagemap.c, pmd_free_now) --- */
 
 START_TEST(meminfo_pmd_free_needs_both_fields_zero)
 {
