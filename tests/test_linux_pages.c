@@ -885,6 +885,51 @@ START_TEST(read_ahead_takes_whole_regions_behind)
 }
 END_TEST
 
+/* A new pass (the region list read again) reads pagemap again, and fast depth scans again:
+ * what the last pass read or scanned ahead is dropped, not served stale. Three mappings back to
+ * back (a protection keeps the second apart); walking the first at depth takes the second
+ * ahead; the second gets a page between the passes, and walked in the second pass shows it. */
+static void new_pass_sees_a_write(memdiff__proc *proc, memdiff_depth depth, unsigned attrs)
+{
+    long ps = sysconf(_SC_PAGESIZE);
+    char *p = scn_map(12, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    p[0] = p[5 * ps] = 1;
+    ck_assert_int_eq(mprotect(p + 4 * ps, (size_t)ps * 4, PROT_READ | PROT_WRITE | PROT_EXEC), 0);
+    memdiff__plat_region *regions = NULL;
+    size_t count = 0;
+    ck_assert_int_eq(memdiff__plat_regions(proc, &arena, &regions, &count), MEMDIFF_OK);
+    uint64_t a = (uint64_t)(uintptr_t)p, P4 = (uint64_t)ps * 4;
+    ck_assert_int_eq(walk(proc, a, a + P4, depth), MEMDIFF_OK);
+    if (depth == MEMDIFF_DEPTH_FAST) /* the second one scanned, or read, ahead */
+        ck_assert_uint_ge(proc->stages->scan.window_end, a + 2 * P4);
+    else
+        ck_assert_uint_ge(proc->stages->pagemap.ahead_first + proc->stages->pagemap.ahead_count,
+                          (a + 2 * P4) / (uint64_t)ps);
+
+    p[6 * ps] = 1;
+    ck_assert_int_eq(memdiff__plat_regions(proc, &arena, &regions, &count), MEMDIFF_OK);
+    ck_assert_int_eq(walk(proc, a + P4, a + 2 * P4, depth), MEMDIFF_OK);
+    ck_assert_uint_eq(rec->count, 1);
+    expect_run(0, a + 5 * (uint64_t)ps, 2, attrs); /* pages 5 and 6: read in this pass */
+    memdiff__plat_close(proc);
+    scn_unmap(p, 12);
+}
+
+START_TEST(read_ahead_dropped_with_a_new_region_list)
+{
+    memdiff__caps caps;
+    new_pass_sees_a_write(open_self(&caps), MEMDIFF_DEPTH_STANDARD, P | X);
+}
+END_TEST
+
+START_TEST(scan_ahead_dropped_with_a_new_region_list)
+{
+    memdiff__proc *proc = open_self_with_scan("scan_ahead_dropped_with_a_new_region_list");
+    if (proc)
+        new_pass_sees_a_write(proc, MEMDIFF_DEPTH_FAST, P);
+}
+END_TEST
+
 /* Fast depth's scan ahead: four small regions in a row, each with its own file rule (a private
  * file mapping: the kernel's word; private anonymous memory, twice: never a file page; shared
  * anonymous memory: always one). Walking the first scans the others too; they are then served
@@ -1059,6 +1104,30 @@ START_TEST(presence_windows_kept)
     ck_assert_int_eq(memdiff__linux_page_present(proc, gap_end - (uint64_t)ps * (GAP / 2)), -1);
     memdiff__plat_close(proc);
     scn_unmap(p, N + GAP + N);
+}
+END_TEST
+
+/* Presence kept for attribution holds for one pass: after the region list is read again, a page
+ * that became present since is seen, where the last pass's window said it was not. */
+START_TEST(presence_dropped_with_a_new_region_list)
+{
+    long ps = sysconf(_SC_PAGESIZE);
+    memdiff__proc *proc = open_self_with_scan("presence_dropped_with_a_new_region_list");
+    if (!proc)
+        return;
+    char *p = scn_map(8, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    p[0] = 1;
+    memdiff__plat_region *regions = NULL;
+    size_t count = 0;
+    ck_assert_int_eq(memdiff__plat_regions(proc, &arena, &regions, &count), MEMDIFF_OK);
+    const uint64_t a = (uint64_t)(uintptr_t)p;
+    ck_assert_int_eq(memdiff__linux_page_present(proc, a), 1);
+    ck_assert_int_eq(memdiff__linux_page_present(proc, a + (uint64_t)ps), 0);
+    p[ps] = 1;
+    ck_assert_int_eq(memdiff__plat_regions(proc, &arena, &regions, &count), MEMDIFF_OK);
+    ck_assert_int_eq(memdiff__linux_page_present(proc, a + (uint64_t)ps), 1);
+    memdiff__plat_close(proc);
+    scn_unmap(p, 8);
 }
 END_TEST
 
@@ -1901,7 +1970,9 @@ Suite *linux_pages_suite(void)
     tcase_add_test(tc, real_zero_page);
     tcase_add_test(tc, open_without_deep_leaves_kpage_files);
     tcase_add_test(tc, read_ahead_takes_whole_regions_behind);
+    tcase_add_test(tc, read_ahead_dropped_with_a_new_region_list);
     tcase_add_test(tc, scan_ahead_serves_small_regions_behind);
+    tcase_add_test(tc, scan_ahead_dropped_with_a_new_region_list);
     tcase_add_test(tc, presence_answers_from_one_scan);
     tcase_add_test(tc, real_stretches_match_arrays);
     tcase_add_test(tc, real_gathered_runs_match_one_by_one);
@@ -1909,6 +1980,7 @@ Suite *linux_pages_suite(void)
     tcase_add_test(tc, real_scan_refused_midway);
     tcase_add_test(tc, fast_open_leaves_frames_unasked);
     tcase_add_test(tc, presence_windows_kept);
+    tcase_add_test(tc, presence_dropped_with_a_new_region_list);
     tcase_add_test(tc, real_huge_page);
     tcase_add_test(tc, real_unmapped_range_reports_nothing);
     tcase_add_test(tc, unprivileged_caller);
