@@ -133,20 +133,20 @@ static uint64_t seg_value(const uint64_t *buf, const struct memdiff__linux_seg *
     return buf[g->off + ((g->flags & SEG_DOWN) ? g->len - 1 - k : k)];
 }
 
-/* After segment g's kernel flags were read (kf, one a page): whether its pages have one flags
- * word, and whether their map count is known without kpagecount. It is where pagemap called the
- * pages exclusively mapped and they are small pages: pagemap sets that bit where the page's own
+/* After segment g's kernel flags were read (seg_flags, one a page): whether its pages have one
+ * flags word, and whether their map count is known without kpagecount. It is where pagemap called
+ * the pages exclusively mapped and they are small pages: pagemap sets that bit where the page's own
  * map count is 1 (page_mapcount() == 1 since Linux 4.2, later folio_precise_page_mapcount()),
  * and that count is what kpagecount reports. For the pages of a large folio the two may differ:
  * older kernels decided the bit for a whole PMD on its head page, and kernels built without
  * CONFIG_PAGE_MAPCOUNT report the folio's average count and set the bit where the folio is not
  * maybe shared. */
-static void flag_facts(struct memdiff__linux_seg *g, const uint64_t *kf)
+static void flag_facts(struct memdiff__linux_seg *g, const uint64_t *seg_flags)
 {
-    uint64_t f0 = kf[0], diff = 0, any = f0;
+    uint64_t f0 = seg_flags[0], diff = 0, any = f0;
     for (size_t k = 1; k < g->len; k++) {
-        diff |= kf[k] ^ f0;
-        any |= kf[k];
+        diff |= seg_flags[k] ^ f0;
+        any |= seg_flags[k];
     }
     g->flags |= diff ? 0u : SEG_SAME_FLAGS;
     if ((g->flags & SEG_EXCLUSIVE) && !(any & KPF_LARGE))
@@ -159,26 +159,26 @@ static void flag_facts(struct memdiff__linux_seg *g, const uint64_t *kf)
 static int read_counts(memdiff__proc *p, struct memdiff__linux_facts *facts, const uint64_t *keys,
                        size_t n, size_t used, uint64_t lo)
 {
-    uint64_t clo = 0, chi = 0;
+    uint64_t count_lo = 0, count_hi = 0;
     int open = 0;
     for (size_t u = 0; u <= n; u++) {
         const struct memdiff__linux_seg *g = u < n ? &facts->segs[keys[u] & SEG_MASK] : NULL;
         if (g && (g->flags & SEG_ONE_MAP))
             continue;
         uint64_t f = g ? keys[u] >> SEG_BITS : 0;
-        if (g && open && f <= chi + FRAME_GAP) {
-            chi = MEMDIFF__MAX(chi, f + g->len);
+        if (g && open && f <= count_hi + FRAME_GAP) {
+            count_hi = MEMDIFF__MAX(count_hi, f + g->len);
             continue;
         }
         if (open) {
-            int rc =
-                read_facts(p, 1, facts->map_counts + used + (clo - lo), clo, (size_t)(chi - clo));
+            int rc = read_facts(p, 1, facts->map_counts + used + (count_lo - lo), count_lo,
+                                (size_t)(count_hi - count_lo));
             if (rc)
                 return rc;
         }
         open = g != NULL;
-        clo = f;
-        chi = g ? f + g->len : 0;
+        count_lo = f;
+        count_hi = g ? f + g->len : 0;
     }
     return MEMDIFF_OK;
 }
@@ -187,28 +187,29 @@ static int read_counts(memdiff__proc *p, struct memdiff__linux_facts *facts, con
  * segments have one map count for all their pages (one piece each later). */
 static void place_facts(struct memdiff__linux_facts *facts, unsigned *batch_attrs, size_t m)
 {
-    const uint64_t *ff = facts->kernel_flags, *fc = facts->map_counts;
+    const uint64_t *all_flags = facts->kernel_flags, *all_counts = facts->map_counts;
     for (size_t u = 0; u < m; u++) {
         struct memdiff__linux_seg *g = &facts->segs[u];
         unsigned *attrs = batch_attrs + g->page;
         size_t len = g->len;
         if (!(g->flags & SEG_SAME_COUNT)) {
-            const uint64_t *mc = fc + g->off;
-            uint64_t c0 = mc[0], cdiff = 0;
+            const uint64_t *seg_counts = all_counts + g->off;
+            uint64_t c0 = seg_counts[0], cdiff = 0;
             for (size_t k = 1; k < len; k++)
-                cdiff |= mc[k] ^ c0;
+                cdiff |= seg_counts[k] ^ c0;
             g->flags |= cdiff ? 0u : SEG_SAME_COUNT;
         }
         if (g->flags & SEG_SAME_FLAGS) {
-            unsigned a = kpf_attrs(ff[g->off]);
+            unsigned a = kpf_attrs(all_flags[g->off]);
             for (size_t k = 0; k < len; k++)
                 attrs[k] |= a;
             continue;
         }
-        uint64_t last = seg_value(ff, g, 0); /* neighbouring pages mostly share their flags */
+        uint64_t last =
+            seg_value(all_flags, g, 0); /* neighbouring pages mostly share their flags */
         unsigned a = kpf_attrs(last);
         for (size_t k = 0; k < len; k++) {
-            uint64_t v = seg_value(ff, g, k);
+            uint64_t v = seg_value(all_flags, g, k);
             if (v != last) {
                 last = v;
                 a = kpf_attrs(v);
