@@ -6,6 +6,11 @@
  * uses stdio streams or opendir: a snapshot must not touch the heap it measures. Memory comes
  * from arenas; files are read with open/read/pread; directories with getdents64.
  *
+ * Files, each calling only those listed after it: heaps.c, modules.c, threads.c (attribution
+ * and threads); walk.c and its stages (walk.h) and presence.c (the page walk, and which pages
+ * attribution may read); refs.c (reference tracking); maps.c (the region list); proc.c (the
+ * open process, alive or not); procfs.c (files and errors), radix.c (the frame sort) and os.c.
+ *
  * Device numbers: /proc/PID/maps prints MAJOR(dev):MINOR(dev) in hex. memdiff__plat_region.dev
  * packs them as (major << 32) | minor; memdiff__linux_dev() packs a stat st_dev the same way so
  * the two compare equal.

@@ -14,8 +14,9 @@
  *
  * and presence.c (whether a page attribution reads is present) uses scan.c alone. Calls go one
  * way: walk.c -> pagemap.c -> kflags.c, scan.c (emit.h inline in each that emits); nothing calls
- * walk.c back, and the stages call no file of the backend but procfs.c, proc.c
- * (memdiff__linux_alive) and refs.c (the idle bits, from walk.c).
+ * walk.c back. Outside the walk the stages call procfs.c (files, errors), maps.c (the region
+ * list), proc.c (memdiff__linux_alive, memdiff__linux_learn_zero_page), radix.c and refs.c (the
+ * page_idle bits, from walk.c), none of which calls a stage.
  *
  * State: a process's stages (struct memdiff__linux_stages, proc->stages) keep their buffers
  * and what they read ahead from one walk to the next, in the proc's scratch arena; one call's
