@@ -23,9 +23,10 @@
 #endif
 
 /* Large blocks (a snapshot's per-page frame arrays: 8 bytes a page) ask for transparent huge
- * pages where the system leaves it to madvise: one fault per 2 MiB instead of 512. Measured: a
- * standard snapshot of 4 GiB resident spends a sixth of its time faulting in 8 MiB of frame
- * numbers otherwise (docs/performance.md). A system with THP off ignores the advice. */
+ * pages where the system leaves it to madvise: one fault per 2 MiB instead of 512. Measured when
+ * frames were stored page by page: a standard snapshot of 4 GiB resident spent a sixth of its
+ * time faulting in 8 MiB of frame numbers otherwise (CHANGELOG.md). A system with THP off
+ * ignores the advice. */
 #define HUGE_ADVICE_MIN ((size_t)2 << 20)
 
 /* Set once prctl has refused to name a chunk: a kernel without CONFIG_ANON_VMA_NAME (or before
