@@ -345,10 +345,10 @@ struct memdiff_diff {
     memdiff_impact *block_impact;   /* block_count entries, in the order of blocks */
 };
 
-/* Adds b into a (all fields, net recomputed). */
+/* Adds b into a (all fields, net recomputed; totals.c). */
 void memdiff__totals_add(memdiff_totals *a, const memdiff_totals *b);
 
-/* ---- compare, coalesce and report internals (compare.c, coalesce.c, report_*.c) --------- */
+/* ---- compare, coalesce and report internals (compare.c, totals.c, coalesce.c, report_*.c) */
 
 /* What one page did between two snapshots, freed and new split by their kinds. */
 typedef enum memdiff__outcome {
@@ -363,7 +363,7 @@ typedef enum memdiff__outcome {
     MEMDIFF__OUT_NONE /* unchanged: never counted */
 } memdiff__outcome;
 
-/* Counts bytes of one outcome into t (net kept up to date). */
+/* Counts bytes of one outcome into t (net kept up to date; totals.c). */
 void memdiff__totals_count(memdiff_totals *t, memdiff__outcome outcome, uint64_t bytes);
 
 /* Pages [start, end) with one outcome, as the compare walk hands them to the block builder.
