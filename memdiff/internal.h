@@ -11,11 +11,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/arena.h"
+#include "base/attrs.h"
+#include "base/bits.h"
+#include "base/error.h"
+#include "base/escape.h"
 #include "memdiff.h"
 #include "platform.h"
-
-#define MEMDIFF__MIN(a, b) ((a) < (b) ? (a) : (b))
-#define MEMDIFF__MAX(a, b) ((a) > (b) ? (a) : (b))
 
 /* ---- checked arithmetic ----------------------------------------------------------------- */
 
@@ -63,10 +65,6 @@ static inline int64_t memdiff__sub_sat_i64(int64_t a, int64_t b)
 {
     return memdiff__add_sat_i64(a, b < -INT64_MAX ? INT64_MAX : -b);
 }
-
-typedef struct memdiff__range {
-    uint64_t start, end;
-} memdiff__range;
 
 /* ---- snapshot storage ------------------------------------------------------------------- */
 
@@ -265,34 +263,12 @@ size_t memdiff__seq_bytes(const memdiff__seq *q);
  * start). Exposed for tests and the fuzz target, which forge files with valid checksums. */
 uint32_t memdiff__crc32(uint32_t crc, const void *data, size_t n);
 
-/* ---- own storage ------------------------------------------------------------------------ */
+/* ---- testing hooks (snapshot.c) --------------------------------------------------------- */
 
-/* The address ranges of memdiff's storage in the process, sorted and merged, copied into arena:
- * its reservations whole (chunks are carved from them) and the chunks that are mappings of their
- * own. Their number grows with the logarithm of the bytes held, not with the number of chunks.
- * Safe against concurrent snapshots. MEMDIFF_EBUSY when this thread is inside the arena's lock
- * (a signal handler). */
-int memdiff__own_ranges(memdiff__arena *arena, memdiff__range **out, size_t *count);
-
-/* Bytes of all live chunks in the process: those of live arenas and those kept for the next
- * snapshot (memdiff_trim() unmaps these). The arena's own count, exact; bytes committed for
- * memdiff's use, not pages known to be resident (a page of a chunk is resident once written).
- * Reservation bookkeeping (a header and a bit per page, in each reservation's first pages) is
- * not counted. */
-size_t memdiff__own_bytes(void);
-
-/* Whether the calling thread is inside the arena's lock: a signal handler interrupted it there,
- * and any memdiff call that allocates would find the lock held by its own thread. */
-int memdiff__arena_busy(void);
-
-/* Testing hooks: fn (NULL: none) is called each time the arena's lock is taken, with it held
- * (while_locked), and once in the middle of every snapshot, after the region list is read
- * (while_taking): tests raise signals there to enter memdiff again. */
-void memdiff__test_while_locked(void (*fn)(void));
+/* Testing hook: fn (NULL: none) is called once in the middle of every snapshot, after the
+ * region list is read: tests raise signals there to enter memdiff again (the arena's hooks are
+ * in base/arena.h). */
 void memdiff__test_while_taking(void (*fn)(void));
-
-/* Testing hook: make the nth OS allocation from now fail (1 = the next one); 0 disables. */
-void memdiff__test_fail_alloc_after(long n);
 
 /* ---- strings ---------------------------------------------------------------------------- */
 
@@ -422,14 +398,6 @@ int memdiff__refset_diff(const memdiff_snapshot *before, const memdiff_snapshot 
 /* memdiff_snapshot_take() with MEMDIFF__TAKE_* flags. */
 int memdiff__snapshot_take_flags(const memdiff_options *options, unsigned flags,
                                  memdiff_snapshot **out);
-
-/* Length of the valid UTF-8 sequence at s[0..n) (1 for ASCII), or 0 when s starts with a byte
- * that does not begin one (stray continuation, overlong form, surrogate, beyond U+10FFFF). */
-size_t memdiff__utf8_len(const unsigned char *s, size_t n);
-
-/* text escaped as memdiff_escape_text() does, written to out (escape.c): labels, paths and
- * host names in the text report. Write errors are left in the stream for the caller. */
-void memdiff__put_text(FILE *out, const char *text);
 
 /* The name of one MEMDIFF_PAGE_* bit ("present", "soft-dirty"), or NULL for an unknown bit. */
 const char *memdiff__page_attr_name(unsigned bit);

@@ -49,43 +49,6 @@
 
 #include "internal.h"
 
-/* ---- shared with report_json.c ------------------------------------------------------------ */
-
-size_t memdiff__utf8_len(const unsigned char *s, size_t n)
-{
-    if (n == 0)
-        return 0;
-    unsigned c = s[0];
-    size_t len;
-    unsigned lo = 0x80, hi = 0xBF; /* the range of the second byte */
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xC2 && c <= 0xDF) {
-        len = 2;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        len = 3;
-        if (c == 0xE0)
-            lo = 0xA0; /* overlong */
-        else if (c == 0xED)
-            hi = 0x9F; /* UTF-16 surrogates */
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        len = 4;
-        if (c == 0xF0)
-            lo = 0x90; /* overlong */
-        else if (c == 0xF4)
-            hi = 0x8F; /* beyond U+10FFFF */
-    } else {
-        return 0;
-    }
-    if (n < len || s[1] < lo || s[1] > hi)
-        return 0;
-    for (size_t i = 2; i < len; i++) {
-        if (s[i] < 0x80 || s[i] > 0xBF)
-            return 0;
-    }
-    return len;
-}
-
 const char *memdiff__page_attr_name(unsigned bit)
 {
     switch (bit) {

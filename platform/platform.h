@@ -1,20 +1,27 @@
 /*
- * platform.h - the backend contract: all that memdiff's portable core knows of an OS.
+ * platform.h - the backend contract: all that memdiff's portable core knows of an OS, and all
+ * that a backend implements. Nothing else lives here.
  *
  * A backend (platform/<os>/) reports facts, never verdicts: regions, page runs, threads,
  * modules, heaps and process totals. The core classifies, stores and compares. To port memdiff,
- * implement every function declared under "The backend implements" in platform/<os>/ and list
- * the folder's sources in CMakeLists.txt; nothing else is needed (a POSIX system can take the
- * file functions from platform/posix/).
+ * implement every function declared in os.h (OS memory, clocks, host, thread: in
+ * platform/<os>/os.c, which includes os.h alone) and under "The backend implements" below in
+ * platform/<os>/, and list the folder's sources in CMakeLists.txt; nothing else is needed (a
+ * POSIX system can take the file functions from platform/posix/).
+ *
+ * What a backend may use (README.md, "Layout"): the public types of memdiff.h, the base layer
+ * (base/: arenas, error details, bit helpers, attribute macros; the arena and the error setter
+ * come with this header, a backend's private header includes the others it needs) and its own
+ * folder. Never the core's memdiff/internal.h, nor another backend's folder.
  *
  * Rules that hold for every function here:
  *  - Pointer arguments are non-NULL unless a comment says otherwise.
  *  - Functions return 0 or a negative memdiff status (MEMDIFF_E*). Native errors (errno,
  *    GetLastError) are translated inside the backend, by one function per backend, and the
- *    detail message is set with memdiff__set_error() before returning.
- *  - No malloc: memory comes from the memdiff__arena passed in (or memdiff__os_alloc), so that a
- *    snapshot does not disturb the heap it measures. Results allocated from an arena live as long
- *    as that arena.
+ *    detail message is set with memdiff__set_error() (base/error.h) before returning.
+ *  - No malloc: memory comes from the memdiff__arena passed in (base/arena.h) or
+ *    memdiff__os_alloc, so that a snapshot does not disturb the heap it measures. Results
+ *    allocated from an arena live as long as that arena.
  *  - Addresses are uint64_t so that 32-bit builds can read 64-bit targets; ranges are half-open
  *    [start, end) and page aligned.
  *  - Every function may be called from any thread; a memdiff__proc is used by one thread at a
@@ -23,265 +30,13 @@
 #ifndef MEMDIFF_PLATFORM_H
 #define MEMDIFF_PLATFORM_H
 
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <string.h>
 
+#include "base/arena.h"
+#include "base/error.h"
 #include "memdiff.h"
-
-/* =============================================================================================
- * What the core gives a backend
- * =========================================================================================== */
-
-/* Checks printf-style arguments where the compiler can. mingw-w64: "printf" would mean
- * msvcrt's formats (no %zu, %llx as %I64x), while vsnprintf here is mingw's C99 one under
- * -std=c11, which __MINGW_PRINTF_FORMAT names. */
-#if defined(__MINGW_PRINTF_FORMAT)
-#define MEMDIFF__PRINTF(fmt, args) __attribute__((format(__MINGW_PRINTF_FORMAT, fmt, args)))
-#elif defined(__GNUC__)
-#define MEMDIFF__PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
-#else
-#define MEMDIFF__PRINTF(fmt, args)
-#endif
-
-/* Keeps a rarely taken path out of its caller, so that the common path stays small. */
-#if defined(__GNUC__)
-#define MEMDIFF__NOINLINE __attribute__((noinline))
-#elif defined(_MSC_VER)
-#define MEMDIFF__NOINLINE __declspec(noinline)
-#else
-#define MEMDIFF__NOINLINE
-#endif
-
-/* The lowest set bit of x (x != 0). */
-static inline unsigned memdiff__ctz64(uint64_t x)
-{
-#if defined(__GNUC__)
-    return (unsigned)__builtin_ctzll(x);
-#else
-    unsigned n = 0;
-    while (!(x & 1)) {
-        x >>= 1;
-        n++;
-    }
-    return n;
-#endif
-}
-
-/* bytes in pages of ps bytes, ps a power of two (every page size is; a snapshot file's is
- * checked on load): a shift, where a 64-bit division costs tens of cycles (on the AMD EPYC of
- * docs/performance.md, a fifth of the time of the snapshot's sink for a run of one page). */
-static inline uint64_t memdiff__in_pages(uint64_t bytes, uint64_t ps)
-{
-    return bytes >> memdiff__ctz64(ps);
-}
-
-/* Sets bits [from, from + n) of the bitmap w (bit b: w[b / 64] >> b % 64). */
-static inline void memdiff__set_bits(uint64_t *w, uint64_t from, uint64_t n)
-{
-    for (uint64_t b = from; b < from + n;) {
-        unsigned off = (unsigned)(b % 64);
-        uint64_t take = 64 - off < from + n - b ? 64 - off : from + n - b;
-        w[b / 64] |= (take == 64 ? ~UINT64_C(0) : (UINT64_C(1) << take) - 1) << off;
-        b += take;
-    }
-}
-
-/* The set bits of x. */
-static inline unsigned memdiff__popcount64(uint64_t x)
-{
-#if defined(__GNUC__)
-    return (unsigned)__builtin_popcountll(x);
-#else
-    unsigned n = 0;
-    for (; x; x &= x - 1)
-        n++;
-    return n;
-#endif
-}
-
-/* The first bit at or after b (below n) of the bitmap w that is want (1 or 0), or n. */
-static inline uint64_t memdiff__find_bit(const uint64_t *w, uint64_t b, uint64_t n, int want)
-{
-    while (b < n) {
-        uint64_t x = w[b / 64];
-        if (!want)
-            x = ~x;
-        x &= ~UINT64_C(0) << (b % 64);
-        if (x) {
-            uint64_t at = b / 64 * 64 + memdiff__ctz64(x);
-            return at < n ? at : n;
-        }
-        b = (b / 64 + 1) * 64;
-    }
-    return n;
-}
-
-/* The end of the stretch v[i..) that goes on from v[i] by step: the first k > i (at most n)
- * with v[k] != v[i] + (k - i) * step (step 1 for consecutive frames or pagemap entries, 0 for
- * repeats, UINT64_MAX for descending). The tight loop of dense memory, shared by the backends'
- * decoding and the core's page facts: eight values a test where the compiler has vector types
- * (two to a 128-bit register: SSE2 on any x86-64, NEON on arm64), then four, with no branch
- * among them. On a recorded 1 GiB process's pagemap, 0.49 -> 0.40 ns an entry. */
-static inline size_t memdiff__stretch_end(const uint64_t *v, size_t i, size_t n, uint64_t step)
-{
-    size_t k = i + 1;
-    uint64_t x = v[i] + step; /* the value expected at k */
-    /* Memory the allocator handed out piecemeal is mostly stretches of one to eight pages: a
-     * few plain tests end those before the vector loop's setup would cost more than they do. */
-    for (size_t probe = k + 4 < n ? k + 4 : n; k < probe; k++, x += step)
-        if (v[k] != x)
-            return k;
-#if defined(__GNUC__)
-    typedef uint64_t memdiff__u64x2 __attribute__((vector_size(16)));
-    memdiff__u64x2 e0 = {x, x + step}, e1 = e0 + 2 * step, e2 = e0 + 4 * step,
-                   e3 = e0 + 6 * step;
-    for (; k + 8 <= n; k += 8) {
-        memdiff__u64x2 a, b, c, d;
-        memcpy(&a, v + k, sizeof a);
-        memcpy(&b, v + k + 2, sizeof b);
-        memcpy(&c, v + k + 4, sizeof c);
-        memcpy(&d, v + k + 6, sizeof d);
-        memdiff__u64x2 diff = (a ^ e0) | (b ^ e1) | (c ^ e2) | (d ^ e3);
-        if (diff[0] | diff[1])
-            break;
-        e0 += 8 * step;
-        e1 += 8 * step;
-        e2 += 8 * step;
-        e3 += 8 * step;
-    }
-    x = e0[0];
-#endif
-    for (; k + 4 <= n; k += 4, x += 4 * step)
-        if ((v[k] ^ x) | (v[k + 1] ^ (x + step)) | (v[k + 2] ^ (x + 2 * step)) |
-            (v[k + 3] ^ (x + 3 * step)))
-            break;
-    for (; k < n && v[k] == x; k++)
-        x += step;
-    return k;
-}
-
-typedef struct memdiff__chunk memdiff__chunk;
-
-/* A bump allocator over OS memory (chunks carved from memdiff__os_reserve's reservations, large
- * ones from memdiff__os_alloc). All of it is accounted process-wide, so that snapshots can report
- * memdiff's own storage as Own. Initialise
- * with MEMDIFF__ARENA_INIT; release everything with memdiff__arena_release(). */
-typedef struct memdiff__arena {
-    memdiff__chunk *chunks; /* newest first */
-    size_t used;            /* bytes used in chunks->data */
-    int recycle;            /* set by memdiff__arena_reserve: chunks are kept when released */
-} memdiff__arena;
-
-#define MEMDIFF__ARENA_INIT {0, 0, 0}
-
-/* size bytes, 16-byte aligned and zeroed; NULL (with MEMDIFF_ENOMEM detail set) on failure. */
-void *memdiff__arena_alloc(memdiff__arena *arena, size_t size);
-
-/* As memdiff__arena_alloc, but the bytes are not zeroed when the memory is kept scratch: for
- * buffers that are always written before they are read. */
-void *memdiff__arena_alloc_raw(memdiff__arena *arena, size_t size);
-
-/* Maps one chunk with room for at least bytes and makes it the arena's bump chunk: the next
- * blocks, large ones from memdiff__arena_alloc included, are carved from it while they fit,
- * instead of a mapping each (blocks from memdiff__arena_grow still get their own, which grow by
- * moving pages). Pages are touched only as blocks use them. For an arena that holds many large
- * buffers for a short while, such as a snapshot's scratch; on an arena already in use, the room
- * left in its bump chunk is given up. Such an arena also recycles: its chunks are kept when it is
- * released, for the next one to take (at most 8 MiB; memdiff_trim() unmaps them). MEMDIFF_ENOMEM
- * (with detail) when it cannot be mapped. */
-int memdiff__arena_reserve(memdiff__arena *arena, size_t bytes);
-
-/* A NUL-terminated copy of s[0..len); NULL on failure. */
-char *memdiff__arena_strndup(memdiff__arena *arena, const char *s, size_t len);
-
-/* Grows a block of the arena (or NULL) to at least new_size bytes, keeping its contents; the
- * large blocks it returns get chunks of their own, which grow by moving their pages (a block
- * carved from a bump chunk is copied the first time). NULL on failure, with the old block still
- * valid. For arrays that grow (runs, regions). */
-void *memdiff__arena_grow(memdiff__arena *arena, void *old, size_t old_size, size_t new_size);
-
-/* As memdiff__arena_grow, but the bytes the block gains are not zeroed where the memory was used
- * before (kept chunks): for arrays whose elements are written before they are read. */
-void *memdiff__arena_grow_raw(memdiff__arena *arena, void *old, size_t old_size, size_t new_size);
-
-/* Room for one more element in an array that grows by doubling: returns v itself while
- * count < *cap, else its contents moved to a block of twice the room (initial elements the first
- * time, when v is NULL and *cap 0), with *cap updated. NULL when out of memory: v and *cap are
- * then unchanged. Callers write `T *nv = memdiff__arena_room(a, v, &cap, n, sizeof *nv, 64);`. */
-void *memdiff__arena_room(memdiff__arena *arena, void *v, size_t *cap, size_t count, size_t elem,
-                          size_t initial);
-
-/* As memdiff__arena_room, but the room gained is not zeroed where the memory was used before
- * (memdiff__arena_grow_raw): for arrays whose elements are written before they are read. */
-void *memdiff__arena_room_raw(memdiff__arena *arena, void *v, size_t *cap, size_t count,
-                              size_t elem, size_t initial);
-
-/* Unmaps every chunk of the arena and resets it to empty. */
-void memdiff__arena_release(memdiff__arena *arena);
-
-/* Bytes of OS memory the arena holds. */
-size_t memdiff__arena_footprint(const memdiff__arena *arena);
-
-/* Records a detail message for memdiff_last_error() and returns status, so a backend can write
- * `return memdiff__set_error(MEMDIFF_ESRCH, "open %s: %s", path, strerror(e));`. */
-int memdiff__set_error(int status, const char *fmt, ...) MEMDIFF__PRINTF(2, 3);
-
-/* =============================================================================================
- * The backend implements: OS memory and clock
- * =========================================================================================== */
-
-/* size bytes (a multiple of memdiff__os_page_size()) of zeroed, read-write, page-aligned memory
- * that no allocator of the process owns; NULL on failure. Where the OS allows, the memory is
- * named as memdiff's (Linux: [anon:memdiff]) so that it is recognisable and not merged. */
-void *memdiff__os_alloc(size_t size);
-
-/* Returns memory from memdiff__os_alloc; size as it was allocated. */
-void memdiff__os_free(void *p, size_t size);
-
-/* Grows memory from memdiff__os_alloc from old_size to new_size bytes (multiples of the page
- * size, new_size the larger), keeping its contents, the rest zeroed, by moving pages instead of
- * copying them where the OS can (Linux mremap). The memory may move. NULL when the OS cannot: the
- * old memory is then untouched, and the caller allocates and copies. */
-void *memdiff__os_grow(void *p, size_t old_size, size_t new_size);
-
-/* Address space for memdiff's small chunks: size bytes (a multiple of the page size), page
- * aligned, in one piece, of which memdiff__os_commit() makes parts usable; NULL on failure. The
- * reservation counts as one mapping however it is used, so that the OS's list of mappings (Linux
- * /proc/PID/maps, read by every snapshot) does not grow with the chunks carved from it. Named as
- * memdiff's where the OS allows, as memdiff__os_alloc names its memory. */
-void *memdiff__os_reserve(size_t size);
-
-/* Makes size bytes at p (page aligned, inside a reservation, not committed now) usable: read-write
- * and zeroed. 0, or -1 when the OS has no memory for it. */
-int memdiff__os_commit(void *p, size_t size);
-
-/* Gives the pages of size bytes at p (committed) back to the OS; the range stays reserved, and
- * reads zero once committed again. */
-void memdiff__os_decommit(void *p, size_t size);
-
-/* Returns a whole reservation (p and size as memdiff__os_reserve returned and took them). */
-void memdiff__os_unreserve(void *p, size_t size);
-
-/* The page size of the calling process. */
-uint32_t memdiff__os_page_size(void);
-
-/* Wall-clock time in nanoseconds since the Unix epoch. */
-uint64_t memdiff__os_time_ns(void);
-
-/* The host name into buf (NUL-terminated, truncated to size); "" when unknown. */
-void memdiff__os_hostname(char *buf, size_t size);
-
-/* The calling thread's stack pointer, or an address inside the calling thread's stack. */
-uint64_t memdiff__os_stack_hint(void);
-
-/* The calling thread's OS thread id (Linux gettid, Windows GetCurrentThreadId). */
-int64_t memdiff__os_thread_id(void);
-
-/* Returns heap memory the process freed to the OS where its allocator can (glibc: malloc_trim(0);
- * Windows: HeapCompact on the process heaps); does nothing where it cannot. Must not allocate. */
-void memdiff__os_settle_heap(void);
+#include "os.h"
 
 /* =============================================================================================
  * The backend implements: files (saving a snapshot, file_format.c)

@@ -1,5 +1,5 @@
 /*
- * test_escape.c - the one escaping routine (memdiff/escape.c) over every class of byte, with
+ * test_escape.c - the one escaping routine (base/escape.c) over every class of byte, with
  * exact expected text, and the library's text paths that use it: memdiff_last_error() (a
  * detail embedding a hostile path, the EMISMATCH message of two hostile host names) and the
  * text report's header and labels. The CLI's show, diff and watch are in test_cli.c.

@@ -28,6 +28,8 @@
 #include <linux/fs.h>
 #include <linux/types.h>
 
+#include "base/attrs.h"
+#include "base/bits.h"
 #include "platform.h"
 
 /* ---- PAGEMAP_SCAN (Linux 6.7, include/uapi/linux/fs.h; Documentation/admin-guide/mm/pagemap.rst)

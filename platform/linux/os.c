@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "linux.h"
+#include "os.h" /* alone: the base layer's arena stands on these functions (os.h) */
 
 /* Named anonymous memory (Linux 5.17, CONFIG_ANON_VMA_NAME; Documentation/filesystems/proc.rst
  * "[anon:<name>]"). Restated for headers that predate it. */

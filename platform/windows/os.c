@@ -1,10 +1,15 @@
 /*
  * os.c - OS memory, clock, host name and thread identity for the Windows backend.
  */
+#ifndef WIN32_LEAN_AND_MEAN
+#define WIN32_LEAN_AND_MEAN
+#endif
+#include <windows.h>
+
 #include <stdatomic.h>
 #include <string.h>
 
-#include "win.h"
+#include "os.h" /* alone: the base layer's arena stands on these functions (os.h) */
 
 void *memdiff__os_alloc(size_t size)
 {

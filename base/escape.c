@@ -22,7 +22,8 @@
  */
 #include <string.h>
 
-#include "internal.h"
+#include "base/escape.h"
+#include "memdiff.h"
 
 /* Whether the text at s[0..n) (n >= 1) starts with a byte written as \xNN; *len: the bytes of
  * its first character (1 when escaped). */

@@ -13,7 +13,11 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#include "internal.h"
+#include "base/arena.h"
+#include "base/bits.h"
+#include "base/error.h"
+#include "memdiff.h"
+#include "platform/os.h"
 
 /* A bump chunk is 64 KiB mapped, header included (64 KiB of data would map 68 KiB): a small
  * process's snapshot fits in one. */

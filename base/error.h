@@ -1,0 +1,14 @@
+/*
+ * error.h - the detail message behind every negative status (base/error.c): core and backends
+ * record it here, memdiff_last_error() hands it out.
+ */
+#ifndef MEMDIFF_BASE_ERROR_H
+#define MEMDIFF_BASE_ERROR_H
+
+#include "base/attrs.h"
+
+/* Records a detail message for memdiff_last_error() and returns status, so a backend can write
+ * `return memdiff__set_error(MEMDIFF_ESRCH, "open %s: %s", path, strerror(e));`. */
+int memdiff__set_error(int status, const char *fmt, ...) MEMDIFF__PRINTF(2, 3);
+
+#endif /* MEMDIFF_BASE_ERROR_H */

@@ -1,0 +1,66 @@
+/*
+ * os.h - the OS services below everything of memdiff's: memory, clocks, host name and thread
+ * identity. Part of the backend contract (platform.h includes it), kept apart because the base
+ * layer's arena (base/arena.c) stands on it: these functions take and return plain C values,
+ * set no error detail and use nothing of memdiff, so that platform/<os>/os.c, which implements
+ * them, includes this header alone and the layers stay one above the other (README.md,
+ * "Layout"). memdiff__os_settle_heap is implemented apart on Windows (settle.c).
+ */
+#ifndef MEMDIFF_PLATFORM_OS_H
+#define MEMDIFF_PLATFORM_OS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* size bytes (a multiple of memdiff__os_page_size()) of zeroed, read-write, page-aligned memory
+ * that no allocator of the process owns; NULL on failure. Where the OS allows, the memory is
+ * named as memdiff's (Linux: [anon:memdiff]) so that it is recognisable and not merged. */
+void *memdiff__os_alloc(size_t size);
+
+/* Returns memory from memdiff__os_alloc; size as it was allocated. */
+void memdiff__os_free(void *p, size_t size);
+
+/* Grows memory from memdiff__os_alloc from old_size to new_size bytes (multiples of the page
+ * size, new_size the larger), keeping its contents, the rest zeroed, by moving pages instead of
+ * copying them where the OS can (Linux mremap). The memory may move. NULL when the OS cannot: the
+ * old memory is then untouched, and the caller allocates and copies. */
+void *memdiff__os_grow(void *p, size_t old_size, size_t new_size);
+
+/* Address space for memdiff's small chunks: size bytes (a multiple of the page size), page
+ * aligned, in one piece, of which memdiff__os_commit() makes parts usable; NULL on failure. The
+ * reservation counts as one mapping however it is used, so that the OS's list of mappings (Linux
+ * /proc/PID/maps, read by every snapshot) does not grow with the chunks carved from it. Named as
+ * memdiff's where the OS allows, as memdiff__os_alloc names its memory. */
+void *memdiff__os_reserve(size_t size);
+
+/* Makes size bytes at p (page aligned, inside a reservation, not committed now) usable: read-write
+ * and zeroed. 0, or -1 when the OS has no memory for it. */
+int memdiff__os_commit(void *p, size_t size);
+
+/* Gives the pages of size bytes at p (committed) back to the OS; the range stays reserved, and
+ * reads zero once committed again. */
+void memdiff__os_decommit(void *p, size_t size);
+
+/* Returns a whole reservation (p and size as memdiff__os_reserve returned and took them). */
+void memdiff__os_unreserve(void *p, size_t size);
+
+/* The page size of the calling process. */
+uint32_t memdiff__os_page_size(void);
+
+/* Wall-clock time in nanoseconds since the Unix epoch. */
+uint64_t memdiff__os_time_ns(void);
+
+/* The host name into buf (NUL-terminated, truncated to size); "" when unknown. */
+void memdiff__os_hostname(char *buf, size_t size);
+
+/* The calling thread's stack pointer, or an address inside the calling thread's stack. */
+uint64_t memdiff__os_stack_hint(void);
+
+/* The calling thread's OS thread id (Linux gettid, Windows GetCurrentThreadId). */
+int64_t memdiff__os_thread_id(void);
+
+/* Returns heap memory the process freed to the OS where its allocator can (glibc: malloc_trim(0);
+ * Windows: HeapCompact on the process heaps); does nothing where it cannot. Must not allocate. */
+void memdiff__os_settle_heap(void);
+
+#endif /* MEMDIFF_PLATFORM_OS_H */
