@@ -15,7 +15,7 @@ checks the Linux backend and a mingw-w64 build the Windows one.
 
 It fails (exit status 1) on
   - a circle: files that use each other, directly or through others (a strongly connected
-    component of more than one file), unless ALLOWED_CIRCLES below covers it;
+    component of more than one file);
   - a layer breach: a file using a file of a layer above its own (LAYERS below), a backend
     including another backend's files, or the core including a backend's private headers.
 """
@@ -39,18 +39,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LAYERS = ["public", "os", "base", "platform", "core"]
 PUBLIC_HEADERS = {"memdiff/memdiff.h", "memdiff/memdiff_check.h", "memdiff/memdiff1999.h"}
 OS_FILES = {"platform/os.h", "platform/linux/os.c", "platform/windows/os.c"}
-
-# Circles known when this check was written, each allowed while it lasts (a circle made of some
-# of its files is allowed too; one with any other file fails). Remove an entry once it is gone.
-ALLOWED_CIRCLES = [
-    # The Linux page walk: pages.c <-> proc.c <-> procfs.c <-> refs.c, and maps.c through them
-    # (read_mem calls memdiff__linux_page_present, procfs's reader calls alive, refs borrows
-    # pages.c's radix sort and calls memdiff__plat_regions, pages.c calls learn_zero_page).
-    # Issue 21's walker split (branch i21-walker) breaks it; the lead removes this entry when
-    # merging that split.
-    {"platform/linux/maps.c", "platform/linux/pages.c", "platform/linux/proc.c",
-     "platform/linux/procfs.c", "platform/linux/refs.c"},
-]
 
 # Where #include "x" is looked up after the including file's folder (CMakeLists.txt).
 INCLUDE_DIRS = ["", "memdiff", "platform"]
@@ -229,13 +217,12 @@ def main(builds):
         nedges = sum(len(v) for v in edges.values())
         print(f"check-layers: {build}: {nfiles} files, {nedges} uses")
         for comp in circles(edges):
-            allowed = any(comp <= ok for ok in ALLOWED_CIRCLES)
-            print(f"  circle{' (allowed, see ALLOWED_CIRCLES)' if allowed else ''}:")
+            print("  circle:")
             for a in sorted(comp):
                 for b in sorted(edges[a]):
                     if b in comp:
                         print(f"    {a} -> {b} ({', '.join(sorted(edges[a][b])[:4])})")
-            failed |= not allowed
+            failed = True
         for line in breaches(edges):
             print(f"  layer breach: {line}")
             failed = True

@@ -2,7 +2,7 @@
 # Installs what building memdiff and its tests needs on Debian/Ubuntu: a C compiler, CMake,
 # pkg-config, Check (tests only) and uthash (a header). Uses sudo when not root.
 set -eu
-pkgs="build-essential cmake pkg-config check uthash-dev"
+pkgs="build-essential cmake pkg-config check uthash-dev python3"
 missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
