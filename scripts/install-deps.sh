@@ -1,6 +1,7 @@
 #!/bin/sh
 # Installs what building memdiff and its tests needs on Debian/Ubuntu: a C compiler, CMake,
-# pkg-config, Check (tests only) and uthash (a header). Uses sudo when not root.
+# pkg-config, Check (tests only), uthash (a header) and python3 (CI's layer check). Uses sudo
+# when not root.
 set -eu
 pkgs="build-essential cmake pkg-config check uthash-dev python3"
 missing=""
