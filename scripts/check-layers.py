@@ -9,8 +9,8 @@ The graph is drawn from the code itself, in one build of the library per BUILD_D
   - calls: a .c file uses another when its object refers to a symbol (function or variable) the
     other's object defines: `nm` lists each object's undefined (U) and defined symbols, which is
     exact, static functions and inlined helpers included as they are compiled.
-Library files are those under base/, platform/ and memdiff/ (memdiff/cli/, a program of its own,
-is not library). The objects come from BUILD_DIR/CMakeFiles/memdiff_objects.dir, so a Linux build
+Library files are those under include/, base/, platform/ and memdiff/ (memdiff/cli/, a program
+of its own, is not library). The objects come from BUILD_DIR/CMakeFiles/memdiff_objects.dir, so a Linux build
 checks the Linux backend and a mingw-w64 build the Windows one.
 
 It fails (exit status 1) on
@@ -28,7 +28,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # The layers, lowest first; a file may use files of its own layer and of the layers below.
-#   public:   the installed headers (types and statuses everyone shares)
+#   public:   the installed headers, include/ (types and statuses everyone shares)
 #   os:       the OS services below everything of memdiff's (memory, clocks, thread identity):
 #             platform/os.h, implemented by platform/<os>/os.c, which includes nothing else
 #   base:     base/ - arena, errors, escaping, bit helpers, attribute macros; core and backends
@@ -37,11 +37,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #   core:     memdiff/ - snapshots, storage, compare, reports; reaches the OS only through the
 #             contract
 LAYERS = ["public", "os", "base", "platform", "core"]
-PUBLIC_HEADERS = {"memdiff/memdiff.h", "memdiff/memdiff_check.h", "memdiff/memdiff1999.h"}
+PUBLIC_HEADERS = {"include/memdiff.h", "include/memdiff_check.h", "include/memdiff1999.h"}
 OS_FILES = {"platform/os.h", "platform/linux/os.c", "platform/windows/os.c"}
 
 # Where #include "x" is looked up after the including file's folder (CMakeLists.txt).
-INCLUDE_DIRS = ["", "memdiff", "platform"]
+INCLUDE_DIRS = ["", "include", "memdiff", "platform"]
 
 
 def layer_of(path):
