@@ -61,10 +61,17 @@
 extern "C" {
 #endif
 
+/* The version of this header. CMakeLists.txt refuses to configure when these disagree with its
+ * project version, so the header, the library and its package always say the same. */
 #define MEMDIFF_VERSION_MAJOR 0
 #define MEMDIFF_VERSION_MINOR 1
 #define MEMDIFF_VERSION_PATCH 0
 #define MEMDIFF_VERSION_STRING "0.1.0"
+
+/* The version of the library linked at run time, "major.minor.patch" (MEMDIFF_VERSION_STRING
+ * of the header it was built with): with a shared library it can differ from the header a
+ * program was compiled against. A static string, never NULL, never to be freed. */
+MEMDIFF_API const char *memdiff_version(void);
 
 /* ---------------------------------------------------------------------------------------------
  * Status codes. One list generates the enum, memdiff_status_name() and memdiff_strerror().

@@ -1,8 +1,15 @@
 /*
- * names.c - the names of the public enums (categories, depths, changes) and the options'
- * defaults.
+ * names.c - the library's version, the names of the public enums (categories, depths, changes)
+ * and the options' defaults.
  */
 #include "internal.h"
+
+/* Compiled into the library, so a program reads the version it runs with, not the one of the
+ * header it was compiled against. */
+const char *memdiff_version(void)
+{
+    return MEMDIFF_VERSION_STRING;
+}
 
 const char *memdiff_category_name(memdiff_category category)
 {

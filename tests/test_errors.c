@@ -35,6 +35,19 @@ START_TEST(details_are_per_thread)
 }
 END_TEST
 
+/* One version everywhere: the library at run time, the header at compile time, and the CMake
+ * project the build came from (configuring also refuses a header that disagrees). */
+START_TEST(version_is_the_projects)
+{
+    ck_assert_str_eq(memdiff_version(), MEMDIFF_TEST_PROJECT_VERSION);
+    ck_assert_str_eq(MEMDIFF_VERSION_STRING, MEMDIFF_TEST_PROJECT_VERSION);
+    char parts[32];
+    snprintf(parts, sizeof parts, "%d.%d.%d", MEMDIFF_VERSION_MAJOR, MEMDIFF_VERSION_MINOR,
+             MEMDIFF_VERSION_PATCH);
+    ck_assert_str_eq(parts, MEMDIFF_TEST_PROJECT_VERSION);
+}
+END_TEST
+
 START_TEST(enum_names)
 {
     ck_assert_str_eq(memdiff_category_name(MEMDIFF_CAT_MAPPED_FILE), "mapped-file");
@@ -78,6 +91,7 @@ Suite *errors_suite(void)
     TCase *tc = tcase_create("Core");
     tcase_add_test(tc, every_status_has_a_name_and_text);
     tcase_add_test(tc, details_are_per_thread);
+    tcase_add_test(tc, version_is_the_projects);
     tcase_add_test(tc, enum_names);
     tcase_add_test(tc, bad_arguments_are_refused_not_crashed);
     suite_add_tcase(s, tc);

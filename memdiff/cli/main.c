@@ -183,7 +183,7 @@ int main(int argc, char **argv)
         return CLI_EXIT_OK;
     }
     if (strcmp(cmd, "--version") == 0) {
-        printf("memdiff %s (snapshot file format %d.%d)\n", MEMDIFF_VERSION_STRING,
+        printf("memdiff %s (snapshot file format %d.%d)\n", memdiff_version(),
                MEMDIFF_FILE_VERSION_MAJOR, MEMDIFF_FILE_VERSION_MINOR);
         return CLI_EXIT_OK;
     }
