@@ -257,7 +257,7 @@ int memdiff__seq_equal(const memdiff__seq *a, uint64_t ia, const memdiff__seq *b
 /* Bytes q takes as stored. */
 size_t memdiff__seq_bytes(const memdiff__seq *q);
 
-/* ---- snapshot files (file_format.c) ----------------------------------------------------- */
+/* ---- snapshot files (file_common.c) ----------------------------------------------------- */
 
 /* CRC-32 (IEEE 802.3, reflected, as zlib's crc32()) of data[0..n) continuing from crc (0 to
  * start). Exposed for tests and the fuzz target, which forge files with valid checksums. */

@@ -39,7 +39,7 @@
 #include "os.h"
 
 /* =============================================================================================
- * The backend implements: files (saving a snapshot, file_format.c)
+ * The backend implements: files (saving a snapshot, file_write.c)
  * =========================================================================================== */
 
 /* What a path names, a final symbolic link not followed. */

@@ -2,7 +2,7 @@
  * files.c - what a path names, and atomic replacement, for the Windows backend.
  *
  * Paths are narrow strings in the ANSI code page, as the C runtime's fopen() (which
- * file_format.c creates the file with) takes them.
+ * file_write.c creates the file with) takes them.
  */
 #include "win.h"
 

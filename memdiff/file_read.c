@@ -1,11 +1,7 @@
 /*
- * file_format.c - snapshot files: save and load. docs/file-format.md is the specification; this
- * file follows it section by section.
- *
- * Layout: a 16-byte header (magic, version, byte-order marker), tagged sections (tag, length,
- * payload; tag 0 ends the list), then a CRC-32 of every byte before it. Numbers inside sections
- * are LEB128 varints, addresses are page deltas from the previous region or run, so a run costs
- * 5-8 bytes whatever the address width and run-length data stays run-length.
+ * file_read.c - snapshot files: loading (memdiff_snapshot_load, memdiff_snapshot_load_file), and
+ * the parse the writer (file_write.c) runs on its own output. The layout and the constants the
+ * writer shares are in file_format.h.
  *
  * Loading trusts nothing: the framing is walked before anything else (truncation is named with
  * the section it cut), the checksum is verified before any field is interpreted, and then every
@@ -19,59 +15,23 @@
  * read section by section as the frame announces them and no further than the checksum, and the
  * buffer grows with the bytes that arrive, not with lengths the file claims. Memory is bounded
  * too: a loaded snapshot takes at most 2.75 x the file's size (LOAD_FLOOR at least) in its arrays
- * (checked before and while they are filled); the writer pads a file that would otherwise pass
- * that, so every file memdiff writes loads.
+ * (checked before and while they are filled).
  *
  * Storage: loading reads the stream into a scratch arena and builds the snapshot in its own
- * arena; saving encodes into a scratch arena. Neither calls malloc.
+ * arena; it never calls malloc.
  */
 #include <errno.h>
 #include <limits.h>
 #include <string.h>
 
-#include "uthash_arena.h"
+#include "file_format.h"
 
-#define HEADER_SIZE 16u
-#define BYTE_ORDER_MARK 0x0A0B0C0Du
 #define MAX_FILE_BYTES ((uint64_t)4 << 30)
 #define READ_CHUNK ((size_t)64 * 1024)
-
-/* The bound on a loaded snapshot's arrays (docs/file-format.md, "Memory"): LOAD_NUM / LOAD_DEN
- * (2.75) times the file's size, or LOAD_FLOOR where that is more (the structures that a small
- * file needs whatever its size). The file's own bytes are held while it is parsed, and the
- * arena's growth copies and bookkeeping come on top (measured up to 0.12 x the file's size): a
- * load peaks below 4 x the file's size for a file of LOAD_FLOOR / 2.75 or more. */
-#define LOAD_NUM 11
-#define LOAD_DEN 4
-#define LOAD_FLOOR ((uint64_t)16 << 20)
-
-static const unsigned char magic[8] = {'M', 'E', 'M', 'D', 'I', 'F', 'F', '\0'};
-
-/* Section tags, in the order they must appear. Unknown tags (a newer minor version) are
- * skipped. */
-enum {
-    TAG_END = 0,
-    TAG_INFO = 1,
-    TAG_STRINGS = 2,
-    TAG_REGIONS = 3,
-    TAG_RUNS = 4,
-    TAG_AUX = 5,
-    TAG_KNOWN_MAX = TAG_AUX
-};
 
 static const char *const section_names[TAG_KNOWN_MAX + 1] = {
     "section list", "info section", "string table", "region table", "run table", "aux arrays",
 };
-
-/* AUX section: which per-page arrays follow. */
-#define AUX_PFN 0x1u
-#define AUX_KFLAGS 0x2u
-#define AUX_MAPCOUNT 0x4u
-
-/* Run aux tags: no per-page data, data right after the previous run's, or an explicit index. */
-#define RUN_AUX_NONE 0u
-#define RUN_AUX_NEXT 1u
-#define RUN_AUX_AT 2u
 
 #define KNOWN_PROT (MEMDIFF_PROT_READ | MEMDIFF_PROT_WRITE | MEMDIFF_PROT_EXEC)
 #define KNOWN_REGION_FLAGS (MEMDIFF_REGION_SHARED | MEMDIFF_REGION_FILE | MEMDIFF__RF_DELETED)
@@ -81,45 +41,6 @@ static const char *const section_names[TAG_KNOWN_MAX + 1] = {
 #define MIN_STRING_BYTES 1u /* length varint */
 #define MIN_REGION_BYTES 12u
 #define MIN_RUN_BYTES 5u
-
-/* Where the bytes of a file come from: a stream read as the frame is walked (load), or a buffer
- * that holds them all (the writer checking its own output; in NULL). Reading goes no further
- * than the frame says the file goes, in pieces of at most READ_PIECE, and the buffer grows with
- * the bytes that arrive, never with a length the file announces: /dev/zero or a 20 GiB sparse
- * file cost 16 bytes (bad magic), a section that claims 4 GiB costs what the stream holds. */
-typedef struct source {
-    FILE *in;
-    memdiff__arena *arena;
-    unsigned char *p;
-    size_t n, cap;
-    int ended; /* in has no more bytes */
-} source;
-
-/* ---- CRC-32 ----------------------------------------------------------------------------- */
-
-/* Nibble-table CRC-32 (polynomial 0xEDB88320 reflected): 16 constants instead of 256, no
- * initialisation to race on, fast enough (hundreds of MB/s) for files of a few MB. */
-uint32_t memdiff__crc32(uint32_t crc, const void *data, size_t n)
-{
-    static const uint32_t table[16] = {
-        0x00000000u, 0x1DB71064u, 0x3B6E20C8u, 0x26D930ACu, 0x76DC4190u, 0x6B6B51F4u,
-        0x4DB26158u, 0x5005713Cu, 0xEDB88320u, 0xF00F9344u, 0xD6D6A3E8u, 0xCB61B38Cu,
-        0x9B64C2B0u, 0x86D3D2D4u, 0xA00AE278u, 0xBDBDF21Cu,
-    };
-    const unsigned char *p = data;
-    crc = ~crc;
-    for (size_t i = 0; i < n; i++) {
-        crc ^= p[i];
-        crc = (crc >> 4) ^ table[crc & 15u];
-        crc = (crc >> 4) ^ table[crc & 15u];
-    }
-    return ~crc;
-}
-
-static uint64_t zigzag(int64_t v)
-{
-    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
-}
 
 static int64_t unzigzag(uint64_t v)
 {
@@ -133,455 +54,6 @@ static unsigned get_le(const unsigned char *p, unsigned bytes)
         v = (v << 8) | p[i];
     return v;
 }
-
-/* =============================================================================================
- * Writing
- * =========================================================================================== */
-
-typedef struct wbuf {
-    memdiff__arena *arena;
-    unsigned char *p;
-    size_t len, cap;
-    int failed; /* MEMDIFF_ENOMEM once an append could not grow the buffer */
-} wbuf;
-
-static void put_bytes(wbuf *b, const void *data, size_t n)
-{
-    if (b->failed)
-        return;
-    if (n > b->cap - b->len) {
-        size_t cap = b->cap ? b->cap : 4096;
-        while (cap - b->len < n) {
-            if (cap > SIZE_MAX / 2) {
-                b->failed = memdiff__set_error(MEMDIFF_ENOMEM, "snapshot file: too large");
-                return;
-            }
-            cap *= 2;
-        }
-        unsigned char *p = memdiff__arena_grow(b->arena, b->p, b->cap, cap);
-        if (!p) {
-            b->failed = MEMDIFF_ENOMEM;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    if (n)
-        memcpy(b->p + b->len, data, n);
-    b->len += n;
-}
-
-static void put_le(wbuf *b, uint32_t v, unsigned bytes)
-{
-    unsigned char tmp[4];
-    for (unsigned i = 0; i < bytes; i++)
-        tmp[i] = (unsigned char)(v >> (8 * i));
-    put_bytes(b, tmp, bytes);
-}
-
-static void put_varint(wbuf *b, uint64_t v)
-{
-    unsigned char tmp[10];
-    unsigned n = 0;
-    do {
-        tmp[n] = (unsigned char)(v & 0x7F);
-        v >>= 7;
-        if (v)
-            tmp[n] |= 0x80;
-        n++;
-    } while (v);
-    put_bytes(b, tmp, n);
-}
-
-/* The string table being built: each distinct string once, in order of first use. */
-typedef struct strent {
-    const char *str;
-    uint64_t index;
-    UT_hash_handle hh;
-} strent;
-
-typedef struct writer {
-    const memdiff_snapshot *s;
-    memdiff__arena *scratch;
-    strent *strings; /* uthash head */
-    const char **order;
-    size_t nstrings, order_cap;
-    wbuf out;
-} writer;
-
-static int string_index(writer *w, const char *str, uint64_t *index)
-{
-    if (!str)
-        str = "";
-    size_t len = strlen(str);
-    strent *e = NULL;
-    HASH_FIND(hh, w->strings, str, len, e);
-    if (e) {
-        *index = e->index;
-        return MEMDIFF_OK;
-    }
-    const char **v = memdiff__arena_room(w->scratch, (void *)w->order, &w->order_cap,
-                                         w->nstrings, sizeof *v, 256);
-    if (!v)
-        return MEMDIFF_ENOMEM;
-    w->order = v;
-    e = memdiff__arena_alloc(w->scratch, sizeof *e);
-    if (!e)
-        return MEMDIFF_ENOMEM;
-    e->str = str;
-    e->index = w->nstrings;
-    memdiff__uthash_arena = w->scratch;
-    memdiff__uthash_oom = 0;
-    HASH_ADD_KEYPTR(hh, w->strings, e->str, len, e);
-    if (memdiff__uthash_oom)
-        return memdiff__set_error(MEMDIFF_ENOMEM, "snapshot file: out of memory");
-    w->order[w->nstrings++] = str;
-    *index = e->index;
-    return MEMDIFF_OK;
-}
-
-static int encode_info(writer *w, wbuf *b)
-{
-    const memdiff_snapshot_info *in = &w->s->info;
-    uint64_t host, degraded = 0;
-    int rc = string_index(w, in->host, &host);
-    if (!rc && in->degraded) {
-        rc = string_index(w, in->degraded, &degraded);
-        degraded++;
-    }
-    if (rc)
-        return rc;
-    put_varint(b, (uint64_t)(unsigned)in->pid);
-    put_varint(b, (uint64_t)in->depth_requested);
-    put_varint(b, (uint64_t)in->depth);
-    put_varint(b, in->sources);
-    put_varint(b, in->page_size);
-    put_varint(b, in->time_ns);
-    put_varint(b, host);
-    put_varint(b, degraded);
-    const memdiff_process_totals *t = &in->totals;
-    const uint64_t totals[8] = {t->vm_size,   t->vm_rss,    t->vm_hwm, t->rss_anon,
-                                t->rss_file,  t->rss_shmem, t->vm_pte, t->vm_swap};
-    for (int i = 0; i < 8; i++)
-        put_varint(b, totals[i]);
-    return b->failed;
-}
-
-static int encode_regions(writer *w, wbuf *b)
-{
-    const memdiff_snapshot *s = w->s;
-    uint64_t ps = s->info.page_size, prev_end = 0;
-    put_varint(b, s->region_count);
-    for (size_t i = 0; i < s->region_count; i++) {
-        const memdiff__region *r = &s->regions[i];
-        if (r->start % ps || r->end % ps || r->end <= r->start || r->start < prev_end)
-            return memdiff__set_error(MEMDIFF_EINVAL,
-                                      "memdiff_snapshot_save: region %zu [0x%llx, 0x%llx) is "
-                                      "empty, not page aligned, or overlaps the one before",
-                                      i, (unsigned long long)r->start,
-                                      (unsigned long long)r->end);
-        uint64_t label, path;
-        int rc = string_index(w, r->label, &label);
-        if (!rc)
-            rc = string_index(w, r->path, &path);
-        if (rc)
-            return rc;
-        put_varint(b, (r->start - prev_end) / ps);
-        put_varint(b, (r->end - r->start) / ps);
-        put_varint(b, r->offset);
-        put_varint(b, r->dev);
-        put_varint(b, r->inode);
-        put_varint(b, r->prot);
-        put_varint(b, r->flags);
-        put_varint(b, (uint64_t)r->hint);
-        put_varint(b, (uint64_t)r->category);
-        put_varint(b, label);
-        put_varint(b, path);
-        put_varint(b, zigzag((int64_t)(r->unit - r->start))); /* usually small: the unit is
-                                                                  a nearby address */
-        prev_end = r->end;
-    }
-    return b->failed;
-}
-
-static int encode_runs(writer *w, wbuf *b)
-{
-    const memdiff_snapshot *s = w->s;
-    uint64_t ps = s->info.page_size, prev_end = 0, next_aux = 0;
-    uint32_t prev_region = 0;
-    put_varint(b, s->run_count);
-    memdiff__runs_iter it;
-    memdiff__run run;
-    const memdiff__run *u = &run;
-    size_t i = 0;
-    for (memdiff__runs_begin(s, &it); memdiff__runs_next(&it, &run); i++) {
-        if (u->start % ps || u->npages == 0 || u->start < prev_end || u->region < prev_region)
-            return memdiff__set_error(MEMDIFF_EINVAL,
-                                      "memdiff_snapshot_save: run %zu at 0x%llx is empty, not "
-                                      "page aligned, or out of order",
-                                      i, (unsigned long long)u->start);
-        put_varint(b, (u->start - prev_end) / ps);
-        put_varint(b, u->npages);
-        put_varint(b, u->attrs);
-        put_varint(b, u->region - prev_region);
-        if (u->aux == MEMDIFF__NO_AUX) {
-            put_varint(b, RUN_AUX_NONE);
-        } else {
-            put_varint(b, u->aux == next_aux ? RUN_AUX_NEXT : RUN_AUX_AT + u->aux);
-            next_aux = u->aux + u->npages;
-        }
-        prev_end = u->start + u->npages * ps;
-        prev_region = u->region;
-    }
-    if (i != s->run_count)
-        return memdiff__set_error(MEMDIFF_EINVAL,
-                                  "memdiff_snapshot_save: %zu runs stored, %zu counted", i,
-                                  s->run_count);
-    return b->failed;
-}
-
-/* The values [0, n) of q, page by page (they are stored as stretches in memory, seq.c); frame
- * numbers as zigzag deltas from the previous page's (neighbouring pages' frames are often
- * neighbours: huge pages, fresh allocations; a delta is usually one byte where the frame number
- * would be three or four), flags and counts as they are. */
-static void put_seq(wbuf *b, const memdiff__seq *q, uint64_t n, int deltas)
-{
-    uint64_t prev = 0;
-    memdiff__seq_iter it;
-    memdiff__seq_seek(q, 0, &it);
-    for (uint64_t i = 0; i < n;) {
-        uint64_t base;
-        int step;
-        uint64_t len = memdiff__seq_peek(&it, n - i, &base, &step);
-        for (uint64_t k = 0; k < len; k++) {
-            uint64_t v = base + (uint64_t)((int64_t)step * (int64_t)k);
-            put_varint(b, deltas ? zigzag((int64_t)(v - prev)) : v);
-            prev = v;
-        }
-        memdiff__seq_skip(&it, len);
-        i += len;
-    }
-}
-
-static int encode_aux(writer *w, wbuf *b)
-{
-    const memdiff_snapshot *s = w->s;
-    unsigned mask = (s->frames.present ? AUX_PFN : 0) | (s->kflags.present ? AUX_KFLAGS : 0) |
-                    (s->mapcount.present ? AUX_MAPCOUNT : 0);
-    put_varint(b, mask);
-    put_varint(b, s->aux_count);
-    if (s->frames.present)
-        put_seq(b, &s->frames, s->aux_count, 1);
-    if (s->kflags.present)
-        put_seq(b, &s->kflags, s->aux_count, 0);
-    if (s->mapcount.present)
-        put_seq(b, &s->mapcount, s->aux_count, 0);
-    return b->failed;
-}
-
-static int parse(source *src, memdiff_snapshot *s, int bounded, uint64_t *used);
-
-static const unsigned char zeros[4096];
-
-/* The file from its sections into w->out, pad zero bytes at the end of the run table, then read
- * back as the loader would (never write what cannot be read back: the loader's checks are the
- * definition of a valid snapshot), *used set to the memory the loaded copy takes. */
-static int assemble(writer *w, const wbuf *const *secs, size_t pad, uint64_t *used)
-{
-    wbuf *out = &w->out;
-    put_bytes(out, magic, sizeof magic);
-    put_le(out, MEMDIFF_FILE_VERSION_MAJOR, 2);
-    put_le(out, MEMDIFF_FILE_VERSION_MINOR, 2);
-    put_le(out, BYTE_ORDER_MARK, 4);
-    for (unsigned tag = TAG_INFO; tag <= TAG_KNOWN_MAX; tag++) {
-        const wbuf *sec = secs[tag];
-        size_t extra = tag == TAG_RUNS ? pad : 0;
-        if (tag == TAG_AUX && !sec->len)
-            continue;
-        put_varint(out, tag);
-        put_varint(out, sec->len + extra);
-        put_bytes(out, sec->p, sec->len);
-        for (size_t n = 0; n < extra; n += sizeof zeros)
-            put_bytes(out, zeros, MEMDIFF__MIN(sizeof zeros, extra - n));
-    }
-    put_varint(out, TAG_END);
-    if (!out->failed)
-        put_le(out, memdiff__crc32(0, out->p, out->len), 4);
-    if (out->failed)
-        return out->failed;
-
-    memdiff_snapshot check;
-    memset(&check, 0, sizeof check);
-    source src = {NULL, NULL, out->p, out->len, out->len, 1};
-    int rc = parse(&src, &check, pad > 0, used);
-    memdiff__arena_release(&check.arena);
-    if (rc == MEMDIFF_EFORMAT) {
-        char why[400];
-        snprintf(why, sizeof why, "%s", memdiff_last_error());
-        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_snapshot_save: the snapshot breaks "
-                                                  "the data model: %s", why);
-    }
-    return rc;
-}
-
-static int encode(writer *w)
-{
-    uint32_t ps = w->s->info.page_size;
-    if (ps < 512 || ps > (1u << 30) || (ps & (ps - 1)))
-        return memdiff__set_error(MEMDIFF_EINVAL,
-                                  "memdiff_snapshot_save: page size %u is not a power of two in "
-                                  "[512, 1 GiB]",
-                                  (unsigned)ps);
-    wbuf info = {w->scratch, NULL, 0, 0, 0}, regions = info, runs = info, aux = info,
-         strings = info;
-    int rc = encode_info(w, &info);
-    if (!rc)
-        rc = encode_regions(w, &regions);
-    if (!rc)
-        rc = encode_runs(w, &runs);
-    if (!rc && w->s->aux_count &&
-        (w->s->frames.present || w->s->kflags.present || w->s->mapcount.present))
-        rc = encode_aux(w, &aux);
-    if (rc)
-        return rc;
-    put_varint(&strings, w->nstrings);
-    for (size_t i = 0; i < w->nstrings; i++) {
-        size_t len = strlen(w->order[i]);
-        put_varint(&strings, len);
-        put_bytes(&strings, w->order[i], len);
-    }
-    if (strings.failed)
-        return strings.failed;
-
-    const wbuf *secs[TAG_KNOWN_MAX + 1] = {NULL, &info, &strings, &regions, &runs, &aux};
-    uint64_t used = 0;
-    rc = assemble(w, secs, 0, &used);
-    /* A file must load within its bound (2.75 x its size, LOAD_FLOOR at least); one that
-     * describes more memory than that (many tiny regions, runs of alternating attributes) gets
-     * zero bytes at the end of its run table, which readers skip as they skip the fields of a
-     * newer minor version. The memory a file takes does not depend on those bytes, so one more
-     * assembly settles it (16 bytes spare for the longer length varint). */
-    uint64_t want = used > LOAD_FLOOR ? (used * LOAD_DEN + LOAD_NUM - 1) / LOAD_NUM : 0;
-    if (!rc && want > w->out.len) {
-        size_t pad = (size_t)(want - w->out.len) + 16;
-        w->out.len = 0;
-        rc = assemble(w, secs, pad, &used);
-    }
-    return rc;
-}
-
-int memdiff_snapshot_save(const memdiff_snapshot *snapshot, FILE *out)
-{
-    if (!snapshot || !out)
-        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_snapshot_save: NULL argument");
-    memdiff__arena scratch = MEMDIFF__ARENA_INIT;
-    writer w;
-    memset(&w, 0, sizeof w);
-    w.s = snapshot;
-    w.scratch = &scratch;
-    w.out.arena = &scratch;
-    int rc = encode(&w);
-    if (!rc) {
-        errno = 0;
-        if (fwrite(w.out.p, 1, w.out.len, out) != w.out.len || fflush(out) != 0)
-            rc = memdiff__set_error(MEMDIFF_EIO, "snapshot file: write failed: %s",
-                                    errno ? strerror(errno) : "stream error");
-    }
-    memdiff__arena_release(&scratch);
-    return rc;
-}
-
-static int open_error(const char *what, const char *path, int e)
-{
-    return memdiff__set_error(e == EACCES || e == EPERM || e == EROFS ? MEMDIFF_EACCES
-                                                                      : MEMDIFF_EIO,
-                              "%s %s: %s", what, path, strerror(e));
-}
-
-/* What stands at a path that memdiff will not write over, as the error message names it. */
-static const char *kind_name(memdiff__path_kind kind)
-{
-    switch (kind) {
-    case MEMDIFF__PATH_DIRECTORY:
-        return "a directory";
-    case MEMDIFF__PATH_SYMLINK:
-        return "a symbolic link";
-    case MEMDIFF__PATH_CHAR_DEVICE:
-        return "a character device";
-    case MEMDIFF__PATH_BLOCK_DEVICE:
-        return "a block device";
-    case MEMDIFF__PATH_FIFO:
-        return "a FIFO";
-    case MEMDIFF__PATH_SOCKET:
-        return "a socket";
-    default:
-        return "not a file of a known type";
-    }
-}
-
-/* Saving replaces nothing but a regular file. rename() would replace a device node, a FIFO, a
- * socket or a symbolic link (/dev/stdout is one) with the new file, so their type is checked
- * first; a symbolic link is refused whatever it names (also when it names a regular file): the
- * link itself would be replaced, and writing through it instead would let whoever can make
- * links in a shared directory choose what memdiff overwrites. */
-static int check_target(const char *path)
-{
-    memdiff__path_kind kind;
-    int rc = memdiff__os_path_kind(path, &kind);
-    if (rc || kind == MEMDIFF__PATH_NONE || kind == MEMDIFF__PATH_REGULAR)
-        return rc;
-    return memdiff__set_error(MEMDIFF_EINVAL, "%s: is %s, not a regular file", path,
-                              kind_name(kind));
-}
-
-int memdiff_snapshot_save_file(const memdiff_snapshot *snapshot, const char *path)
-{
-    if (!snapshot || !path)
-        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_snapshot_save_file: NULL argument");
-    if (!path[0])
-        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_snapshot_save_file: empty path");
-    int rc = check_target(path);
-    if (rc)
-        return rc;
-    /* A name of our own beside the target: same directory, so the rename stays in one file
-     * system and is atomic. "x" (C11) refuses to reuse an existing name, a symbolic link
-     * included. */
-    static _Atomic unsigned long counter;
-    char tmp[4096];
-    FILE *f = NULL;
-    for (int attempt = 0; !f && attempt < 16; attempt++) {
-        int len = snprintf(tmp, sizeof tmp, "%s.tmp-%llx-%lx", path,
-                           (unsigned long long)memdiff__os_time_ns(), counter++);
-        if (len < 0 || (size_t)len >= sizeof tmp)
-            return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_snapshot_save_file: path too "
-                                                      "long");
-        errno = 0;
-        f = fopen(tmp, "wbx");
-        if (!f && errno != EEXIST)
-            return open_error("create", tmp, errno);
-    }
-    if (!f)
-        return memdiff__set_error(MEMDIFF_EIO, "create %s: no unused temporary name", tmp);
-    rc = memdiff_snapshot_save(snapshot, f);
-    errno = 0;
-    if (fclose(f) != 0 && !rc)
-        rc = memdiff__set_error(MEMDIFF_EIO, "write %s: %s", tmp, strerror(errno));
-    /* Checked again: writing took time, and the path may have changed meanwhile. What is left
-     * is a window of one system call, and only the path's own directory entry is at stake
-     * there (a rename never writes through a link). The old file is never removed first: a
-     * rename that fails leaves path as it was. */
-    if (!rc)
-        rc = check_target(path);
-    if (!rc)
-        rc = memdiff__os_replace_file(tmp, path);
-    if (rc)
-        remove(tmp);
-    return rc;
-}
-
-/* =============================================================================================
- * Reading
- * =========================================================================================== */
 
 /* A cursor over one section (or the section list) of the whole file p. */
 typedef struct reader {
@@ -666,7 +138,7 @@ static uint64_t file_limit(void)
 }
 
 /* Makes the first want bytes of the file available in src->p, or as many as there are. */
-static int fill(source *src, uint64_t want)
+static int fill(memdiff__file_source *src, uint64_t want)
 {
     const uint64_t limit = file_limit();
     if (want > limit + 1)
@@ -704,7 +176,8 @@ static int fill(source *src, uint64_t want)
 }
 
 /* A reader over what src holds, from pos; bytes [pos, pos + want) read first where they exist. */
-static int frame_reader(source *src, size_t pos, uint64_t want, const char *what, reader *r)
+static int frame_reader(memdiff__file_source *src, size_t pos, uint64_t want, const char *what,
+                        reader *r)
 {
     int rc = fill(src, pos + want);
     reader v = {src->p, pos, src->n, what};
@@ -762,7 +235,7 @@ static int within_budget(const loader *l, uint64_t more, const char *what, size_
 /* Magic, version, byte order (the 16-byte header, before anything else is read); then the
  * section list down to the checksum, each section's length checked against the file limit and
  * the bytes that are there, and the checksum verified before any section is interpreted. */
-static int parse_frame(loader *l, source *src)
+static int parse_frame(loader *l, memdiff__file_source *src)
 {
     reader hdr;
     int rc = frame_reader(src, 0, HEADER_SIZE, "header", &hdr);
@@ -1181,10 +654,9 @@ static int parse_runs(loader *l)
     return MEMDIFF_OK;
 }
 
-/* Builds s (whose arena receives everything) from the file src gives. bounded: refuse a file
- * whose snapshot would take more than its bound (within_budget); *used (may be NULL) receives
- * what it took (loaded_bytes). */
-static int parse(source *src, memdiff_snapshot *s, int bounded, uint64_t *used)
+/* The limits behind bounded: within_budget; what *used receives: loaded_bytes. */
+int memdiff__file_parse(memdiff__file_source *src, memdiff_snapshot *s, int bounded,
+                        uint64_t *used)
 {
     loader l;
     memset(&l, 0, sizeof l);
@@ -1222,7 +694,7 @@ int memdiff_snapshot_load(FILE *in, memdiff_snapshot **out)
     if (!in)
         return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_snapshot_load: in is NULL");
     memdiff__arena scratch = MEMDIFF__ARENA_INIT, a = MEMDIFF__ARENA_INIT;
-    source src = {in, &scratch, NULL, 0, 0, 0};
+    memdiff__file_source src = {in, &scratch, NULL, 0, 0, 0};
     int rc = MEMDIFF_OK;
     memdiff_snapshot *s = memdiff__arena_alloc(&a, sizeof *s);
     if (!s)
@@ -1230,7 +702,7 @@ int memdiff_snapshot_load(FILE *in, memdiff_snapshot **out)
     else
         s->arena = a; /* the snapshot lives inside its own arena, as a taken one does */
     if (!rc)
-        rc = parse(&src, s, 1, NULL);
+        rc = memdiff__file_parse(&src, s, 1, NULL);
     memdiff__arena_release(&scratch);
     if (rc) {
         memdiff_snapshot_free(s);
@@ -1251,7 +723,7 @@ int memdiff_snapshot_load_file(const char *path, memdiff_snapshot **out)
     errno = 0;
     FILE *f = fopen(path, "rb");
     if (!f)
-        return open_error("open", path, errno);
+        return memdiff__file_open_error("open", path, errno);
     int rc = memdiff_snapshot_load(f, out);
     fclose(f);
     if (rc) {
