@@ -34,8 +34,6 @@ typedef struct load {
     uint32_t flags;
 } load;
 
-/* Reads a module's file bytes: from memory where the first region maps them, else from the
- * file. */
 /* The process's <dir>/mountinfo, read once per module listing when a module's file lies on a
  * device of major 0 (see served_by_a_process). */
 typedef struct mounts {
@@ -44,6 +42,8 @@ typedef struct mounts {
     int state; /* 0: not read, 1: read, -1: unreadable */
 } mounts;
 
+/* Reads a module's file bytes: from memory where the first region maps them, else from the
+ * file. */
 typedef struct reader {
     memdiff__proc *proc;
     const memdiff__plat_region *first; /* the region at file offset 0 */
