@@ -933,9 +933,9 @@ END_TEST
 /* Fast depth's scan ahead: four small regions in a row, each with its own file rule (a private
  * file mapping: the kernel's word; private anonymous memory, twice: never a file page; shared
  * anonymous memory: always one). Walking the first scans the others too; they are then served
- * without a scan of their own (a scan would be refused here: scan_refuse_at), with the pages and
- * attributes that a walk without scan ahead (no region list) delivers. Only forward: the first
- * walked again after a write sees the write. */
+ * without a scan of their own (a scan would be refused here: scan_refuse_at_call), with the
+ * pages and attributes that a walk without scan ahead (no region list) delivers. Only forward:
+ * the first walked again after a write sees the write. */
 START_TEST(scan_ahead_serves_small_regions_behind)
 {
     long ps = sysconf(_SC_PAGESIZE);
@@ -1009,8 +1009,8 @@ END_TEST
 /* What attribution asks of page presence (is this page present? where is the first page, or
  * hole, from here?) is answered from one scan kept for the next questions: the answers equal
  * this process's own pagemap, page by page, and after the first question none needs a scan of
- * its own (a scan would be refused: scan_refuse_at). read_mem reads a present page and calls an
- * absent one not resident, without faulting it in. */
+ * its own (a scan would be refused: scan_refuse_at_call). read_mem reads a present page and
+ * calls an absent one not resident, without faulting it in. */
 START_TEST(presence_answers_from_one_scan)
 {
     long ps = sysconf(_SC_PAGESIZE);

@@ -232,7 +232,7 @@ static int read_span(memdiff__proc *p, int fd, const char *path, size_t i, size_
     return MEMDIFF_OK;
 }
 
-/* Marks the sorted unique frames idle_frames[0..u) idle, then reads them back: frames that did
+/* Marks the sorted unique frames p->idle->frames[0..u) idle, then reads them back: frames that did
  * not take the mark (not on an LRU list) add to *untracked. The words are read first and written
  * back with our bits added: the kernel ORs what is written, a plain file (a fixture) would not,
  * and frames of another batch may share a word. */
