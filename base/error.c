@@ -4,6 +4,7 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "base/error.h"
 #include "memdiff.h"
@@ -11,6 +12,9 @@
 /* Thread-local so that concurrent snapshots do not overwrite each other's details. Room for a
  * 511-byte detail with a few escapes; a detail of many control bytes is cut between escapes. */
 static _Thread_local char last_error[1024];
+/* The same detail unescaped, for a caller that keeps it in text the reports escape themselves
+ * (refset.c's degraded note): escaping it twice would print "\\x1b" for "\x1b". */
+static _Thread_local char last_raw[512];
 
 const char *memdiff_status_name(int status)
 {
@@ -41,6 +45,11 @@ const char *memdiff_last_error(void)
     return last_error;
 }
 
+const char *memdiff__last_error_raw(void)
+{
+    return last_raw;
+}
+
 int memdiff__set_error(int status, const char *fmt, ...)
 {
     /* Details embed paths from a target's maps and host names from files: escaped once, here,
@@ -52,5 +61,6 @@ int memdiff__set_error(int status, const char *fmt, ...)
     vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
     memdiff_escape_text(last_error, sizeof last_error, raw);
+    memcpy(last_raw, raw, sizeof raw);
     return status;
 }

@@ -11,4 +11,8 @@
  * `return memdiff__set_error(MEMDIFF_ESRCH, "open %s: %s", path, strerror(e));`. */
 int memdiff__set_error(int status, const char *fmt, ...) MEMDIFF__PRINTF(2, 3);
 
+/* The last detail as it was formatted, not escaped: for text that is escaped again when it is
+ * printed (a degraded note), so that it is escaped once. */
+const char *memdiff__last_error_raw(void);
+
 #endif /* MEMDIFF_BASE_ERROR_H */

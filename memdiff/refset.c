@@ -92,7 +92,7 @@ static int begin(memdiff_refset *rs)
     if (rc == MEMDIFF_OK)
         rs->peak_read = 1;
     else if (rc == MEMDIFF_ENOTSUP)
-        peak_why = copy_str(&rs->arena, memdiff_last_error());
+        peak_why = copy_str(&rs->arena, memdiff__last_error_raw()); /* escaped when printed */
     else
         return rc;
 

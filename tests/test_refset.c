@@ -746,6 +746,49 @@ START_TEST(degraded_without_clear_refs)
 }
 END_TEST
 
+/* A peak the status file cannot give (no VmHWM, no VmRSS) is a degraded note that quotes the
+ * backend's detail, path included. The note is escaped when it is printed, like any other:
+ * it must hold the detail as formatted, so a root reached through "a\x41" (a backslash then
+ * "x41", a name a target could choose) reads "a\x41" in the note, not "a\\x41" (escaped
+ * twice: once by memdiff__set_error(), once more by the report). */
+START_TEST(peak_note_escaped_once)
+{
+    tree t;
+    tree_open(&t, 1, 1);
+    char path[4096], link[4096];
+    snprintf(path, sizeof path, "%s/%d/status", t.root, RECORDED_PID);
+    char *status = strdup(read_file(path));
+    const char *drop[] = {"VmHWM:", "VmRSS:"};
+    for (int i = 0; i < 2; i++) {
+        char *at = strstr(status, drop[i]);
+        ck_assert_ptr_nonnull(at);
+        char *nl = strchr(at, '\n');
+        memmove(at, nl + 1, strlen(nl + 1) + 1);
+    }
+    write_file(path, status);
+    free(status);
+    snprintf(link, sizeof link, "%s/a\\x41", t.root);
+    ck_assert_int_eq(symlink(t.root, link), 0);
+
+    memdiff_options o = MEMDIFF_OPTIONS_INIT;
+    o.pid = RECORDED_PID;
+    o.proc_root = link;
+    o.sys_root = t.sys;
+    memdiff_refset *rs = NULL;
+    int rc = memdiff_refset_begin(&o, &rs);
+    ck_assert_msg(rc == MEMDIFF_OK, "%s: %s", memdiff_status_name(rc), memdiff_last_error());
+    memdiff_refset_info in;
+    ck_assert_int_eq(memdiff_refset_get_info(rs, &in), MEMDIFF_OK);
+    ck_assert_uint_eq(in.sources & MEMDIFF_REFS_PEAK, 0);
+    char want[4200];
+    snprintf(want, sizeof want, "%s/%d/status has no VmHWM / VmRSS", link, RECORDED_PID);
+    ck_assert_msg(in.degraded && strstr(in.degraded, want), "%s", in.degraded);
+    memdiff_refset_free(rs);
+    unlink(link);
+    fixture_tree_remove(t.root);
+}
+END_TEST
+
 Suite *refset_suite(void)
 {
     Suite *s = suite_create("refset");
@@ -770,6 +813,7 @@ Suite *refset_suite(void)
     tcase_add_test(tc, page_idle_fixture);
     tcase_add_test(tc, mappings_fixture);
     tcase_add_test(tc, degraded_without_clear_refs);
+    tcase_add_test(tc, peak_note_escaped_once);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     return s;
