@@ -114,7 +114,8 @@ START_TEST(backslashes)
                      "C:\\Windows\\System32\\kernel32.dll");
     ck_assert_str_eq(esc("C:\\data\\xfiles\\\\a.bin"), "C:\\data\\\\xfiles\\\\\\a.bin");
     ck_assert_str_eq(esc("dir\\"), "dir\\\\");
-    /* A raw backslash before ESC: kept single, "\\x1b" would read back as backslash, "x1b". */
+    /* A raw backslash before ESC is doubled: kept single, "\\x1b" would read back as backslash,
+     * "x1b". */
     ck_assert_str_eq(esc("a\\\x1b"), "a\\\\\\x1b");
     ck_assert_str_eq(esc("a\\\xc2\x9b"), "a\\\\\\xc2\\x9b");
     ck_assert_str_eq(esc("a\\\xff"), "a\\\\\\xff");
