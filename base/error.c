@@ -2,6 +2,7 @@
  * error.c - status names and strings (from the one X-macro list in memdiff.h) and the thread's
  * last detail message.
  */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -63,4 +64,11 @@ int memdiff__set_error(int status, const char *fmt, ...)
     memdiff_escape_text(last_error, sizeof last_error, raw);
     memcpy(last_raw, raw, sizeof raw);
     return status;
+}
+
+int memdiff__file_open_error(const char *what, const char *path, int e)
+{
+    return memdiff__set_error(e == EACCES || e == EPERM || e == EROFS ? MEMDIFF_EACCES
+                                                                      : MEMDIFF_EIO,
+                              "%s %s: %s", what, path, strerror(e));
 }

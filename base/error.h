@@ -15,4 +15,10 @@ int memdiff__set_error(int status, const char *fmt, ...) MEMDIFF__PRINTF(2, 3);
  * printed (a degraded note), so that it is escaped once. */
 const char *memdiff__last_error_raw(void);
 
+/* Sets the error for a file operation (what: "open", "create", "rename to", ...) on path that
+ * failed with errno e: MEMDIFF_EACCES for a permission or a read-only file system, MEMDIFF_EIO
+ * otherwise. The snapshot file code and the POSIX backend's file services both report this
+ * way. */
+int memdiff__file_open_error(const char *what, const char *path, int e);
+
 #endif /* MEMDIFF_BASE_ERROR_H */

@@ -1,11 +1,9 @@
 /*
  * file_common.c - what the snapshot file writer (file_write.c) and reader (file_read.c) both
- * call: the checksum and the message for a file that cannot be opened. A file of its own so
- * that neither of the two has to call the other for them (file_format.h: who calls whom).
+ * call: the checksum. A file of its own so that neither of the two has to call the other for
+ * it (file_format.h: who calls whom). The message for a file that cannot be opened is
+ * memdiff__file_open_error() (base/error.c), shared with the POSIX backend.
  */
-#include <errno.h>
-#include <string.h>
-
 #include "file_format.h"
 
 /* Nibble-table CRC-32 (polynomial 0xEDB88320 reflected): 16 constants instead of 256, no
@@ -27,9 +25,3 @@ uint32_t memdiff__crc32(uint32_t crc, const void *data, size_t n)
     return ~crc;
 }
 
-int memdiff__file_open_error(const char *what, const char *path, int e)
-{
-    return memdiff__set_error(e == EACCES || e == EPERM || e == EROFS ? MEMDIFF_EACCES
-                                                                      : MEMDIFF_EIO,
-                              "%s %s: %s", what, path, strerror(e));
-}

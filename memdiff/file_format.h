@@ -9,8 +9,8 @@
  * 5-8 bytes whatever the address width and run-length data stays run-length.
  *
  * Calls go one way: file_write.c -> file_read.c (the writer reads its own output back, so that
- * the loader's checks define a valid snapshot) -> file_common.c (the CRC-32, the message for a
- * file that cannot be opened), which the writer calls too. The reader never calls the writer.
+ * the loader's checks define a valid snapshot) -> file_common.c (the CRC-32), which the writer
+ * calls too. The reader never calls the writer.
  */
 #ifndef MEMDIFF_FILE_FORMAT_H
 #define MEMDIFF_FILE_FORMAT_H
@@ -77,9 +77,5 @@ typedef struct memdiff__file_source {
  * what it took. */
 int memdiff__file_parse(memdiff__file_source *src, memdiff_snapshot *s, int bounded,
                         uint64_t *used);
-
-/* Sets the error for a file that could not be opened (what: "open", "create") with errno e:
- * MEMDIFF_EACCES for a permission, MEMDIFF_EIO otherwise (file_common.c). */
-int memdiff__file_open_error(const char *what, const char *path, int e);
 
 #endif

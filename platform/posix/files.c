@@ -3,17 +3,9 @@
  */
 #include <errno.h>
 #include <stdio.h>
-#include <string.h>
 #include <sys/stat.h>
 
 #include "platform.h"
-
-static int file_error(const char *what, const char *path, int e)
-{
-    return memdiff__set_error(e == EACCES || e == EPERM || e == EROFS ? MEMDIFF_EACCES
-                                                                      : MEMDIFF_EIO,
-                              "%s %s: %s", what, path, strerror(e));
-}
 
 int memdiff__os_path_kind(const char *path, memdiff__path_kind *out)
 {
@@ -23,7 +15,7 @@ int memdiff__os_path_kind(const char *path, memdiff__path_kind *out)
     if (lstat(path, &st) != 0) {
         if (errno == ENOENT || errno == ENOTDIR)
             return MEMDIFF_OK;
-        return file_error("stat", path, errno);
+        return memdiff__file_open_error("stat", path, errno);
     }
     if (S_ISREG(st.st_mode))
         *out = MEMDIFF__PATH_REGULAR;
@@ -49,6 +41,6 @@ int memdiff__os_replace_file(const char *from, const char *to)
     /* POSIX rename() replaces the directory entry to in one step and refuses a directory
      * (EISDIR, or ENOTEMPTY/EEXIST for a directory over a directory). */
     if (rename(from, to) != 0)
-        return file_error("rename to", to, errno);
+        return memdiff__file_open_error("rename to", to, errno);
     return MEMDIFF_OK;
 }
