@@ -728,7 +728,7 @@ int memdiff_snapshot_load_file(const char *path, memdiff_snapshot **out)
     fclose(f);
     if (rc) {
         char why[400];
-        snprintf(why, sizeof why, "%s", memdiff_last_error());
+        snprintf(why, sizeof why, "%s", memdiff__last_error_raw());
         memdiff__set_error(rc, "%s: %s", path, why);
     }
     return rc;

@@ -297,7 +297,7 @@ static int assemble(writer *w, const wbuf *const *secs, size_t pad, uint64_t *us
     memdiff__arena_release(&check.arena);
     if (rc == MEMDIFF_EFORMAT) {
         char why[400];
-        snprintf(why, sizeof why, "%s", memdiff_last_error());
+        snprintf(why, sizeof why, "%s", memdiff__last_error_raw());
         return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_snapshot_save: the snapshot breaks "
                                                   "the data model: %s", why);
     }
