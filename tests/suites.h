@@ -25,7 +25,8 @@
     X(refset)                  \
     X(wss)                     \
     X(escape)                  \
-    X(hostile)
+    X(hostile)                 \
+    X(moving_pages)
 
 /* UNDER_ASAN: 1 in an AddressSanitizer build (gcc or clang), whose shadow mappings make some
  * measurements slow or meaningless. */

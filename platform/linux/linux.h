@@ -8,8 +8,9 @@
  *
  * Files, each calling only those listed after it: heaps.c, modules.c, threads.c (attribution
  * and threads); walk.c and its stages (walk.h) and presence.c (the page walk, and which pages
- * attribution may read); refs.c (reference tracking); maps.c (the region list); proc.c (the
- * open process, alive or not); procfs.c (files and errors), radix.c (the frame sort) and os.c.
+ * attribution may read); refs.c (reference tracking); transient.c (pages caught moving, read
+ * again); maps.c (the region list); proc.c (the open process, alive or not); procfs.c (files
+ * and errors), radix.c (the frame sort) and os.c.
  *
  * Device numbers: /proc/PID/maps prints MAJOR(dev):MINOR(dev) in hex. memdiff__plat_region.dev
  * packs them as (major << 32) | minor; memdiff__linux_dev() packs a stat st_dev the same way so
@@ -68,11 +69,15 @@ struct pm_scan_arg {
 
 #define PAGEMAP_SCAN _IOWR('f', 16, struct pm_scan_arg)
 #endif
+#ifndef PAGE_IS_GUARD
+#define PAGE_IS_GUARD (1 << 8) /* Linux 6.15: a guard region's page (MADV_GUARD_INSTALL) */
+#endif
 
 /* ---- pagemap entry bits (Documentation/admin-guide/mm/pagemap.rst) ----------------------- */
 #define MEMDIFF__PM_PFN_MASK ((UINT64_C(1) << 55) - 1) /* bits 0-54: PFN when present */
 #define MEMDIFF__PM_SOFT_DIRTY (UINT64_C(1) << 55)
 #define MEMDIFF__PM_EXCLUSIVE (UINT64_C(1) << 56)     /* page exclusively mapped (4.2) */
+#define MEMDIFF__PM_GUARD (UINT64_C(1) << 58)         /* guard region, no page (6.15) */
 #define MEMDIFF__PM_FILE (UINT64_C(1) << 61)          /* file page or shared anon (3.5) */
 #define MEMDIFF__PM_SWAP (UINT64_C(1) << 62)
 #define MEMDIFF__PM_PRESENT (UINT64_C(1) << 63)
@@ -137,6 +142,14 @@ struct memdiff__proc {
      * pmd_free_relied: a batch went without the scan, so memdiff__plat_totals asks meminfo
      * again. */
     int meminfo_pmd_free, pmd_free_relied;
+    /* The system has no swap (memdiff__linux_swap_free_now): 0 not yet asked, 1 yes, -1 no.
+     * scan_no_guard: the kernel refused PAGE_IS_GUARD (before 6.15), which is then not asked.
+     * transient_*: the waits for pages caught moving (transient.c): when the first began, how
+     * many, and (tests only) what runs in place of the wait. */
+    int swap_free, scan_no_guard;
+    uint64_t transient_since;
+    unsigned transient_waits;
+    void (*transient_hook)(memdiff__proc *p);
     unsigned scan_refuse_at_call; /* tests only: the scan call that fails with EINVAL, counting
                                      from 1 (0: none), as a kernel may refuse mid-walk */
     memdiff__arena *scratch;
@@ -250,8 +263,29 @@ int memdiff__linux_meminfo_pmd_free(const char *text, size_t len);
 /* memdiff__linux_meminfo_pmd_free of <proc_root>/meminfo; 0 when it cannot be read. */
 int memdiff__linux_pmd_free(const memdiff__proc *proc);
 
+/* Whether <proc_root>/meminfo says the system has no swap (SwapTotal: 0 kB); 0 when it cannot
+ * be read. */
+int memdiff__linux_swap_free(const memdiff__proc *proc);
+
 /* (major << 32) | minor of a stat st_dev, as memdiff__plat_region.dev packs maps' dev field. */
 uint64_t memdiff__linux_dev(dev_t dev);
+
+/* ---- pages caught moving (transient.c) --------------------------------------------------- */
+
+/* memdiff__linux_swap_free, asked once per open. */
+int memdiff__linux_swap_free_now(memdiff__proc *p);
+
+/* Whether pagemap entry e may be a page the kernel is moving (a migration entry) rather than a
+ * page swapped out or a marker. */
+int memdiff__linux_transient_entry(memdiff__proc *p, uint64_t e);
+
+/* Before a page caught moving is read again: 1 while the open's budget for such waits lasts, 0
+ * once it is spent (what was read then stands). */
+int memdiff__linux_transient_wait(memdiff__proc *p);
+
+/* Reads again, until none is left or the budget is spent, the entries of pm[0..n) (pagemap
+ * entries of pages first, first + 1, ...) that may be pages caught moving. */
+int memdiff__linux_settle_entries(memdiff__proc *p, uint64_t first, uint64_t *pm, size_t n);
 
 /* ---- the process (proc.c) --------------------------------------------------------------- */
 

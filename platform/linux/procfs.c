@@ -304,6 +304,18 @@ int memdiff__linux_pmd_free(const memdiff__proc *proc)
     return n > 0 && (size_t)n < sizeof buf - 1 && memdiff__linux_meminfo_pmd_free(buf, (size_t)n);
 }
 
+int memdiff__linux_swap_free(const memdiff__proc *proc)
+{
+    char path[PATH_MAX], buf[8192];
+    uint64_t swap_total;
+    if (memdiff__linux_path(path, sizeof path, proc->proc_root, "meminfo"))
+        return 0;
+    ssize_t n = memdiff__linux_read_small(path, buf, sizeof buf);
+    return n > 0 && (size_t)n < sizeof buf - 1 &&
+           memdiff__linux_status_find(buf, (size_t)n, "SwapTotal", 10, &swap_total) &&
+           swap_total == 0;
+}
+
 uint64_t memdiff__linux_dev(dev_t dev)
 {
     return ((uint64_t)major(dev) << 32) | (uint64_t)minor(dev);

@@ -25,47 +25,75 @@ static int scan_refused(int e)
     return e == EINVAL || e == ENOTTY || e == EOPNOTSUPP;
 }
 
+/* The ioctl, restarted after a signal: the number of ranges, or -errno. */
+static int scan_call(const memdiff__proc *p, struct pm_scan_arg *arg, struct page_region *vec,
+                     size_t cap, uint64_t start, uint64_t end, uint64_t anyof, uint64_t ret,
+                     uint64_t max_pages)
+{
+    int n;
+    do {
+        memset(arg, 0, sizeof *arg);
+        arg->size = sizeof *arg;
+        arg->start = start;
+        arg->end = end;
+        arg->vec = (uint64_t)(uintptr_t)vec;
+        arg->vec_len = cap;
+        arg->max_pages = max_pages;
+        arg->category_anyof_mask = anyof;
+        arg->return_mask = ret;
+        n = ioctl(p->pagemap_fd, PAGEMAP_SCAN, arg);
+    } while (n < 0 && errno == EINTR);
+    return n < 0 ? -errno : n;
+}
+
 /* One PAGEMAP_SCAN call over [start, end) into vec. Returns the number of ranges (at most cap,
  * well-formed, inside the request and ascending) with *next set to where the following call
- * starts, or -errno. */
+ * starts, or -errno. A scan for swapped pages also asks which are a guard region's and leaves
+ * those out (no memory), and is made again while it finds swapped pages that may be pages
+ * caught moving (transient.c). */
 int memdiff__linux_scan_into(memdiff__proc *p, struct page_region *vec, size_t cap, uint64_t start,
                              uint64_t end, uint64_t anyof, uint64_t ret, uint64_t max_pages,
                              uint64_t *next)
 {
     struct pm_scan_arg arg;
-    int n;
     if (p->scan_refuse_at_call && --p->scan_refuse_at_call == 0)
         return -EINVAL;
-    do {
-        memset(&arg, 0, sizeof arg);
-        arg.size = sizeof arg;
-        arg.start = start;
-        arg.end = end;
-        arg.vec = (uint64_t)(uintptr_t)vec;
-        arg.vec_len = cap;
-        arg.max_pages = max_pages;
-        arg.category_anyof_mask = anyof;
-        arg.return_mask = ret;
-        n = ioctl(p->pagemap_fd, PAGEMAP_SCAN, &arg);
-    } while (n < 0 && errno == EINTR);
-    if (n < 0)
-        return -errno;
-    if ((size_t)n > cap)
-        n = (int)cap;
-    /* Keep only well-formed ranges inside the request, in order: the kernel's answer decides
-     * how far the next call starts, so it must not move us backwards. */
-    size_t k = 0;
-    uint64_t floor = start;
-    for (int i = 0; i < n; i++) {
-        struct page_region r = vec[i];
-        if (r.start < floor)
-            r.start = floor;
-        if (r.end > end)
-            r.end = end;
-        if (r.start >= r.end || ((r.start | r.end) & (p->page_size - 1)))
+    const int swapped = (anyof & PAGE_IS_SWAPPED) != 0;
+    int n;
+    size_t k;
+    for (;;) {
+        uint64_t guard = swapped && !p->scan_no_guard ? PAGE_IS_GUARD : 0;
+        n = scan_call(p, &arg, vec, cap, start, end, anyof, ret | guard, max_pages);
+        if (n == -EINVAL && guard) {
+            p->scan_no_guard = 1; /* before Linux 6.15: no such category */
             continue;
-        vec[k++] = r;
-        floor = r.end;
+        }
+        if (n < 0)
+            return n;
+        if ((size_t)n > cap)
+            n = (int)cap;
+        /* Keep only well-formed ranges inside the request, in order: the kernel's answer
+         * decides how far the next call starts, so it must not move us backwards. */
+        uint64_t floor = start;
+        int moving = 0;
+        k = 0;
+        for (int i = 0; i < n; i++) {
+            struct page_region r = vec[i];
+            if (r.start < floor)
+                r.start = floor;
+            if (r.end > end)
+                r.end = end;
+            if (r.start >= r.end || ((r.start | r.end) & (p->page_size - 1)))
+                continue;
+            floor = r.end;
+            if (r.categories & guard)
+                continue;
+            moving = moving || (r.categories & PAGE_IS_SWAPPED);
+            r.categories &= ret;
+            vec[k++] = r;
+        }
+        if (!moving || !memdiff__linux_swap_free_now(p) || !memdiff__linux_transient_wait(p))
+            break;
     }
     /* When one call fills the vector (or max_pages), walk_end is where the kernel stopped; but
      * it has been seen pointing behind ranges it already returned (it is kept from an earlier
