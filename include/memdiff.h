@@ -15,14 +15,29 @@
  *     memdiff_snapshot_free(b);
  *     memdiff_snapshot_free(a);
  *
+ * Code of the calling process is measured with a bracket, which also keeps memdiff's own first-
+ * call costs out of the figures (memdiff_bracket_begin(), below):
+ *
+ *     memdiff_bracket *b = NULL;
+ *     memdiff_diff *d = NULL;
+ *     if (memdiff_bracket_begin(NULL, &b) != MEMDIFF_OK) ...
+ *     suspect_code();
+ *     if (memdiff_bracket_end(b, &d) == MEMDIFF_OK)
+ *         memdiff_report_text(d, stdout, 0);
+ *     memdiff_diff_free(d);
+ *     memdiff_bracket_free(b);
+ *
  * Rules that hold for every function below:
  *  - Functions that can fail return 0 (MEMDIFF_OK) or a negative memdiff_status. On failure a
  *    detail message for the calling thread is available from memdiff_last_error().
  *  - A function that creates an object returns it through an out-parameter, which is set to NULL
  *    on failure. The caller owns the object and frees it with the matching *_free function.
  *    Every *_free function accepts NULL.
- *  - Strings returned by accessors (labels, paths) are owned by the object they come from and
- *    stay valid until that object is freed.
+ *  - Accessors copy into a struct the caller provides (memdiff_snapshot_region(s, i, &region))
+ *    and return a status; counts are returned directly (memdiff_diff_block_count()). Strings in
+ *    those structs (labels, paths) are owned by the object they come from and stay valid until
+ *    that object is freed.
+ *  - Where a function takes a category, MEMDIFF_CAT_ALL stands for every category but Own.
  *  - Snapshots and diffs are immutable once made: any number of threads may read them at once,
  *    a snapshot may be compared any number of times, and snapshots may be taken concurrently
  *    from several threads.
@@ -64,9 +79,9 @@ extern "C" {
 /* The version of this header. CMakeLists.txt refuses to configure when these disagree with its
  * project version, so the header, the library and its package always say the same. */
 #define MEMDIFF_VERSION_MAJOR 0
-#define MEMDIFF_VERSION_MINOR 1
+#define MEMDIFF_VERSION_MINOR 2
 #define MEMDIFF_VERSION_PATCH 0
-#define MEMDIFF_VERSION_STRING "0.1.0"
+#define MEMDIFF_VERSION_STRING "0.2.0"
 
 /* The version of the library linked at run time, "major.minor.patch" (MEMDIFF_VERSION_STRING
  * of the header it was built with): with a shared library it can differ from the header a
@@ -125,8 +140,11 @@ typedef enum memdiff_category {
     MEMDIFF_CAT_COUNT
 } memdiff_category;
 
+/* Every category but Own, where a function takes a category. */
+#define MEMDIFF_CAT_ALL MEMDIFF_CAT_COUNT
+
 /* "image", "heap", "stack", "mapped-file", "shared", "private", "special", "own", "unknown";
- * "invalid" for a value out of range. */
+ * "all" for MEMDIFF_CAT_ALL; "invalid" for a value out of range. */
 MEMDIFF_API const char *memdiff_category_name(memdiff_category category);
 
 /* ---------------------------------------------------------------------------------------------
@@ -143,30 +161,30 @@ typedef enum memdiff_depth {
 /* "fast", "standard", "deep". */
 MEMDIFF_API const char *memdiff_depth_name(memdiff_depth depth);
 
-/* Where the figures of a snapshot came from (memdiff_snapshot_info.sources). */
-#define MEMDIFF_SRC_MAPS 0x0001u        /* region list (/proc/PID/maps) */
-#define MEMDIFF_SRC_PAGEMAP 0x0002u     /* per-page presence, swap, exclusivity (pagemap) */
-#define MEMDIFF_SRC_PAGEMAP_SCAN 0x0004u /* present ranges from the PAGEMAP_SCAN ioctl */
-#define MEMDIFF_SRC_PFN 0x0008u         /* physical frame numbers (privileged) */
-#define MEMDIFF_SRC_KPAGEFLAGS 0x0010u  /* kernel page flags per frame */
-#define MEMDIFF_SRC_KPAGECOUNT 0x0020u  /* map count per frame */
-#define MEMDIFF_SRC_STATUS 0x0040u      /* process totals (/proc/PID/status) */
-#define MEMDIFF_SRC_THREADS 0x0080u     /* thread list with stack pointers */
-#define MEMDIFF_SRC_HEAPS 0x0100u       /* allocator structures read from process memory */
-#define MEMDIFF_SRC_MODULES 0x0200u     /* module segment tables read from process memory */
-#define MEMDIFF_SRC_PAGE_IDLE 0x0400u   /* per-page accessed bits in a reference-set bracket
-                                           (/sys/kernel/mm/page_idle/bitmap) */
+/* Where the figures of a snapshot came from (memdiff_snapshot_info.sources); docs/categories.md
+ * names each one's source per OS. */
+#define MEMDIFF_SRC_REGIONS 0x0001u        /* the region list (Linux: maps; Windows: VirtualQuery) */
+#define MEMDIFF_SRC_PAGES 0x0002u          /* per-page presence, swap and exclusivity */
+#define MEMDIFF_SRC_FRAMES 0x0008u         /* physical frame numbers (privileged) */
+#define MEMDIFF_SRC_PAGE_FLAGS 0x0010u     /* the kernel's flags per frame (deep) */
+#define MEMDIFF_SRC_MAP_COUNTS 0x0020u     /* how many mappings each frame has (deep) */
+#define MEMDIFF_SRC_PROCESS_TOTALS 0x0040u /* memdiff_process_totals, as the OS counts them */
+#define MEMDIFF_SRC_THREADS 0x0080u        /* thread list with stack pointers */
+#define MEMDIFF_SRC_HEAPS 0x0100u          /* allocator structures read from process memory */
+#define MEMDIFF_SRC_MODULES 0x0200u        /* module segment tables read from process memory */
+#define MEMDIFF_SRC_PAGE_ACCESS 0x0400u    /* per-page accessed state in a reference-set bracket */
 
 /* Options for memdiff_snapshot_take(). Initialise with MEMDIFF_OPTIONS_INIT or
  * memdiff_options_init() so that fields added later get their defaults. */
 typedef struct memdiff_options {
-    int pid;               /* 0: the calling process */
-    memdiff_depth depth;   /* requested depth; degraded (and recorded) when not permitted */
-    const char *proc_root; /* NULL: "/proc". Tests point this at a recorded fixture tree. */
-    const char *sys_root;  /* NULL: "/sys" */
+    int pid;                  /* 0: the calling process */
+    memdiff_depth depth;      /* requested depth; degraded (and recorded) when not permitted */
+    const char *fixture_root; /* NULL: the live system. Tests: a recorded tree read in its place
+                                 (Linux: /proc as ROOT, /sys as ROOT/sys; Windows: none,
+                                 MEMDIFF_ENOTSUP) */
 } memdiff_options;
 
-#define MEMDIFF_OPTIONS_INIT {0, MEMDIFF_DEPTH_STANDARD, NULL, NULL}
+#define MEMDIFF_OPTIONS_INIT {0, MEMDIFF_DEPTH_STANDARD, NULL}
 
 MEMDIFF_API void memdiff_options_init(memdiff_options *options);
 
@@ -331,6 +349,18 @@ typedef struct memdiff_totals {
     int64_t net_bytes;
 } memdiff_totals;
 
+/* A diff's impact types (WPA's reference-set terms), in bytes, from a reference-set bracket
+ * (MEMDIFF_BRACKET_REFSET); all 0 in other diffs. Counted per page like the totals. */
+typedef struct memdiff_impact {
+    uint64_t touched_bytes;    /* the reference set: pages resident at the end that were
+                                  accessed during the bracket, already resident or new */
+    uint64_t persistent_bytes; /* resident before and after, in the same mapping */
+    uint64_t impacting_bytes;  /* residency the bracket changed: new and kept, or freed
+                                  (new_bytes + freed_bytes of the totals) */
+    uint64_t transient_bytes;  /* the whole diff only (0 per category and block): the peak
+                                  above both ends, memory allocated and freed inside */
+} memdiff_impact;
+
 /* A group of changed pages: by default one allocation unit (a module with all its segments, a
  * heap, a thread's stack, one mapping); in verbose diffs, contiguous pages with identical
  * attributes. Unchanged pages are never part of a block. */
@@ -343,6 +373,7 @@ typedef struct memdiff_block {
     memdiff_totals totals;
     unsigned attrs_before;     /* verbose diffs: MEMDIFF_PAGE_* before and after; else 0 */
     unsigned attrs_after;
+    memdiff_impact impact;     /* a reference-set bracket's diff; else all 0 */
 } memdiff_block;
 
 typedef struct memdiff_diff memdiff_diff;
@@ -360,23 +391,58 @@ MEMDIFF_API int memdiff_compare(const memdiff_snapshot *before, const memdiff_sn
 /* Releases a diff. NULL is allowed. */
 MEMDIFF_API void memdiff_diff_free(memdiff_diff *diff);
 
-/* Totals over all categories but Own. Errors: MEMDIFF_EINVAL. */
-MEMDIFF_API int memdiff_diff_totals(const memdiff_diff *diff, memdiff_totals *out);
+/* Totals of category, or of every category but Own (MEMDIFF_CAT_ALL). Own's own totals are empty
+ * for snapshots taken by this version, which do not read Own's pages (memdiff's cost is
+ * memdiff_snapshot_info.own_bytes). Errors: MEMDIFF_EINVAL (NULL, category out of range). */
+MEMDIFF_API int memdiff_diff_totals(const memdiff_diff *diff, memdiff_category category,
+                                    memdiff_totals *out);
 
-/* Totals of one category (Own included here: empty for snapshots taken by this version, which do
- * not read Own's pages; memdiff's cost is memdiff_snapshot_info.own_bytes).
- * Errors: MEMDIFF_EINVAL (NULL, category out of range). */
-MEMDIFF_API int memdiff_diff_category_totals(const memdiff_diff *diff, memdiff_category category,
-                                             memdiff_totals *out);
+/* Impact (a reference-set bracket's diff) of category or MEMDIFF_CAT_ALL, as memdiff_diff_totals().
+ * Errors: MEMDIFF_EINVAL (NULL, category out of range, a diff of no reference-set bracket). */
+MEMDIFF_API int memdiff_diff_impact(const memdiff_diff *diff, memdiff_category category,
+                                    memdiff_impact *out);
 
-/* Blocks in ascending address order. memdiff_diff_block() returns NULL when index is out of
- * range; the pointer stays valid until the diff is freed. */
+/* Blocks in ascending address order: block index (0 .. count-1) into *out.
+ * Errors: MEMDIFF_EINVAL (NULL), MEMDIFF_ERANGE (index). */
 MEMDIFF_API size_t memdiff_diff_block_count(const memdiff_diff *diff);
-MEMDIFF_API const memdiff_block *memdiff_diff_block(const memdiff_diff *diff, size_t index);
+MEMDIFF_API int memdiff_diff_block(const memdiff_diff *diff, size_t index, memdiff_block *out);
 
-/* The infos of the two snapshots the diff was made from (strings point into the diff). */
-MEMDIFF_API int memdiff_diff_snapshot_info(const memdiff_diff *diff, int which_after,
-                                           memdiff_snapshot_info *out);
+/* What a reference-set bracket measured, and the process-wide figures of its end (docs/
+ * reference-set.md). Sizes are the process's own resident-size figures (memdiff's storage
+ * included, unlike the diff's page counts), in bytes; 0 when unknown. All 0 for a bracket
+ * without MEMDIFF_BRACKET_REFSET and for memdiff_compare()'s diffs. */
+#define MEMDIFF_REFS_CLEARED 0x1u  /* the referenced state was cleared at begin (Linux:
+                                      clear_refs "1"; Windows: EmptyWorkingSet) */
+#define MEMDIFF_REFS_MAPPINGS 0x2u /* touched bytes per mapping (Linux: smaps "Referenced") */
+#define MEMDIFF_REFS_PAGES 0x4u    /* touched per page (Linux: page_idle; Windows: the pages
+                                      faulted back into the emptied working set) */
+#define MEMDIFF_REFS_PEAK 0x8u     /* the peak resident size since begin (Linux: clear_refs "5"
+                                      and VmHWM) */
+
+typedef struct memdiff_refset_info {
+    unsigned sources;          /* MEMDIFF_REFS_*; 0: no reference set */
+    const char *degraded;      /* NULL, or what could not be measured and why */
+    uint64_t begin_rss_bytes;  /* resident size when the peak was reset */
+    uint64_t end_rss_bytes;    /* resident size when the peak was read (ended brackets) */
+    uint64_t peak_bytes;       /* peak resident size during the bracket (ended brackets) */
+    uint64_t peak_slack_bytes; /* by how much the OS's peak figure may be off (Linux: the
+                                  per-CPU batching of its RSS counters) */
+    uint64_t transient_bytes;  /* peak above both ends: peak - max(begin, end) (ended
+                                  brackets); off by up to 2 * peak_slack_bytes */
+    uint64_t untracked_bytes;  /* per-page tracking: resident bytes at begin whose frames the
+                                  kernel does not track; if resident at the end, they count as
+                                  touched */
+} memdiff_refset_info;
+
+/* Where a diff came from. Strings point into the diff. */
+typedef struct memdiff_diff_info {
+    memdiff_snapshot_info before, after; /* the infos of the two snapshots */
+    unsigned compare_flags;              /* MEMDIFF_COMPARE_* it was made with */
+    memdiff_refset_info refset;          /* a reference-set bracket's figures; else all 0 */
+} memdiff_diff_info;
+
+/* Fills *out. Errors: MEMDIFF_EINVAL. */
+MEMDIFF_API int memdiff_diff_get_info(const memdiff_diff *diff, memdiff_diff_info *out);
 
 /* ---------------------------------------------------------------------------------------------
  * Reports. Both writers return MEMDIFF_EIO when writing to the stream fails.
@@ -459,9 +525,6 @@ MEMDIFF_API int memdiff_snapshot_load_file(const char *path, memdiff_snapshot **
  * memdiff's own arena.
  * ------------------------------------------------------------------------------------------- */
 
-/* Every category but Own, where a function below takes a category. */
-#define MEMDIFF_CAT_ALL MEMDIFF_CAT_COUNT
-
 /* What a figure counts, in bytes (fields of memdiff_totals). */
 typedef enum memdiff_measure {
     MEMDIFF_MEASURE_NEW = 0,     /* new_bytes: resident after, not before */
@@ -472,8 +535,8 @@ typedef enum memdiff_measure {
     MEMDIFF_MEASURE_NET_PRIVATE, /* new private - freed: what a leak leaves behind. Freed pages
                                     are not split by exclusivity, so all of them count */
     MEMDIFF_MEASURE_TOUCHED,     /* the reference set: pages accessed in a reference-set bracket
-                                    (memdiff_refset_end), resident before or not; the diff of
-                                    anything else: MEMDIFF_ENOTSUP */
+                                    (MEMDIFF_BRACKET_REFSET), resident before or not; the diff
+                                    of anything else: MEMDIFF_ENOTSUP */
     MEMDIFF_MEASURE_PEAK,        /* the peak resident size reached inside a reference-set
                                     bracket, above its start: the whole process's, so
                                     MEMDIFF_CAT_ALL only and no filter applies; else
@@ -530,18 +593,28 @@ typedef struct memdiff_filter {
 
 #define MEMDIFF_FILTER_INIT {0, 0, NULL}
 
-/* The figure: measure summed over the blocks of category (or MEMDIFF_CAT_ALL) that filter
+/* Which figure: measure summed over the blocks of category (or MEMDIFF_CAT_ALL) that filter
  * (NULL: none) keeps. For MEMDIFF_CAT_OWN, which has no blocks, the category's totals,
- * unfiltered. Errors: MEMDIFF_EINVAL (NULL diff or out, category, measure or filter flags out of
- * range), MEMDIFF_ENOTSUP (touched or peak of a diff not from memdiff_refset_end). */
-MEMDIFF_API int memdiff_figure(const memdiff_diff *diff, const memdiff_filter *filter,
-                               memdiff_category category, memdiff_measure measure, int64_t *out);
+ * unfiltered. Initialise with MEMDIFF_FIGURE_INIT: net bytes of all categories, no filter. */
+typedef struct memdiff_figure {
+    memdiff_category category;
+    memdiff_measure measure;
+    const memdiff_filter *filter;
+} memdiff_figure;
+
+#define MEMDIFF_FIGURE_INIT {MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_NET, NULL}
+
+/* The value of figure (NULL: MEMDIFF_FIGURE_INIT) in diff. Errors: MEMDIFF_EINVAL (NULL diff
+ * or out, category, measure or filter flags out of range), MEMDIFF_ENOTSUP (touched or peak of
+ * a diff of no reference-set bracket). */
+MEMDIFF_API int memdiff_diff_figure(const memdiff_diff *diff, const memdiff_figure *figure,
+                                    int64_t *out);
 
 /* At most this many blocks are listed in a failure message, largest change first. */
 #define MEMDIFF_CHECK_MAX_BLOCKS 10
 
-/* Checks "figure cmp bound" for the figure memdiff_figure() selects. Returns 1 when it holds,
- * 0 when it does not, or a negative status (as memdiff_figure(); MEMDIFF_EINVAL for cmp).
+/* Checks "figure cmp bound" (figure NULL: MEMDIFF_FIGURE_INIT). Returns 1 when it holds, 0 when
+ * it does not, or a negative status (as memdiff_diff_figure(); MEMDIFF_EINVAL for cmp).
  * msg receives a NUL-terminated message of at most msg_size bytes (msg may be NULL when
  * msg_size is 0): its first line states the figure, the comparison and the bound; when the
  * check fails, the lines after it give the filter, the blocks behind the figure (largest
@@ -549,9 +622,8 @@ MEMDIFF_API int memdiff_figure(const memdiff_diff *diff, const memdiff_filter *f
  * the figure per category and what the filter left out; on an error, the error. A message that
  * does not fit is cut after a whole line and ends with "...": the most important lines come
  * first. */
-MEMDIFF_API int memdiff_check(const memdiff_diff *diff, const memdiff_filter *filter,
-                              memdiff_category category, memdiff_measure measure, memdiff_cmp cmp,
-                              int64_t bound, char *msg, size_t msg_size);
+MEMDIFF_API int memdiff_check(const memdiff_diff *diff, const memdiff_figure *figure,
+                              memdiff_cmp cmp, int64_t bound, char *msg, size_t msg_size);
 
 /* How a label is matched (memdiff_check_label). */
 typedef enum memdiff_match {
@@ -561,16 +633,16 @@ typedef enum memdiff_match {
     MEMDIFF_MATCH_SUBSTRING
 } memdiff_match;
 
-/* Checks that blocks whose label matches pattern exist in category (or MEMDIFF_CAT_ALL) and
- * together have at least min_bytes of measure (min_bytes 0: that one exists at all). Returns
- * 1, 0 or a negative status as memdiff_check(), and writes msg likewise; on failure it lists
- * the matching blocks, or when none matches, the category's largest blocks, so that the labels
+/* Checks that blocks whose label matches pattern exist in figure's category (or
+ * MEMDIFF_CAT_ALL), of those its filter keeps, and together have at least min_bytes of its
+ * measure (min_bytes 0: that one exists at all); figure NULL: MEMDIFF_FIGURE_INIT. Returns 1, 0
+ * or a negative status as memdiff_check(), and writes msg likewise; on failure it lists the
+ * matching blocks, or when none matches, the category's largest blocks, so that the labels
  * there are seen. Errors: MEMDIFF_EINVAL (NULL diff or pattern, an argument out of range),
- * MEMDIFF_ENOTSUP (touched or peak, as memdiff_figure()). */
-MEMDIFF_API int memdiff_check_label(const memdiff_diff *diff, memdiff_category category,
-                                    const char *pattern, memdiff_match match,
-                                    memdiff_measure measure, int64_t min_bytes, char *msg,
-                                    size_t msg_size);
+ * MEMDIFF_ENOTSUP (touched or peak, as memdiff_diff_figure()). */
+MEMDIFF_API int memdiff_check_label(const memdiff_diff *diff, const memdiff_figure *figure,
+                                    const char *pattern, memdiff_match match, int64_t min_bytes,
+                                    char *msg, size_t msg_size);
 
 /* ---- measuring code: brackets, warm-up, settling, leak slopes ---------------------------- */
 
@@ -585,41 +657,76 @@ MEMDIFF_API void memdiff_settle_heap(void);
  * Errors: MEMDIFF_EINVAL (fn NULL). */
 MEMDIFF_API int memdiff_warm_up(void (*fn)(void *arg), void *arg, unsigned times);
 
-/* How a bracket takes its snapshots. Initialise with MEMDIFF_BRACKET_OPTIONS_INIT. */
+/* ---- brackets ----------------------------------------------------------------------------
+ * A bracket measures what code does to a process's memory: begin takes the before snapshot,
+ * end the after snapshot and the diff. It is the one way to measure code: on the calling
+ * process it first settles the heap and warms memdiff up; with MEMDIFF_BRACKET_REFSET it is a
+ * reference-set bracket, which also sees the pages the code accessed that were resident all
+ * along and memory it allocated and freed before the end (through the peak resident size):
+ * touched and peak figures, impact (docs/reference-set.md).
+ *
+ * A reference-set bracket's side effects: begin clears the referenced state of every page of
+ * the process, which the kernel's page reclaim reads to age its LRU lists, and resets the
+ * process's peak resident size (VmHWM), losing the lifetime peak. Both act on the whole
+ * process, every thread. What the OS or the caller's rights do not allow is left out and
+ * recorded (memdiff_refset_info.degraded), never guessed. */
+
+#define MEMDIFF_BRACKET_REFSET 0x1u    /* a reference-set bracket: touched, peak and impact */
+#define MEMDIFF_BRACKET_NO_SETTLE 0x2u /* the calling process: no memdiff_settle_heap() before
+                                          each snapshot */
+
+/* Initialise with MEMDIFF_BRACKET_OPTIONS_INIT: the calling process, standard depth, settled,
+ * a plain diff. */
 typedef struct memdiff_bracket_options {
-    memdiff_depth depth;    /* of both snapshots */
-    unsigned compare_flags; /* MEMDIFF_COMPARE_* */
-    int settle;             /* nonzero: memdiff_settle_heap() before each snapshot */
+    memdiff_options snapshot; /* the process, depth (and fixture) of both snapshots */
+    unsigned flags;           /* MEMDIFF_BRACKET_* */
+    unsigned compare_flags;   /* MEMDIFF_COMPARE_* of the diff */
 } memdiff_bracket_options;
 
-#define MEMDIFF_BRACKET_OPTIONS_INIT {MEMDIFF_DEPTH_STANDARD, 0, 1}
+#define MEMDIFF_BRACKET_OPTIONS_INIT {MEMDIFF_OPTIONS_INIT, 0u, 0u}
 
-/* Starts a bracket around code in the calling process: settles the heap (when asked), takes and
- * frees one snapshot, which pages in memdiff's own code and the stack depth it uses so that they
- * do not show as new, settles again and takes *before. options NULL: the defaults.
- * Errors: as memdiff_snapshot_take(); MEMDIFF_EINVAL (before NULL, bad options). */
+typedef struct memdiff_bracket memdiff_bracket;
+
+/* Begins a bracket as options say (NULL: the defaults). On the calling process it settles the
+ * heap (unless MEMDIFF_BRACKET_NO_SETTLE), takes and frees one snapshot, which pages in
+ * memdiff's own code and the stack depth it uses so that they do not show as new, settles again
+ * and takes the before snapshot. With MEMDIFF_BRACKET_REFSET it then clears the process's
+ * referenced state, resets its peak resident size and, where the kernel has page_idle and frame
+ * numbers are visible, marks its resident frames idle; a reset that is refused (clear_refs
+ * needs the process's owner or root) is no error: it is recorded in the bracket's info.
+ * Errors: as memdiff_snapshot_take(); MEMDIFF_EINVAL (out NULL, bad options). The caller frees
+ * *out with memdiff_bracket_free(). */
 MEMDIFF_API int memdiff_bracket_begin(const memdiff_bracket_options *options,
-                                      memdiff_snapshot **before);
+                                      memdiff_bracket **out);
 
-/* Ends a bracket: settles (when asked), takes the after snapshot and compares before with it
- * into *out. Takes ownership of before and frees it, on failure too. Use the same options as
- * memdiff_bracket_begin(). Errors: as memdiff_snapshot_take() and memdiff_compare(). */
-MEMDIFF_API int memdiff_bracket_end(memdiff_snapshot *before,
-                                    const memdiff_bracket_options *options, memdiff_diff **out);
+/* Ends the bracket: settles (as at begin), takes the after snapshot (a reference-set bracket
+ * also reads the peak and the referenced state per mapping or per page) and compares into *out.
+ * A bracket ends once, and stays to be freed. Errors: MEMDIFF_EINVAL (NULL, ended already), and
+ * those of memdiff_snapshot_take() and memdiff_compare(). */
+MEMDIFF_API int memdiff_bracket_end(memdiff_bracket *bracket, memdiff_diff **out);
+
+/* Releases a bracket, ended or not (an unended reference-set bracket leaves the process's bits
+ * as they are). NULL is allowed. */
+MEMDIFF_API void memdiff_bracket_free(memdiff_bracket *bracket);
+
+/* What a reference-set bracket measures so far (begin's figures; the fields of ended brackets
+ * are 0 until the diff, whose memdiff_diff_info.refset has them all). All 0 without
+ * MEMDIFF_BRACKET_REFSET. Errors: MEMDIFF_EINVAL. */
+MEMDIFF_API int memdiff_bracket_get_info(const memdiff_bracket *bracket, memdiff_refset_info *out);
+
+/* ---- leak slopes ------------------------------------------------------------------------- */
 
 /* How memdiff_leak_slope() runs. Initialise with MEMDIFF_SLOPE_OPTIONS_INIT. */
 typedef struct memdiff_slope_options {
-    memdiff_bracket_options bracket;
-    unsigned warmup;              /* calls before the first snapshot */
-    unsigned iterations;          /* calls measured; at least 2 */
-    unsigned sample_every;        /* a snapshot after every k-th call (and after the last) */
-    memdiff_category category;    /* the figure sampled: category or MEMDIFF_CAT_ALL, */
-    memdiff_measure measure;      /* measure, */
-    const memdiff_filter *filter; /* and filter (NULL: none), kept in the result */
+    memdiff_bracket_options bracket; /* the calling process only (snapshot.pid 0); no
+                                        MEMDIFF_BRACKET_REFSET: slopes are of plain diffs */
+    unsigned warmup;                 /* calls before the first snapshot */
+    unsigned iterations;             /* calls measured; at least 2 */
+    unsigned sample_every;           /* a snapshot after every k-th call (and after the last) */
+    memdiff_figure figure;           /* the figure sampled; its filter is kept in the result */
 } memdiff_slope_options;
 
-#define MEMDIFF_SLOPE_OPTIONS_INIT \
-    {MEMDIFF_BRACKET_OPTIONS_INIT, 1, 64, 1, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_NET, NULL}
+#define MEMDIFF_SLOPE_OPTIONS_INIT {MEMDIFF_BRACKET_OPTIONS_INIT, 1, 64, 1, MEMDIFF_FIGURE_INIT}
 
 /* What a function retains per call. A leak of L bytes per call has a slope near L (rounded to
  * pages over few calls: a 512-byte leak adds a page every 8 calls, so use many); memory a
@@ -631,21 +738,20 @@ typedef struct memdiff_slope {
     int64_t first;              /* the figure at the first sample (after sample_every calls) */
     int64_t last;               /* the figure after the last call: all that was retained */
     unsigned warmup, iterations, samples;
-    memdiff_category category;    /* the figure, as in the options; filter is the options' */
-    memdiff_measure measure;      /* pointer, read again by memdiff_check_slope() */
-    const memdiff_filter *filter;
+    memdiff_figure figure;      /* as in the options: its filter pointer is read again by
+                                   memdiff_check_slope() */
 } memdiff_slope;
 
-/* Runs fn(arg) warmup times, takes a bracket's before snapshot, then runs it iterations times,
- * sampling the figure (against the before snapshot) after every sample_every-th call, and fits
- * a line through the samples. Because the fit starts at the first sample, growth in the first
+/* Runs fn(arg) warmup times, begins a bracket, then runs it iterations times, sampling the
+ * figure (against the before snapshot) after every sample_every-th call, and fits a line
+ * through the samples. Because the fit starts at the first sample, growth in the first
  * measured call alone (one-time growth the warm-up missed) moves `first` but not the slope.
  * Snapshots are freed as soon as sampled; memdiff's storage is its own (category Own), so
  * sampling does not disturb what it measures. diff (may be NULL) receives the diff from the
  * before snapshot to the last: the blocks that grew; the caller frees it.
  * Errors: MEMDIFF_EINVAL (fn or out NULL, iterations < 2, sample_every 0 or above iterations,
- * bad figure), MEMDIFF_ENOTSUP (touched or peak: slopes are of plain diffs), and those of
- * snapshots and compares. */
+ * bad figure, another process), MEMDIFF_ENOTSUP (touched or peak, MEMDIFF_BRACKET_REFSET:
+ * slopes are of plain diffs), and those of snapshots and compares. */
 MEMDIFF_API int memdiff_leak_slope(void (*fn)(void *arg), void *arg,
                                    const memdiff_slope_options *options, memdiff_slope *out,
                                    memdiff_diff **diff);
@@ -655,106 +761,6 @@ MEMDIFF_API int memdiff_leak_slope(void (*fn)(void *arg), void *arg,
  * memdiff_leak_slope(), is not NULL) the blocks behind the last figure. Errors: MEMDIFF_EINVAL. */
 MEMDIFF_API int memdiff_check_slope(const memdiff_slope *slope, const memdiff_diff *diff,
                                     memdiff_cmp cmp, int64_t bound, char *msg, size_t msg_size);
-
-/* ---------------------------------------------------------------------------------------------
- * Reference sets: what code touched, its peak, and its impact (docs/reference-set.md).
- *
- * A plain diff sees what became resident or left. A reference-set bracket also sees the pages
- * the bracketed code accessed that were resident all along, and memory it allocated and freed
- * before the end (through the peak resident size):
- *
- *     memdiff_refset *rs = NULL;
- *     memdiff_diff *d = NULL;
- *     if (memdiff_refset_begin(NULL, &rs) != MEMDIFF_OK) ...
- *     suspect_code();
- *     if (memdiff_refset_end(rs, 0, &d) == MEMDIFF_OK)
- *         memdiff_report_text(d, stdout, 0);     (touched, peak and impact beside new / freed)
- *     memdiff_diff_free(d);
- *     memdiff_refset_free(rs);
- *
- * Side effects (docs/reference-set.md): begin clears the referenced state of every page of the
- * process, which the kernel's page reclaim reads to age its LRU lists, and resets the process's
- * peak resident size (VmHWM), losing the lifetime peak. Both act on the whole process, every
- * thread, not only the calling one. What the OS or the caller's rights do not allow is left out
- * and recorded (memdiff_refset_info.degraded), never guessed.
- * ------------------------------------------------------------------------------------------- */
-
-/* Where a reference set's figures came from (memdiff_refset_info.sources). */
-#define MEMDIFF_REFS_CLEARED 0x1u  /* the referenced state was cleared at begin (Linux:
-                                      clear_refs "1"; Windows: EmptyWorkingSet) */
-#define MEMDIFF_REFS_MAPPINGS 0x2u /* touched bytes per mapping (Linux: smaps "Referenced") */
-#define MEMDIFF_REFS_PAGES 0x4u    /* touched per page (Linux: page_idle; Windows: the pages
-                                      faulted back into the emptied working set) */
-#define MEMDIFF_REFS_PEAK 0x8u     /* the peak resident size since begin (Linux: clear_refs "5"
-                                      and VmHWM) */
-
-/* What a reference-set bracket could measure, and the process-wide figures of its end. Sizes
- * are the process's own resident-size figures (memdiff's storage included, unlike the diff's
- * page counts), in bytes; 0 when unknown. */
-typedef struct memdiff_refset_info {
-    unsigned sources;          /* MEMDIFF_REFS_* */
-    const char *degraded;      /* NULL, or what could not be measured and why */
-    uint64_t begin_rss_bytes;  /* resident size when the peak was reset */
-    uint64_t end_rss_bytes;    /* resident size when the peak was read (diffs only) */
-    uint64_t peak_bytes;       /* peak resident size during the bracket (diffs only) */
-    uint64_t peak_slack_bytes; /* by how much the OS's peak figure may be off (Linux: the
-                                  per-CPU batching of its RSS counters) */
-    uint64_t transient_bytes;  /* peak above both ends: peak - max(begin, end) (diffs only);
-                                  off by up to 2 * peak_slack_bytes */
-    uint64_t untracked_bytes;  /* per-page tracking: resident bytes at begin whose frames the
-                                  kernel does not track; if resident at the end, they count as
-                                  touched */
-} memdiff_refset_info;
-
-/* A diff's impact types (WPA's reference-set terms), in bytes. Counted per page like the
- * totals, Own in its category only, never in the diff's. */
-typedef struct memdiff_impact {
-    uint64_t touched_bytes;    /* the reference set: pages resident at the end that were
-                                  accessed during the bracket, already resident or new */
-    uint64_t persistent_bytes; /* resident before and after, in the same mapping */
-    uint64_t impacting_bytes;  /* residency the bracket changed: new and kept, or freed
-                                  (new_bytes + freed_bytes of the totals) */
-    uint64_t transient_bytes;  /* the whole diff only (0 per category and block): the peak
-                                  above both ends, memory allocated and freed inside */
-} memdiff_impact;
-
-typedef struct memdiff_refset memdiff_refset;
-
-/* Begins a reference-set bracket on the process options describe (NULL: the calling process at
- * standard depth): takes the before snapshot, then clears the process's referenced state,
- * resets its peak resident size and, where the kernel has page_idle and frame numbers are
- * visible, marks its resident frames idle for per-page information. A reset that is refused
- * (clear_refs needs the process's owner or root) degrades the bracket and is recorded in
- * memdiff_refset_get_info(); it is no error. Errors: as memdiff_snapshot_take().
- * The caller frees *out with memdiff_refset_free(). */
-MEMDIFF_API int memdiff_refset_begin(const memdiff_options *options, memdiff_refset **out);
-
-/* Ends the bracket: reads the peak, the referenced state per mapping or per page and the after
- * snapshot, and compares (flags: MEMDIFF_COMPARE_VERBOSE) into *out, a diff that also carries
- * the impact accessors below. A bracket ends once; it stays to be freed. Errors: MEMDIFF_EINVAL
- * (NULL, unknown flags, ended already), and those of memdiff_snapshot_take() and
- * memdiff_compare(). */
-MEMDIFF_API int memdiff_refset_end(memdiff_refset *refset, unsigned flags, memdiff_diff **out);
-
-/* Releases a bracket, ended or not (an unended bracket leaves the process's bits as they are).
- * NULL is allowed. */
-MEMDIFF_API void memdiff_refset_free(memdiff_refset *refset);
-
-/* What the bracket measures (the fields marked "diffs only" are 0). Errors: MEMDIFF_EINVAL. */
-MEMDIFF_API int memdiff_refset_get_info(const memdiff_refset *refset, memdiff_refset_info *out);
-
-/* The reference-set figures of a diff from memdiff_refset_end(). Strings point into the diff.
- * Errors: MEMDIFF_EINVAL (NULL, or a diff that did not come from a bracket). */
-MEMDIFF_API int memdiff_diff_refset_info(const memdiff_diff *diff, memdiff_refset_info *out);
-
-/* Impact over all categories but Own, of one category (Own included), or of block index.
- * Errors: MEMDIFF_EINVAL (NULL, category out of range, not a bracket's diff), MEMDIFF_ERANGE
- * (index). */
-MEMDIFF_API int memdiff_diff_impact(const memdiff_diff *diff, memdiff_impact *out);
-MEMDIFF_API int memdiff_diff_category_impact(const memdiff_diff *diff, memdiff_category category,
-                                             memdiff_impact *out);
-MEMDIFF_API int memdiff_diff_block_impact(const memdiff_diff *diff, size_t index,
-                                          memdiff_impact *out);
 
 /* ---------------------------------------------------------------------------------------------
  * Working-set size over time, the way Brendan Gregg's wss.pl measures it: clear the referenced
@@ -770,8 +776,8 @@ typedef enum memdiff_wss_mode {
 
 /* Initialise with MEMDIFF_WSS_OPTIONS_INIT. */
 typedef struct memdiff_wss_options {
-    int pid;               /* 0: the calling process */
-    const char *proc_root; /* NULL: "/proc" (tests point this at a fixture tree) */
+    int pid;                  /* 0: the calling process */
+    const char *fixture_root; /* NULL: the live system; tests: a recorded tree (memdiff_options) */
     memdiff_wss_mode mode;
     uint64_t interval_ns;  /* the sleep per sample; in profile mode, the first step */
     unsigned count;        /* samples (profile: steps); 0: until the callback stops the run */

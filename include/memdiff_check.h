@@ -9,9 +9,9 @@
  *     {
  *         struct cache *c = cache_new();
  *         lookup_many(c);                             // warm up: first-call costs go here
- *         memdiff_snapshot *before = memdiff_ck_begin();
+ *         memdiff_bracket *b = memdiff_ck_begin();
  *         lookup_many(c);
- *         memdiff_diff *diff = memdiff_ck_end(before);
+ *         memdiff_diff *diff = memdiff_ck_end(b);
  *         ck_assert_memdiff_net_private_le(diff, 0);
  *         memdiff_diff_free(diff);
  *         cache_free(c);
@@ -72,28 +72,29 @@ static inline const memdiff_filter *memdiff_ck_default_filter(void)
 #endif
 
 /* ---- brackets ----------------------------------------------------------------------------
- * memdiff_ck_begin() returns the before snapshot of a bracket (memdiff_bracket_begin() with the
- * default options: standard depth, heap settled, memdiff warmed up); memdiff_ck_end(before)
- * takes the after snapshot, frees before and returns the diff, which the test frees with
- * memdiff_diff_free(). Either fails the test when memdiff cannot take a snapshot.
+ * memdiff_ck_begin() begins a bracket on the calling process (memdiff_bracket_begin() with the
+ * default options: standard depth, heap settled, memdiff warmed up); memdiff_ck_end(bracket)
+ * ends it, frees it and returns the diff, which the test frees with memdiff_diff_free(). Either
+ * fails the test when memdiff cannot take a snapshot.
  * MEMDIFF_CK_BRACKET_BEGIN() / MEMDIFF_CK_BRACKET_END(diff) are the same as statements, once per
  * block: END declares `memdiff_diff *diff`. */
 
-static inline memdiff_snapshot *memdiff_ck_begin_at_(const char *file, int line)
+static inline memdiff_bracket *memdiff_ck_begin_at_(const char *file, int line)
 {
-    memdiff_snapshot *before = NULL;
-    int rc = memdiff_bracket_begin(NULL, &before);
+    memdiff_bracket *bracket = NULL;
+    int rc = memdiff_bracket_begin(NULL, &bracket);
     if (rc != MEMDIFF_OK)
         ck_abort_msg("%s:%d: memdiff_bracket_begin: %s: %s", file, line,
                      memdiff_status_name(rc), memdiff_last_error());
-    return before;
+    return bracket;
 }
 
-static inline memdiff_diff *memdiff_ck_end_at_(memdiff_snapshot *before, const char *file,
+static inline memdiff_diff *memdiff_ck_end_at_(memdiff_bracket *bracket, const char *file,
                                                int line)
 {
     memdiff_diff *diff = NULL;
-    int rc = memdiff_bracket_end(before, NULL, &diff);
+    int rc = memdiff_bracket_end(bracket, &diff);
+    memdiff_bracket_free(bracket);
     if (rc != MEMDIFF_OK)
         ck_abort_msg("%s:%d: memdiff_bracket_end: %s: %s", file, line, memdiff_status_name(rc),
                      memdiff_last_error());
@@ -101,10 +102,10 @@ static inline memdiff_diff *memdiff_ck_end_at_(memdiff_snapshot *before, const c
 }
 
 #define memdiff_ck_begin() memdiff_ck_begin_at_(__FILE__, __LINE__)
-#define memdiff_ck_end(before) memdiff_ck_end_at_((before), __FILE__, __LINE__)
+#define memdiff_ck_end(bracket) memdiff_ck_end_at_((bracket), __FILE__, __LINE__)
 
-#define MEMDIFF_CK_BRACKET_BEGIN() memdiff_snapshot *memdiff_ck_before_ = memdiff_ck_begin()
-#define MEMDIFF_CK_BRACKET_END(diff) memdiff_diff *diff = memdiff_ck_end(memdiff_ck_before_)
+#define MEMDIFF_CK_BRACKET_BEGIN() memdiff_bracket *memdiff_ck_bracket_ = memdiff_ck_begin()
+#define MEMDIFF_CK_BRACKET_END(diff) memdiff_diff *diff = memdiff_ck_end(memdiff_ck_bracket_)
 
 /* ---- figures -----------------------------------------------------------------------------
  * ck_assert_memdiff(diff, filter, category, measure, OP, bound): the figure (measure over the
@@ -122,7 +123,8 @@ static inline int memdiff_ck_check_(const memdiff_diff *diff, const memdiff_filt
         snprintf(msg, msg_size, "ck_assert_memdiff: '%s' is not one of <= < == != >= >", op);
         return MEMDIFF_EINVAL;
     }
-    return memdiff_check(diff, filter, category, measure, cmp, bound, msg, msg_size);
+    const memdiff_figure figure = {category, measure, filter};
+    return memdiff_check(diff, &figure, cmp, bound, msg, msg_size);
 }
 
 #define ck_assert_memdiff(diff, filter, category, measure, OP, bound)                          \
@@ -157,14 +159,22 @@ static inline int memdiff_ck_check_(const memdiff_diff *diff, const memdiff_filt
  * (or MEMDIFF_CAT_ALL) whose label contains substring got min_new new bytes or more together.
  * A failure lists the matching blocks, or when none matches, the largest blocks there. */
 
-#define ck_assert_memdiff_block_min(diff, category, substring, min_new)                         \
-    do {                                                                                       \
-        char memdiff_ck_msg_[MEMDIFF_CK_MSG_SIZE];                                             \
-        int memdiff_ck_rc_ = memdiff_check_label((diff), (category), (substring),              \
-                                                 MEMDIFF_MATCH_SUBSTRING, MEMDIFF_MEASURE_NEW, \
-                                                 (int64_t)(min_new), memdiff_ck_msg_,          \
-                                                 sizeof memdiff_ck_msg_);                      \
-        ck_assert_msg(memdiff_ck_rc_ == 1, "%s", memdiff_ck_msg_);                             \
+static inline int memdiff_ck_block_min_(const memdiff_diff *diff, memdiff_category category,
+                                        const char *substring, int64_t min_new, char *msg,
+                                        size_t msg_size)
+{
+    const memdiff_figure figure = {category, MEMDIFF_MEASURE_NEW, NULL};
+    return memdiff_check_label(diff, &figure, substring, MEMDIFF_MATCH_SUBSTRING, min_new, msg,
+                               msg_size);
+}
+
+#define ck_assert_memdiff_block_min(diff, category, substring, min_new)                      \
+    do {                                                                                    \
+        char memdiff_ck_msg_[MEMDIFF_CK_MSG_SIZE];                                          \
+        int memdiff_ck_rc_ = memdiff_ck_block_min_((diff), (category), (substring),         \
+                                                   (int64_t)(min_new), memdiff_ck_msg_,     \
+                                                   sizeof memdiff_ck_msg_);                 \
+        ck_assert_msg(memdiff_ck_rc_ == 1, "%s", memdiff_ck_msg_);                          \
     } while (0)
 
 #define ck_assert_memdiff_block(diff, substring) \
@@ -206,7 +216,7 @@ static inline int memdiff_ck_slope_le_(void (*fn)(void *), void *arg, unsigned i
 {
     memdiff_slope_options options = MEMDIFF_SLOPE_OPTIONS_INIT;
     options.iterations = iterations;
-    options.filter = MEMDIFF_CK_FILTER;
+    options.figure.filter = MEMDIFF_CK_FILTER;
     return memdiff_ck_slope_(fn, arg, &options, "<=", bound, msg, msg_size);
 }
 
