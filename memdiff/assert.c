@@ -140,7 +140,7 @@ static int figure_in_range(const char *who, const memdiff_filter *filter,
     return memdiff__filter_valid(filter, who);
 }
 
-/* Touched and peak are figures of a reference-set bracket's diff (memdiff_refset_end). */
+/* Touched and peak are figures of a reference-set bracket's diff (MEMDIFF_BRACKET_REFSET). */
 static int refset_measure(memdiff_measure m)
 {
     return m == MEMDIFF_MEASURE_TOUCHED || m == MEMDIFF_MEASURE_PEAK;
@@ -153,7 +153,7 @@ int memdiff__figure_valid(const char *who, const memdiff_filter *filter,
     if (!rc && refset_measure(measure))
         rc = memdiff__set_error(MEMDIFF_ENOTSUP,
                                 "%s: the %s measure needs the diff of a reference-set bracket "
-                                "(memdiff_refset_end)",
+                                "(MEMDIFF_BRACKET_REFSET)",
                                 who, memdiff_measure_name(measure));
     return rc;
 }
@@ -178,9 +178,7 @@ static int64_t block_figure(const memdiff_diff *d, const memdiff_block *k,
                             const memdiff_totals *t, int kept, memdiff_measure m)
 {
     if (m == MEMDIFF_MEASURE_TOUCHED)
-        return kept && d->block_impact
-                   ? memdiff__to_figure(d->block_impact[k - d->blocks].touched_bytes)
-                   : 0;
+        return kept && d->bracket ? memdiff__to_figure(k->impact.touched_bytes) : 0;
     return measure_of(t, m);
 }
 
@@ -238,16 +236,23 @@ static tally figure_tally(const memdiff_diff *d, const memdiff_filter *f,
     return t;
 }
 
-int memdiff_figure(const memdiff_diff *diff, const memdiff_filter *filter,
-                   memdiff_category category, memdiff_measure measure, int64_t *out)
+/* The figure a caller named, NULL standing for MEMDIFF_FIGURE_INIT. */
+static memdiff_figure figure_or_default(const memdiff_figure *figure)
+{
+    const memdiff_figure fallback = MEMDIFF_FIGURE_INIT;
+    return figure ? *figure : fallback;
+}
+
+int memdiff_diff_figure(const memdiff_diff *diff, const memdiff_figure *figure, int64_t *out)
 {
     if (!out)
-        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_figure: out is NULL");
+        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_diff_figure: out is NULL");
     *out = 0;
-    int rc = valid_figure("memdiff_figure", diff, filter, category, measure);
+    const memdiff_figure f = figure_or_default(figure);
+    int rc = valid_figure("memdiff_diff_figure", diff, f.filter, f.category, f.measure);
     if (rc)
         return rc;
-    *out = figure_tally(diff, filter, category, measure).kept;
+    *out = figure_tally(diff, f.filter, f.category, f.measure).kept;
     return MEMDIFF_OK;
 }
 
@@ -423,7 +428,7 @@ typedef struct selection {
     memdiff_category category;
     memdiff_measure measure;
     const memdiff_filter *filter;
-    const char *pattern; /* non-NULL: blocks whose label matches, whatever the filter */
+    const char *pattern; /* non-NULL: blocks whose label matches, of those the filter keeps */
     memdiff_match match;
 } selection;
 
@@ -433,14 +438,14 @@ static int selected_value(const memdiff_diff *d, const selection *s, const memdi
     memdiff_totals kept;
     if (!in_category(k, s->category))
         return 0;
-    if (s->pattern) {
-        if (!memdiff__label_match(k->label ? k->label : "", s->pattern, s->match))
-            return 0;
-        *v = block_figure(d, k, &k->totals, 1, s->measure);
-        return 1;
-    }
+    if (s->pattern && !memdiff__label_match(k->label ? k->label : "", s->pattern, s->match))
+        return 0;
     if (!memdiff__filter_block(s->filter, k, verbose_diff(d), &kept))
         return 0;
+    if (s->pattern) {
+        *v = block_figure(d, k, &kept, 1, s->measure);
+        return 1;
+    }
     *v = block_figure(d, k, &kept, 1, s->measure);
     return *v != 0;
 }
@@ -550,12 +555,15 @@ static int error_message(msg *m, int rc)
 
 /* ---- checks ----------------------------------------------------------------------------- */
 
-int memdiff_check(const memdiff_diff *diff, const memdiff_filter *filter,
-                  memdiff_category category, memdiff_measure measure, memdiff_cmp cmp,
+int memdiff_check(const memdiff_diff *diff, const memdiff_figure *figure, memdiff_cmp cmp,
                   int64_t bound, char *msg_buf, size_t msg_size)
 {
     msg m;
     msg_init(&m, msg_buf, msg_size);
+    const memdiff_figure f = figure_or_default(figure);
+    const memdiff_filter *filter = f.filter;
+    const memdiff_category category = f.category;
+    const memdiff_measure measure = f.measure;
     int rc = valid_figure("memdiff_check", diff, filter, category, measure);
     if (!rc && (unsigned)cmp >= CMP_COUNT)
         rc = memdiff__set_error(MEMDIFF_EINVAL, "memdiff_check: comparison %d out of range",
@@ -590,13 +598,16 @@ static const char *match_text(memdiff_match match)
     return "?";
 }
 
-int memdiff_check_label(const memdiff_diff *diff, memdiff_category category,
-                        const char *pattern, memdiff_match match, memdiff_measure measure,
-                        int64_t min_bytes, char *msg_buf, size_t msg_size)
+int memdiff_check_label(const memdiff_diff *diff, const memdiff_figure *figure,
+                        const char *pattern, memdiff_match match, int64_t min_bytes,
+                        char *msg_buf, size_t msg_size)
 {
     msg m;
     msg_init(&m, msg_buf, msg_size);
-    int rc = valid_figure("memdiff_check_label", diff, NULL, category, measure);
+    const memdiff_figure f = figure_or_default(figure);
+    const memdiff_category category = f.category;
+    const memdiff_measure measure = f.measure;
+    int rc = valid_figure("memdiff_check_label", diff, f.filter, category, measure);
     if (!rc && !pattern)
         rc = memdiff__set_error(MEMDIFF_EINVAL, "memdiff_check_label: pattern is NULL");
     if (!rc && (unsigned)match > MEMDIFF_MATCH_SUBSTRING)
@@ -604,7 +615,7 @@ int memdiff_check_label(const memdiff_diff *diff, memdiff_category category,
                                 (int)match);
     if (rc)
         return error_message(&m, rc);
-    selection s = {category, measure, NULL, pattern, match};
+    selection s = {category, measure, f.filter, pattern, match};
     size_t found = 0;
     int64_t sum = 0, v;
     for (size_t i = 0; i < diff->block_count; i++) {
@@ -645,8 +656,8 @@ int memdiff_check_slope(const memdiff_slope *slope, const memdiff_diff *diff, me
         rc = memdiff__set_error(MEMDIFF_EINVAL, "memdiff_check_slope: comparison %d out of range",
                                 (int)cmp);
     else if (diff)
-        rc = valid_figure("memdiff_check_slope", diff, slope->filter, slope->category,
-                          slope->measure);
+        rc = valid_figure("memdiff_check_slope", diff, slope->figure.filter,
+                          slope->figure.category, slope->figure.measure);
     if (rc)
         return error_message(&m, rc);
     double v = slope->bytes_per_iteration;
@@ -654,18 +665,19 @@ int memdiff_check_slope(const memdiff_slope *slope, const memdiff_diff *diff, me
     char rate[MEMDIFF__NUM_MAX + 8], ends[MEMDIFF__NUM_MAX + 8], lim[MEMDIFF__NUM_MAX],
         first[MEMDIFF__NUM_MAX], last[MEMDIFF__NUM_MAX];
     msg_line(&m, "memdiff check %s: %s bytes in %s grow by %s bytes per call, want %s %s",
-             ok ? "holds" : "failed", memdiff_measure_name(slope->measure),
-             category_text(slope->category), fmt_rate(rate, v), memdiff_cmp_symbol(cmp),
+             ok ? "holds" : "failed", memdiff_measure_name(slope->figure.measure),
+             category_text(slope->figure.category), fmt_rate(rate, v), memdiff_cmp_symbol(cmp),
              fmt_bound(lim, bound));
     if (ok)
         return 1;
     msg_line(&m, "  %u calls measured (%u before them to warm up), %u samples: first %s, last %s "
                  "(%s per call between them)",
              slope->iterations, slope->warmup, slope->samples,
-             fmt_figure(first, slope->first, slope->measure),
-             fmt_figure(last, slope->last, slope->measure), fmt_rate(ends, slope->endpoint_slope));
+             fmt_figure(first, slope->first, slope->figure.measure),
+             fmt_figure(last, slope->last, slope->figure.measure),
+             fmt_rate(ends, slope->endpoint_slope));
     if (diff) {
-        selection s = {slope->category, slope->measure, slope->filter, NULL,
+        selection s = {slope->figure.category, slope->figure.measure, slope->figure.filter, NULL,
                        MEMDIFF_MATCH_EXACT};
         put_detail(&m, diff, &s);
     }

@@ -1,6 +1,6 @@
 /*
- * bracket.c - measuring code in the calling process: settling the heap, warming code up,
- * brackets of two snapshots and leak slopes.
+ * bracket.c - measuring code: brackets of two snapshots (plain, or reference-set ones through
+ * refset.c), settling the heap, warming code up, and leak slopes.
  *
  * What keeps these measurements steady (docs/testing-with-memdiff.md says more):
  *  - memdiff's first snapshot pages in memdiff's own code and the stack depth a snapshot uses;
@@ -30,60 +30,143 @@ int memdiff_warm_up(void (*fn)(void *arg), void *arg, unsigned times)
     return MEMDIFF_OK;
 }
 
+/* A bracket: a plain one keeps its before snapshot; a reference-set one, the refset (which
+ * holds its own before snapshot and the process's resets). */
+struct memdiff_bracket {
+    memdiff__arena arena;            /* the struct itself and the fixture root */
+    memdiff_bracket_options options; /* as begun, fixture_root copied into arena */
+    memdiff_snapshot *before;        /* plain */
+    memdiff__refset *refset;         /* MEMDIFF_BRACKET_REFSET */
+    int ended;
+};
+
 static int bracket_options(const char *who, const memdiff_bracket_options *in,
                            memdiff_bracket_options *out)
 {
     const memdiff_bracket_options defaults = MEMDIFF_BRACKET_OPTIONS_INIT;
-    const unsigned known = MEMDIFF_COMPARE_VERBOSE | MEMDIFF_COMPARE_FORCE;
+    const unsigned known_compare = MEMDIFF_COMPARE_VERBOSE | MEMDIFF_COMPARE_FORCE;
+    const unsigned known = MEMDIFF_BRACKET_REFSET | MEMDIFF_BRACKET_NO_SETTLE;
     *out = in ? *in : defaults;
-    if ((unsigned)out->depth > MEMDIFF_DEPTH_DEEP)
+    if ((unsigned)out->snapshot.depth > MEMDIFF_DEPTH_DEEP)
         return memdiff__set_error(MEMDIFF_EINVAL, "%s: depth %d out of range", who,
-                                  (int)out->depth);
-    if (out->compare_flags & ~known)
+                                  (int)out->snapshot.depth);
+    if (out->snapshot.pid < 0)
+        return memdiff__set_error(MEMDIFF_EINVAL, "%s: invalid pid %d", who, out->snapshot.pid);
+    if (out->flags & ~known)
+        return memdiff__set_error(MEMDIFF_EINVAL, "%s: unknown flags 0x%x", who,
+                                  out->flags & ~known);
+    if (out->compare_flags & ~known_compare)
         return memdiff__set_error(MEMDIFF_EINVAL, "%s: unknown compare flags 0x%x", who,
-                                  out->compare_flags & ~known);
+                                  out->compare_flags & ~known_compare);
+    if ((out->flags & MEMDIFF_BRACKET_REFSET) && (out->compare_flags & MEMDIFF_COMPARE_FORCE))
+        return memdiff__set_error(MEMDIFF_EINVAL, "%s: MEMDIFF_COMPARE_FORCE: a reference-set "
+                                                  "bracket compares one process with itself",
+                                  who);
     return MEMDIFF_OK;
+}
+
+/* Settling and warming up are for the calling process: another one's heap is out of reach, and
+ * memdiff's own first-call costs are not in its memory. */
+static int self_settles(const memdiff_bracket_options *o)
+{
+    return o->snapshot.pid == 0 && !(o->flags & MEMDIFF_BRACKET_NO_SETTLE);
 }
 
 static int snap(const memdiff_bracket_options *o, memdiff_snapshot **out)
 {
-    if (o->settle)
+    if (self_settles(o))
         memdiff__os_settle_heap();
-    return memdiff_snapshot_self(o->depth, out);
+    return memdiff_snapshot_take(&o->snapshot, out);
 }
 
-int memdiff_bracket_begin(const memdiff_bracket_options *options, memdiff_snapshot **before)
+static int begin(memdiff_bracket *b)
 {
-    if (!before)
-        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_bracket_begin: before is NULL");
-    *before = NULL;
+    const memdiff_bracket_options *o = &b->options;
+    if (o->snapshot.pid == 0) {
+        memdiff_snapshot *warm = NULL;
+        int rc = snap(o, &warm);
+        memdiff_snapshot_free(warm);
+        if (rc)
+            return rc;
+    }
+    if (!(o->flags & MEMDIFF_BRACKET_REFSET))
+        return snap(o, &b->before);
+    if (self_settles(o))
+        memdiff__os_settle_heap();
+    return memdiff__refset_begin(&o->snapshot, &b->refset);
+}
+
+int memdiff_bracket_begin(const memdiff_bracket_options *options, memdiff_bracket **out)
+{
+    if (!out)
+        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_bracket_begin: out is NULL");
+    *out = NULL;
     memdiff_bracket_options o;
     int rc = bracket_options("memdiff_bracket_begin", options, &o);
     if (rc)
         return rc;
-    memdiff_snapshot *warm = NULL;
-    rc = snap(&o, &warm);
-    memdiff_snapshot_free(warm);
-    return rc ? rc : snap(&o, before);
+    memdiff__arena a = MEMDIFF__ARENA_INIT;
+    memdiff_bracket *b = memdiff__arena_alloc(&a, sizeof *b);
+    if (!b)
+        return MEMDIFF_ENOMEM;
+    b->arena = a;
+    b->options = o;
+    const char *root = o.snapshot.fixture_root;
+    if (root && !(b->options.snapshot.fixture_root =
+                      memdiff__arena_strndup(&b->arena, root, strlen(root))))
+        rc = MEMDIFF_ENOMEM;
+    if (!rc)
+        rc = begin(b);
+    if (rc) {
+        memdiff_bracket_free(b);
+        return rc;
+    }
+    *out = b;
+    return MEMDIFF_OK;
 }
 
-int memdiff_bracket_end(memdiff_snapshot *before, const memdiff_bracket_options *options,
-                        memdiff_diff **out)
+int memdiff_bracket_end(memdiff_bracket *bracket, memdiff_diff **out)
 {
-    memdiff_bracket_options o;
+    if (!out)
+        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_bracket_end: out is NULL");
+    *out = NULL;
+    if (!bracket)
+        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_bracket_end: bracket is NULL");
+    if (bracket->ended)
+        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_bracket_end: the bracket has ended");
+    bracket->ended = 1;
+    const memdiff_bracket_options *o = &bracket->options;
+    if (bracket->refset) {
+        if (self_settles(o))
+            memdiff__os_settle_heap();
+        return memdiff__refset_end(bracket->refset, o->compare_flags, out);
+    }
     memdiff_snapshot *after = NULL;
-    int rc = bracket_options("memdiff_bracket_end", options, &o);
-    if (!rc && (!before || !out))
-        rc = memdiff__set_error(MEMDIFF_EINVAL, "memdiff_bracket_end: NULL argument");
-    if (out)
-        *out = NULL;
+    int rc = snap(o, &after);
     if (!rc)
-        rc = snap(&o, &after);
-    if (!rc)
-        rc = memdiff_compare(before, after, o.compare_flags, out);
+        rc = memdiff_compare(bracket->before, after, o->compare_flags, out);
     memdiff_snapshot_free(after);
-    memdiff_snapshot_free(before);
     return rc;
+}
+
+void memdiff_bracket_free(memdiff_bracket *bracket)
+{
+    if (!bracket)
+        return;
+    memdiff_snapshot_free(bracket->before);
+    memdiff__refset_free(bracket->refset);
+    memdiff__arena a = bracket->arena; /* the struct itself lives in the arena */
+    memdiff__arena_release(&a);
+}
+
+int memdiff_bracket_get_info(const memdiff_bracket *bracket, memdiff_refset_info *out)
+{
+    if (!bracket || !out)
+        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_bracket_get_info: NULL argument");
+    memset(out, 0, sizeof *out);
+    if (bracket->refset)
+        *out = *memdiff__refset_info(bracket->refset);
+    return MEMDIFF_OK;
 }
 
 /* ---- leak slopes ------------------------------------------------------------------------ */
@@ -120,8 +203,15 @@ static int slope_options(const memdiff_slope_options *in, memdiff_slope_options 
                                   "memdiff_leak_slope: sample_every %u; want 1 to %u (two "
                                   "samples at least)",
                                   out->sample_every, out->iterations - 1);
-    return memdiff__figure_valid("memdiff_leak_slope", out->filter, out->category,
-                                 out->measure);
+    if (out->bracket.snapshot.pid != 0)
+        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_leak_slope: pid %d: the function "
+                                                  "runs in the calling process (pid 0)",
+                                  out->bracket.snapshot.pid);
+    if (out->bracket.flags & MEMDIFF_BRACKET_REFSET)
+        return memdiff__set_error(MEMDIFF_ENOTSUP, "memdiff_leak_slope: MEMDIFF_BRACKET_REFSET: "
+                                                   "slopes are of plain diffs");
+    return memdiff__figure_valid("memdiff_leak_slope", out->figure.filter, out->figure.category,
+                                 out->figure.measure);
 }
 
 /* One sample: the figure from before to now. *keep receives the diff when keep is not NULL. */
@@ -135,7 +225,7 @@ static int sample(const memdiff_slope_options *o, const memdiff_snapshot *before
         rc = memdiff_compare(before, now, o->bracket.compare_flags, &d);
     memdiff_snapshot_free(now);
     if (!rc)
-        rc = memdiff_figure(d, o->filter, o->category, o->measure, y);
+        rc = memdiff_diff_figure(d, &o->figure, y);
     if (!rc && keep)
         *keep = d;
     else
@@ -157,14 +247,12 @@ int memdiff_leak_slope(void (*fn)(void *arg), void *arg, const memdiff_slope_opt
         return rc;
     out->warmup = o.warmup;
     out->iterations = o.iterations;
-    out->category = o.category;
-    out->measure = o.measure;
-    out->filter = o.filter;
+    out->figure = o.figure;
 
     for (unsigned i = 0; i < o.warmup; i++)
         fn(arg);
-    memdiff_snapshot *before = NULL;
-    rc = memdiff_bracket_begin(&o.bracket, &before);
+    memdiff_bracket *b = NULL;
+    rc = memdiff_bracket_begin(&o.bracket, &b);
     fit f = {0, 0, 0, 0, 0};
     unsigned first_x = 0;
     for (unsigned i = 1; !rc && i <= o.iterations; i++) {
@@ -172,7 +260,7 @@ int memdiff_leak_slope(void (*fn)(void *arg), void *arg, const memdiff_slope_opt
         if (i % o.sample_every != 0 && i != o.iterations)
             continue;
         int64_t y = 0;
-        rc = sample(&o, before, &y, i == o.iterations ? diff : NULL);
+        rc = sample(&o, b->before, &y, i == o.iterations ? diff : NULL);
         if (rc)
             break;
         if (!first_x) {
@@ -183,7 +271,7 @@ int memdiff_leak_slope(void (*fn)(void *arg), void *arg, const memdiff_slope_opt
         out->samples++;
         fit_add(&f, (double)i, (double)y);
     }
-    memdiff_snapshot_free(before);
+    memdiff_bracket_free(b);
     if (rc) {
         if (diff) {
             memdiff_diff_free(*diff);

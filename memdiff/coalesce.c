@@ -229,41 +229,36 @@ static int block_before(const memdiff_block *x, const memdiff_block *y)
     return x->category < y->category;
 }
 
-int memdiff__blocks_finish(memdiff__blocks *b, memdiff_block **out, memdiff_impact **impacts,
+int memdiff__blocks_finish(memdiff__blocks *b, memdiff_block **out, int with_impact,
                            size_t *count)
 {
     *out = NULL;
-    if (impacts)
-        *impacts = NULL;
     *count = 0;
     if (b->n == 0)
         return MEMDIFF_OK;
     memdiff_block *v = memdiff__arena_alloc(b->arena, b->n * sizeof *v);
-    memdiff_impact *m = impacts ? memdiff__arena_alloc(b->arena, b->n * sizeof *m) : NULL;
-    if (!v || (impacts && !m))
+    if (!v)
         return MEMDIFF_ENOMEM;
     /* Insertion sort, stable: the blocks are made in order of start (see the top), so this is
      * linear; it only orders the pairs that start at one address. A bracket diff's blocks of
      * per-mapping touched bytes span their mapping and may come a little out of order. */
     for (size_t i = 0; i < b->n; i++) {
         memdiff_block x = b->v[i].b;
-        memdiff_impact y = b->v[i].impact;
         x.change = change_of(&x.totals);
-        y.impacting_bytes = memdiff__add_sat(x.totals.new_bytes, x.totals.freed_bytes);
+        memset(&x.impact, 0, sizeof x.impact);
+        if (with_impact) {
+            x.impact = b->v[i].impact;
+            x.impact.impacting_bytes =
+                memdiff__add_sat(x.totals.new_bytes, x.totals.freed_bytes);
+        }
         size_t j = i;
         while (j > 0 && block_before(&x, &v[j - 1])) {
             v[j] = v[j - 1];
-            if (m)
-                m[j] = m[j - 1];
             j--;
         }
         v[j] = x;
-        if (m)
-            m[j] = y;
     }
     *out = v;
-    if (impacts)
-        *impacts = m;
     *count = b->n;
     return MEMDIFF_OK;
 }

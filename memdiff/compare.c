@@ -20,7 +20,7 @@
  *  - Same mapping: resident after only: new. Resident before only: freed, swapped out when the
  *    after page is in swap, else discarded (MADV_DONTNEED, reclaim, truncation). Resident in both:
  *    replaced when both sides know the page's frame (nonzero) and the frames differ; else
- *    became-private / became-shared when both snapshots read pagemap (MEMDIFF_SRC_PAGEMAP) and
+ *    became-private / became-shared when both snapshots read pagemap (MEMDIFF_SRC_PAGES) and
  *    the exclusive bit differs; else unchanged.
  *  - New pages are private or shared by the after page's PRIVATE bit when the after snapshot read
  *    pagemap. Without it (fast depth through PAGEMAP_SCAN) exclusivity is unknown and estimated:
@@ -510,7 +510,7 @@ static int compare(walk *w)
         addr = next;
     }
     if (!rc)
-        rc = memdiff__blocks_finish(w->blocks, &d->blocks, w->refs ? &d->block_impact : NULL,
+        rc = memdiff__blocks_finish(w->blocks, &d->blocks, w->refs != NULL,
                                     &d->block_count);
     if (rc)
         return rc;
@@ -589,8 +589,8 @@ int memdiff__compare_refs(const memdiff_snapshot *before, const memdiff_snapshot
     w.a.have_run = memdiff__runs_next(&w.a.runs, &w.a.next_run);
     w.page_size = before->info.page_size;
     w.frames = before->frames.present && after->frames.present;
-    w.privacy = (before->info.sources & after->info.sources & MEMDIFF_SRC_PAGEMAP) != 0;
-    w.new_by_private_bit = (after->info.sources & MEMDIFF_SRC_PAGEMAP) != 0;
+    w.privacy = (before->info.sources & after->info.sources & MEMDIFF_SRC_PAGES) != 0;
+    w.new_by_private_bit = (after->info.sources & MEMDIFF_SRC_PAGES) != 0;
     w.refs = refs;
     w.touched_region = SIZE_MAX;
     d->bracket = refs != NULL;
@@ -613,23 +613,14 @@ void memdiff_diff_free(memdiff_diff *diff)
     }
 }
 
-int memdiff_diff_totals(const memdiff_diff *diff, memdiff_totals *out)
+int memdiff_diff_totals(const memdiff_diff *diff, memdiff_category category, memdiff_totals *out)
 {
     if (!diff || !out)
         return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_diff_totals: NULL argument");
-    *out = diff->total;
-    return MEMDIFF_OK;
-}
-
-int memdiff_diff_category_totals(const memdiff_diff *diff, memdiff_category category,
-                                 memdiff_totals *out)
-{
-    if (!diff || !out)
-        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_diff_category_totals: NULL argument");
-    if ((unsigned)category >= MEMDIFF_CAT_COUNT)
-        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_diff_category_totals: category %d",
+    if ((unsigned)category > MEMDIFF_CAT_ALL)
+        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_diff_totals: category %d",
                                   (int)category);
-    *out = diff->category[category];
+    *out = category == MEMDIFF_CAT_ALL ? diff->total : diff->category[category];
     return MEMDIFF_OK;
 }
 
@@ -638,18 +629,26 @@ size_t memdiff_diff_block_count(const memdiff_diff *diff)
     return diff ? diff->block_count : 0;
 }
 
-const memdiff_block *memdiff_diff_block(const memdiff_diff *diff, size_t index)
-{
-    if (!diff || index >= diff->block_count)
-        return NULL;
-    return &diff->blocks[index];
-}
-
-int memdiff_diff_snapshot_info(const memdiff_diff *diff, int which_after,
-                               memdiff_snapshot_info *out)
+int memdiff_diff_block(const memdiff_diff *diff, size_t index, memdiff_block *out)
 {
     if (!diff || !out)
-        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_diff_snapshot_info: NULL argument");
-    *out = diff->info[which_after ? 1 : 0];
+        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_diff_block: NULL argument");
+    if (index >= diff->block_count)
+        return memdiff__set_error(MEMDIFF_ERANGE, "memdiff_diff_block: index %zu of %zu blocks",
+                                  index, diff->block_count);
+    *out = diff->blocks[index];
+    return MEMDIFF_OK;
+}
+
+int memdiff_diff_get_info(const memdiff_diff *diff, memdiff_diff_info *out)
+{
+    if (!diff || !out)
+        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_diff_get_info: NULL argument");
+    memset(out, 0, sizeof *out);
+    out->before = diff->info[0];
+    out->after = diff->info[1];
+    out->compare_flags = diff->flags;
+    if (diff->bracket)
+        out->refset = diff->refs;
     return MEMDIFF_OK;
 }

@@ -435,7 +435,8 @@ static int parse_info(loader *l)
     in->pid = (int)v[0];
     in->depth_requested = (memdiff_depth)v[1];
     in->depth = (memdiff_depth)v[2];
-    in->sources = (unsigned)v[3];
+    /* 0.1 also wrote MEMDIFF__SRC_PAGEMAP_SCAN, how the pages were read: no source to report. */
+    in->sources = (unsigned)v[3] & ~MEMDIFF__SRC_PAGEMAP_SCAN;
     in->page_size = (uint32_t)v[4];
     in->degraded = v[5] ? l->strings[v[5] - 1] : NULL;
     memdiff_process_totals *t = &in->totals;

@@ -318,7 +318,6 @@ struct memdiff_diff {
     memdiff_refset_info refs;       /* strings in arena */
     memdiff_impact impact;          /* Own excluded */
     memdiff_impact impact_category[MEMDIFF_CAT_COUNT];
-    memdiff_impact *block_impact;   /* block_count entries, in the order of blocks */
 };
 
 /* Adds b into a (all fields, net recomputed; totals.c). */
@@ -364,9 +363,9 @@ typedef struct memdiff__blocks memdiff__blocks; /* block builder, arena-allocate
  * persistent adds to its unit's block, if the unit has one, in default diffs. */
 int memdiff__blocks_new(memdiff__arena *arena, int verbose, memdiff__blocks **out);
 int memdiff__blocks_add(memdiff__blocks *b, const memdiff__piece *piece);
-/* The blocks sorted by start, then category, with their change set; storage in the arena. When
- * impacts is not NULL, it receives each block's touched and persistent bytes, in block order. */
-int memdiff__blocks_finish(memdiff__blocks *b, memdiff_block **out, memdiff_impact **impacts,
+/* The blocks sorted by start, then category, with their change set; storage in the arena. With
+ * with_impact (a reference-set bracket's diff), each block's impact is set; else it is 0. */
+int memdiff__blocks_finish(memdiff__blocks *b, memdiff_block **out, int with_impact,
                            size_t *count);
 
 /* ---- reference sets (refset.c, compare.c) ------------------------------------------------ */
@@ -384,7 +383,24 @@ typedef struct memdiff__refs_in {
 int memdiff__compare_refs(const memdiff_snapshot *before, const memdiff_snapshot *after,
                           unsigned flags, const memdiff__refs_in *refs, memdiff_diff **out);
 
-/* The diff memdiff_refset_end() hands out: memdiff__compare_refs() with refs, then the
+/* A reference-set bracket's own state (refset.c): the before snapshot, the backend's process
+ * handle, the resets made and what they allow. A memdiff_bracket with MEMDIFF_BRACKET_REFSET
+ * (bracket.c) holds one. */
+typedef struct memdiff__refset memdiff__refset;
+
+/* Takes the before snapshot of the process options name, then makes the resets. */
+int memdiff__refset_begin(const memdiff_options *options, memdiff__refset **out);
+
+/* Reads the peak and the referenced state, takes the after snapshot and compares (flags:
+ * MEMDIFF_COMPARE_VERBOSE). Once per refset. */
+int memdiff__refset_end(memdiff__refset *refset, unsigned flags, memdiff_diff **out);
+
+void memdiff__refset_free(memdiff__refset *refset);
+
+/* What the bracket measures so far (begin's figures). */
+const memdiff_refset_info *memdiff__refset_info(const memdiff__refset *refset);
+
+/* The diff memdiff__refset_end() hands out: memdiff__compare_refs() with refs, then the
  * bracket's figures (info; extra: one more reason to add to its degraded text, or NULL), strings
  * copied into the diff. Tests build bracket diffs of synthetic snapshots with it. */
 int memdiff__refset_diff(const memdiff_snapshot *before, const memdiff_snapshot *after,

@@ -16,6 +16,8 @@ const char *memdiff_category_name(memdiff_category category)
     static const char *const names[MEMDIFF_CAT_COUNT] = {
         "image", "heap", "stack", "mapped-file", "shared", "private", "special", "own", "unknown",
     };
+    if (category == MEMDIFF_CAT_ALL)
+        return "all";
     if ((unsigned)category >= MEMDIFF_CAT_COUNT)
         return "invalid";
     return names[category];

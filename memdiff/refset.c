@@ -24,11 +24,11 @@
 
 #include "internal.h"
 
-struct memdiff_refset {
+struct memdiff__refset {
     memdiff__arena arena;   /* the struct itself and its strings */
     memdiff__arena scratch; /* the backend's process handle and buffers, until freed */
     memdiff__proc *proc;
-    memdiff_options options; /* roots copied into arena */
+    memdiff_options options; /* fixture_root copied into arena */
     memdiff_snapshot *before;
     memdiff__refs_reset reset;
     memdiff_refset_info info;
@@ -60,9 +60,9 @@ static const char *copy_str(memdiff__arena *arena, const char *s)
     return s ? memdiff__arena_strndup(arena, s, strlen(s)) : NULL;
 }
 
-static int begin(memdiff_refset *rs)
+static int begin(memdiff__refset *rs)
 {
-    memdiff__open_args args = {rs->options.pid, rs->options.proc_root, rs->options.sys_root, 0};
+    memdiff__open_args args = {rs->options.pid, rs->options.fixture_root, NULL, 0};
     memdiff__caps caps;
     int rc = memdiff__plat_open(&args, &rs->scratch, &rs->proc, &caps);
     if (rc)
@@ -121,34 +121,26 @@ static int begin(memdiff_refset *rs)
     return MEMDIFF_OK;
 }
 
-int memdiff_refset_begin(const memdiff_options *options, memdiff_refset **out)
+int memdiff__refset_begin(const memdiff_options *options, memdiff__refset **out)
 {
-    if (!out)
-        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_refset_begin: out is NULL");
     *out = NULL;
     memdiff__arena a = MEMDIFF__ARENA_INIT;
-    memdiff_refset *rs = memdiff__arena_alloc(&a, sizeof *rs);
+    memdiff__refset *rs = memdiff__arena_alloc(&a, sizeof *rs);
     if (!rs)
         return MEMDIFF_ENOMEM;
     rs->arena = a;
-    memdiff_options o = MEMDIFF_OPTIONS_INIT;
-    if (options)
-        o = *options;
-    rs->options = o;
-    rs->options.proc_root = copy_str(&rs->arena, o.proc_root);
-    rs->options.sys_root = copy_str(&rs->arena, o.sys_root);
-    int rc = ((o.proc_root && !rs->options.proc_root) || (o.sys_root && !rs->options.sys_root))
-                 ? MEMDIFF_ENOMEM
-                 : begin(rs);
+    rs->options = *options;
+    rs->options.fixture_root = copy_str(&rs->arena, options->fixture_root);
+    int rc = options->fixture_root && !rs->options.fixture_root ? MEMDIFF_ENOMEM : begin(rs);
     if (rc) {
-        memdiff_refset_free(rs);
+        memdiff__refset_free(rs);
         return rc;
     }
     *out = rs;
     return MEMDIFF_OK;
 }
 
-void memdiff_refset_free(memdiff_refset *refset)
+void memdiff__refset_free(memdiff__refset *refset)
 {
     if (!refset)
         return;
@@ -159,12 +151,9 @@ void memdiff_refset_free(memdiff_refset *refset)
     memdiff__arena_release(&a);
 }
 
-int memdiff_refset_get_info(const memdiff_refset *refset, memdiff_refset_info *out)
+const memdiff_refset_info *memdiff__refset_info(const memdiff__refset *refset)
 {
-    if (!refset || !out)
-        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_refset_get_info: NULL argument");
-    *out = refset->info;
-    return MEMDIFF_OK;
+    return &refset->info;
 }
 
 /* The touched bytes of each after region, from per-mapping figures (ascending, like regions):
@@ -237,7 +226,7 @@ int memdiff__refset_diff(const memdiff_snapshot *before, const memdiff_snapshot 
     return MEMDIFF_OK;
 }
 
-static int end(memdiff_refset *rs, unsigned flags, memdiff_diff **out)
+int memdiff__refset_end(memdiff__refset *rs, unsigned flags, memdiff_diff **out)
 {
     memdiff_refset_info in = rs->info;
     const memdiff__refs_reset *r = &rs->reset;
@@ -273,7 +262,7 @@ static int end(memdiff_refset *rs, unsigned flags, memdiff_diff **out)
                                       &after);
     if (rc)
         return rc;
-    if (accessed_bit && !(after->info.sources & MEMDIFF_SRC_PAGE_IDLE)) {
+    if (accessed_bit && !(after->info.sources & MEMDIFF_SRC_PAGE_ACCESS)) {
         extra = "the page_idle bitmap could not be read at the end: no touched information";
         in.sources &= ~MEMDIFF_REFS_PAGES;
         accessed_bit = 0;
@@ -290,71 +279,20 @@ static int end(memdiff_refset *rs, unsigned flags, memdiff_diff **out)
     return rc;
 }
 
-int memdiff_refset_end(memdiff_refset *refset, unsigned flags, memdiff_diff **out)
-{
-    if (!out)
-        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_refset_end: out is NULL");
-    *out = NULL;
-    if (!refset)
-        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_refset_end: refset is NULL");
-    if (flags & ~MEMDIFF_COMPARE_VERBOSE)
-        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_refset_end: unknown flags 0x%x",
-                                  flags & ~MEMDIFF_COMPARE_VERBOSE);
-    if (refset->ended)
-        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_refset_end: the bracket has ended");
-    refset->ended = 1;
-    return end(refset, flags, out);
-}
-
 /* ---- the diff's accessors ---------------------------------------------------------------- */
 
-static int bracket_diff(const memdiff_diff *diff, const void *out, const char *who)
+int memdiff_diff_impact(const memdiff_diff *diff, memdiff_category category,
+                        memdiff_impact *out)
 {
     if (!diff || !out)
-        return memdiff__set_error(MEMDIFF_EINVAL, "%s: NULL argument", who);
+        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_diff_impact: NULL argument");
     if (!diff->bracket)
         return memdiff__set_error(MEMDIFF_EINVAL,
-                                  "%s: the diff did not come from a reference-set bracket "
-                                  "(memdiff_refset_end)",
-                                  who);
+                                  "memdiff_diff_impact: the diff did not come from a "
+                                  "reference-set bracket (MEMDIFF_BRACKET_REFSET)");
+    if ((unsigned)category > MEMDIFF_CAT_ALL)
+        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_diff_impact: category %d",
+                                  (int)category);
+    *out = category == MEMDIFF_CAT_ALL ? diff->impact : diff->impact_category[category];
     return MEMDIFF_OK;
-}
-
-int memdiff_diff_refset_info(const memdiff_diff *diff, memdiff_refset_info *out)
-{
-    int rc = bracket_diff(diff, out, "memdiff_diff_refset_info");
-    if (!rc)
-        *out = diff->refs;
-    return rc;
-}
-
-int memdiff_diff_impact(const memdiff_diff *diff, memdiff_impact *out)
-{
-    int rc = bracket_diff(diff, out, "memdiff_diff_impact");
-    if (!rc)
-        *out = diff->impact;
-    return rc;
-}
-
-int memdiff_diff_category_impact(const memdiff_diff *diff, memdiff_category category,
-                                 memdiff_impact *out)
-{
-    int rc = bracket_diff(diff, out, "memdiff_diff_category_impact");
-    if (!rc && (unsigned)category >= MEMDIFF_CAT_COUNT)
-        rc = memdiff__set_error(MEMDIFF_EINVAL, "memdiff_diff_category_impact: category %d",
-                                (int)category);
-    if (!rc)
-        *out = diff->impact_category[category];
-    return rc;
-}
-
-int memdiff_diff_block_impact(const memdiff_diff *diff, size_t index, memdiff_impact *out)
-{
-    int rc = bracket_diff(diff, out, "memdiff_diff_block_impact");
-    if (!rc && index >= diff->block_count)
-        rc = memdiff__set_error(MEMDIFF_ERANGE, "memdiff_diff_block_impact: index %zu of %zu",
-                                index, diff->block_count);
-    if (!rc)
-        *out = diff->block_impact[index];
-    return rc;
 }

@@ -95,28 +95,26 @@ static void put_names(FILE *out, unsigned bits, const char *(*names)(unsigned bi
 static const char *source_name(unsigned bit)
 {
     switch (bit) {
-    case MEMDIFF_SRC_MAPS:
-        return "maps";
-    case MEMDIFF_SRC_PAGEMAP:
-        return "pagemap";
-    case MEMDIFF_SRC_PAGEMAP_SCAN:
-        return "pagemap-scan";
-    case MEMDIFF_SRC_PFN:
-        return "pfn";
-    case MEMDIFF_SRC_KPAGEFLAGS:
-        return "kpageflags";
-    case MEMDIFF_SRC_KPAGECOUNT:
-        return "kpagecount";
-    case MEMDIFF_SRC_STATUS:
-        return "status";
+    case MEMDIFF_SRC_REGIONS:
+        return "regions";
+    case MEMDIFF_SRC_PAGES:
+        return "pages";
+    case MEMDIFF_SRC_FRAMES:
+        return "frames";
+    case MEMDIFF_SRC_PAGE_FLAGS:
+        return "page-flags";
+    case MEMDIFF_SRC_MAP_COUNTS:
+        return "map-counts";
+    case MEMDIFF_SRC_PROCESS_TOTALS:
+        return "process-totals";
     case MEMDIFF_SRC_THREADS:
         return "threads";
     case MEMDIFF_SRC_HEAPS:
         return "heaps";
     case MEMDIFF_SRC_MODULES:
         return "modules";
-    case MEMDIFF_SRC_PAGE_IDLE:
-        return "page-idle";
+    case MEMDIFF_SRC_PAGE_ACCESS:
+        return "page-access";
     }
     return NULL;
 }
@@ -276,7 +274,7 @@ int memdiff_report_json(const memdiff_diff *diff, FILE *out, unsigned flags)
     fputs("  \"blocks\": [", out);
     for (size_t i = 0; i < diff->block_count; i++) {
         fputs(i ? ",\n" : "\n", out);
-        put_block(out, &diff->blocks[i], verbose, diff->bracket ? &diff->block_impact[i] : NULL);
+        put_block(out, &diff->blocks[i], verbose, diff->bracket ? &diff->blocks[i].impact : NULL);
     }
     fputs(diff->block_count ? "\n  ]\n}\n" : "]\n}\n", out);
     /* A stream reports write errors late (buffered): flush before asking. */

@@ -22,7 +22,7 @@
  *     0x000010004000-0x00001000c000   +4,096  heap         mixed (new, freed)       [heap]
  *     0x7f1000100000-0x7f1000105000  +20,480  mapped-file  new (mapped after only)  /data/b.bin
  *
- * A reference-set bracket's diff (memdiff_refset_end) adds, after the summary:
+ * A reference-set bracket's diff (MEMDIFF_BRACKET_REFSET) adds, after the summary:
  *
  *   Touched:                 69,632 bytes  (17 pages accessed, resident before or new)
  *   Peak resident:       68,968,448 bytes  (+67,018,752 above the start, within 262,144)
@@ -235,7 +235,7 @@ static void put_summary(const memdiff_diff *diff, FILE *out)
     fprintf(out, "%-23s%*s bytes  (%s pages: %s private, %s shared%s)\n", "Memory allocated:", w,
             alloc, fmt_num(x, t->new_bytes / ps, 0), fmt_num(y, t->new_private_bytes / ps, 0),
             fmt_num(z, t->new_shared_bytes / ps, 0),
-            (diff->info[1].sources & MEMDIFF_SRC_PAGEMAP) ? "" : ", estimated");
+            (diff->info[1].sources & MEMDIFF_SRC_PAGES) ? "" : ", estimated");
     fprintf(out, "%-23s%*s bytes  (%s pages: %s unmapped, %s discarded, ", "Memory freed:", w,
             freed, fmt_num(x, t->freed_bytes / ps, 0), fmt_num(y, t->freed_unmapped_bytes / ps, 0),
             fmt_num(z, t->freed_discarded_bytes / ps, 0));
@@ -480,8 +480,7 @@ static void put_blocks(const memdiff_diff *diff, FILE *out)
         wa = MEMDIFF__MAX(wa, hex_digits(k->end));
         ws = MEMDIFF__MAX(ws, (int)strlen(block_size(size, k)));
         if (diff->bracket)
-            wr = MEMDIFF__MAX(wr, (int)strlen(fmt_num(touched, diff->block_impact[i].touched_bytes,
-                                                      0)));
+            wr = MEMDIFF__MAX(wr, (int)strlen(fmt_num(touched, k->impact.touched_bytes, 0)));
         wc = MEMDIFF__MAX(wc, (int)strlen(memdiff_category_name(k->category)));
         wh = MEMDIFF__MAX(wh, (int)strlen(block_change(change, sizeof change, k)));
         if (verbose)
@@ -494,7 +493,7 @@ static void put_blocks(const memdiff_diff *diff, FILE *out)
                 block_size(size, k));
         if (diff->bracket)
             fprintf(out, "touched %*s  ", wr,
-                    fmt_num(touched, diff->block_impact[i].touched_bytes, 0));
+                    fmt_num(touched, k->impact.touched_bytes, 0));
         fprintf(out, "%-*s  ", wc, memdiff_category_name(k->category));
         block_change(change, sizeof change, k);
         if (verbose) {

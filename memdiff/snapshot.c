@@ -148,7 +148,7 @@ static memdiff_depth effective_depth(memdiff_depth want, const memdiff__caps *ca
 {
     *why = NULL;
     if (want == MEMDIFF_DEPTH_DEEP) {
-        unsigned need = MEMDIFF_SRC_PFN | MEMDIFF_SRC_KPAGEFLAGS | MEMDIFF_SRC_KPAGECOUNT;
+        unsigned need = MEMDIFF_SRC_FRAMES | MEMDIFF_SRC_PAGE_FLAGS | MEMDIFF_SRC_MAP_COUNTS;
         if ((caps->sources & need) != need) {
             *why = caps->deep_why ? caps->deep_why
                                   : caps->pfn_why ? caps->pfn_why
@@ -156,7 +156,7 @@ static memdiff_depth effective_depth(memdiff_depth want, const memdiff__caps *ca
             want = MEMDIFF_DEPTH_STANDARD;
         }
     }
-    if (want >= MEMDIFF_DEPTH_STANDARD && !(caps->sources & MEMDIFF_SRC_PAGEMAP)) {
+    if (want >= MEMDIFF_DEPTH_STANDARD && !(caps->sources & MEMDIFF_SRC_PAGES)) {
         /* The deeper reason, if any, follows from this one: say the first cause. */
         *why = "per-page exclusivity is unavailable (no pagemap)";
         want = MEMDIFF_DEPTH_FAST;
@@ -167,14 +167,14 @@ static memdiff_depth effective_depth(memdiff_depth want, const memdiff__caps *ca
 /* Which sources this depth actually used. */
 static unsigned used_sources(memdiff_depth depth, unsigned avail)
 {
-    unsigned keep = MEMDIFF_SRC_MAPS | MEMDIFF_SRC_STATUS | MEMDIFF_SRC_THREADS |
-                    MEMDIFF_SRC_HEAPS | MEMDIFF_SRC_MODULES | MEMDIFF_SRC_PAGEMAP_SCAN;
+    unsigned keep = MEMDIFF_SRC_REGIONS | MEMDIFF_SRC_PROCESS_TOTALS | MEMDIFF_SRC_THREADS |
+                    MEMDIFF_SRC_HEAPS | MEMDIFF_SRC_MODULES;
     if (depth >= MEMDIFF_DEPTH_STANDARD)
-        keep |= MEMDIFF_SRC_PAGEMAP | MEMDIFF_SRC_PFN | MEMDIFF_SRC_PAGE_IDLE;
-    else if (!(avail & MEMDIFF_SRC_PAGEMAP_SCAN))
-        keep |= MEMDIFF_SRC_PAGEMAP; /* fast depth falls back to reading pagemap */
+        keep |= MEMDIFF_SRC_PAGES | MEMDIFF_SRC_FRAMES | MEMDIFF_SRC_PAGE_ACCESS;
+    else if (!(avail & MEMDIFF__SRC_PAGEMAP_SCAN))
+        keep |= MEMDIFF_SRC_PAGES; /* fast depth falls back to reading pagemap */
     if (depth >= MEMDIFF_DEPTH_DEEP)
-        keep |= MEMDIFF_SRC_KPAGEFLAGS | MEMDIFF_SRC_KPAGECOUNT;
+        keep |= MEMDIFF_SRC_PAGE_FLAGS | MEMDIFF_SRC_MAP_COUNTS;
     return avail & keep;
 }
 
@@ -235,7 +235,7 @@ static int take(const memdiff_options *o, unsigned flags, memdiff_snapshot *s,
      * could be read (four syscalls fewer on Linux). */
     int frames_unused = o->depth == MEMDIFF_DEPTH_FAST && !(flags & MEMDIFF__TAKE_ACCESSED);
     memdiff__open_args args = {
-        o->pid, o->proc_root, o->sys_root,
+        o->pid, o->fixture_root, NULL,
         (o->depth >= MEMDIFF_DEPTH_DEEP ? 0u : MEMDIFF__OPEN_NO_DEEP) |
             (flags & MEMDIFF__TAKE_EXACT ? MEMDIFF__OPEN_EXACT : 0u) |
             (frames_unused ? MEMDIFF__OPEN_NO_FRAMES : 0u)};
@@ -300,7 +300,7 @@ static int take(const memdiff_options *o, unsigned flags, memdiff_snapshot *s,
     builder b;
     memset(&b, 0, sizeof b);
     b.s = s;
-    b.want_pfn = depth >= MEMDIFF_DEPTH_STANDARD && (caps.sources & MEMDIFF_SRC_PFN);
+    b.want_pfn = depth >= MEMDIFF_DEPTH_STANDARD && (caps.sources & MEMDIFF_SRC_FRAMES);
     b.want_kflags = depth >= MEMDIFF_DEPTH_DEEP;
     b.want_mapcount = depth >= MEMDIFF_DEPTH_DEEP;
     s->info.page_size = caps.page_size;

@@ -74,10 +74,12 @@ int memdiff__os_replace_file(const char *from, const char *to);
 
 typedef struct memdiff__proc memdiff__proc; /* backend-private */
 
+/* proc_root: memdiff_options.fixture_root, a recorded tree read in place of the live system
+ * (Linux: /proc; tests may name sys_root apart, else it is <proc_root>/sys). */
 typedef struct memdiff__open_args {
     int pid;               /* 0: the calling process */
     const char *proc_root; /* NULL: the OS default ("/proc") */
-    const char *sys_root;  /* NULL: the OS default ("/sys") */
+    const char *sys_root;  /* NULL: <proc_root>/sys, or the OS default ("/sys") */
     unsigned flags;        /* MEMDIFF__OPEN_*; 0: everything the backend can read */
 } memdiff__open_args;
 
@@ -92,13 +94,18 @@ typedef struct memdiff__open_args {
 #define MEMDIFF__OPEN_EXACT 0x2u
 
 /* The caller will walk at fast depth only and track no references: frame numbers go unused, so
- * the backend may leave MEMDIFF_SRC_PFN out of caps without asking whether it could read them
+ * the backend may leave MEMDIFF_SRC_FRAMES out of caps without asking whether it could read them
  * (Linux: where PAGEMAP_SCAN names the zero page itself; a walk that has to fall back to
  * pagemap then learns the zero page's frame on its own). */
 #define MEMDIFF__OPEN_NO_FRAMES 0x4u
 
 /* What the backend can deliver for this process and caller, decided once at open. A source
  * that is missing has its reason in the matching *_why string (static or arena storage). */
+/* A source of caps.sources beside the public MEMDIFF_SRC_*: the pages' ranges can be scanned
+ * (Linux: the PAGEMAP_SCAN ioctl), a faster way to the same facts, not one the user is told of
+ * (memdiff_snapshot_info.sources leaves it out). */
+#define MEMDIFF__SRC_PAGEMAP_SCAN 0x0004u
+
 typedef struct memdiff__caps {
     uint32_t page_size;  /* of the target process */
     int pid;             /* resolved pid (never 0) */
@@ -233,7 +240,7 @@ typedef struct memdiff__values {
 /* Receives page runs from memdiff__plat_pages. npages pages from start share attrs. Returns 0
  * or a negative status, which stops the walk and is returned by memdiff__plat_pages.
  *
- * run takes a run with its frame numbers, if the depth gave them (MEMDIFF_SRC_PFN), as pfn[0..
+ * run takes a run with its frame numbers, if the depth gave them (MEMDIFF_SRC_FRAMES), as pfn[0..
  * npages); NULL otherwise, and always from backends without frame numbers.
  *
  * run_frames takes a run with its facts as pieces whose counts add up to npages each: frames
@@ -313,7 +320,7 @@ int memdiff__plat_refs_reset(memdiff__proc *proc, unsigned what, memdiff__refs_r
 /* From this call on, memdiff__plat_pages on proc (standard depth and deeper) adds
  * MEMDIFF_PAGE_ACCESSED to each resident page accessed since the process's last PAGES reset
  * (Linux: its frame's page_idle bit is clear). Returns the sources this adds to the caps
- * (MEMDIFF_SRC_PAGE_IDLE), or 0 where the backend cannot mark pages so (Windows, whose per-page
+ * (MEMDIFF_SRC_PAGE_ACCESS), or 0 where the backend cannot mark pages so (Windows, whose per-page
  * answer is memdiff__refs_reset.resident_is_touched; Linux without a readable bitmap). */
 unsigned memdiff__plat_refs_track_pages(memdiff__proc *proc);
 

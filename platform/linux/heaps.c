@@ -197,7 +197,7 @@ static uint64_t first_page(memdiff__proc *p, uint64_t from, uint64_t to, int pre
 static uint64_t next_island(const ctx *c, uint64_t pos, uint64_t end, int pos_absent)
 {
     memdiff__proc *p = c->proc;
-    if (!(p->sources & MEMDIFF_SRC_PAGEMAP_SCAN) || p->pagemap_fd < 0)
+    if (!(p->sources & MEMDIFF__SRC_PAGEMAP_SCAN) || p->pagemap_fd < 0)
         return end;
     uint64_t window = (uint64_t)ISLAND_PAGES * p->page_size;
     uint64_t limit = end - pos > window ? pos + window : end;

@@ -63,7 +63,7 @@ static void reverse_ranges(struct page_region *r, size_t n)
  * cannot. */
 static size_t presence_scan(memdiff__proc *p, struct memdiff__linux_presence *s, uint64_t addr)
 {
-    if (!(p->sources & MEMDIFF_SRC_PAGEMAP_SCAN) || p->scan_refused || !p->regions ||
+    if (!(p->sources & MEMDIFF__SRC_PAGEMAP_SCAN) || p->scan_refused || !p->regions ||
         p->pagemap_fd < 0 || addr >> 63)
         return s->window_count;
     const unsigned shift = p->page_shift;

@@ -287,7 +287,15 @@ int memdiff__plat_open(const memdiff__open_args *args, memdiff__arena *scratch,
     proc->scratch = scratch;
     const char *proc_root = args->proc_root ? args->proc_root : "/proc";
     proc->live = args->proc_root == NULL;
+    char fixture_sys[PATH_MAX];
     const char *sys_root = args->sys_root ? args->sys_root : "/sys";
+    if (!args->sys_root && args->proc_root) {
+        /* A fixture tree: its /sys is <root>/sys (memdiff_options.fixture_root). */
+        int rc = memdiff__linux_path(fixture_sys, sizeof fixture_sys, args->proc_root, "sys");
+        if (rc)
+            return rc;
+        sys_root = fixture_sys;
+    }
     proc->proc_root = memdiff__arena_strndup(scratch, proc_root, strlen(proc_root));
     proc->sys_root = memdiff__arena_strndup(scratch, sys_root, strlen(sys_root));
     if (!proc->proc_root || !proc->sys_root)
@@ -314,7 +322,7 @@ int memdiff__plat_open(const memdiff__open_args *args, memdiff__arena *scratch,
      * makes the same check (both go through proc_mem_open(), fs/proc/base.c), so a pagemap
      * that opens says maps would, and maps is asked only when pagemap refuses (or a tree has
      * none): its error, as ever, is the one reported. */
-    unsigned src = MEMDIFF_SRC_MAPS | MEMDIFF_SRC_MODULES;
+    unsigned src = MEMDIFF_SRC_REGIONS | MEMDIFF_SRC_MODULES;
     proc->pagemap_fd = open_in(proc->dir, "pagemap", 0);
     if (proc->pagemap_fd < 0) {
         char path[PATH_MAX];
@@ -335,9 +343,9 @@ int memdiff__plat_open(const memdiff__open_args *args, memdiff__arena *scratch,
                                       proc->pid);
         }
     } else {
-        src |= MEMDIFF_SRC_PAGEMAP;
+        src |= MEMDIFF_SRC_PAGES;
         if (scan_works(proc))
-            src |= MEMDIFF_SRC_PAGEMAP_SCAN;
+            src |= MEMDIFF__SRC_PAGEMAP_SCAN;
     }
     proc->mem_fd = open_in(proc->dir, "mem", 0);
     if (proc->mem_fd >= 0)
@@ -346,12 +354,12 @@ int memdiff__plat_open(const memdiff__open_args *args, memdiff__arena *scratch,
      * tgid_base_stuff); only a fixture tree may have left them out, which these opens tell. */
     const int live = proc->live;
     if (live || has_entry(proc->dir, "status", 0))
-        src |= MEMDIFF_SRC_STATUS;
+        src |= MEMDIFF_SRC_PROCESS_TOTALS;
     if (live || has_entry(proc->dir, "task", O_DIRECTORY))
         src |= MEMDIFF_SRC_THREADS;
 
     caps->pfn_why = PFN_WHY;
-    if ((args->flags & MEMDIFF__OPEN_NO_FRAMES) && (src & MEMDIFF_SRC_PAGEMAP_SCAN)) {
+    if ((args->flags & MEMDIFF__OPEN_NO_FRAMES) && (src & MEMDIFF__SRC_PAGEMAP_SCAN)) {
         /* Fast depth: the scan names the zero page; frames are neither stored nor asked. */
         proc->frames_unasked = 1;
         caps->pfn_why = NOT_ASKED_WHY;
@@ -362,18 +370,18 @@ int memdiff__plat_open(const memdiff__open_args *args, memdiff__arena *scratch,
              * pagemap wants it in the initial one: trust what pagemap shows. */
             caps->pfn_why = PFN_HIDDEN_WHY;
         } else {
-            src |= MEMDIFF_SRC_PFN;
+            src |= MEMDIFF_SRC_FRAMES;
             caps->pfn_why = NULL;
         }
     }
     caps->deep_why = DEEP_WHY;
-    if ((src & MEMDIFF_SRC_PFN) && !(args->flags & MEMDIFF__OPEN_NO_DEEP)) {
+    if ((src & MEMDIFF_SRC_FRAMES) && !(args->flags & MEMDIFF__OPEN_NO_DEEP)) {
         proc->kpageflags_fd = open_kpage(proc, "kpageflags", &caps->deep_why);
         proc->kpagecount_fd = open_kpage(proc, "kpagecount", &caps->deep_why);
         if (proc->kpageflags_fd >= 0)
-            src |= MEMDIFF_SRC_KPAGEFLAGS;
+            src |= MEMDIFF_SRC_PAGE_FLAGS;
         if (proc->kpagecount_fd >= 0)
-            src |= MEMDIFF_SRC_KPAGECOUNT;
+            src |= MEMDIFF_SRC_MAP_COUNTS;
         if (proc->kpageflags_fd >= 0 && proc->kpagecount_fd >= 0)
             caps->deep_why = NULL;
     }
@@ -435,7 +443,7 @@ int memdiff__plat_totals(memdiff__proc *proc, memdiff_process_totals *out)
     int rc = memdiff__linux_path(path, sizeof path, proc->dir, "status");
     if (rc)
         return rc;
-    if (!(proc->sources & MEMDIFF_SRC_STATUS)) {
+    if (!(proc->sources & MEMDIFF_SRC_PROCESS_TOTALS)) {
         /* Not in this tree (a fixture): missing figures are 0. A process that has exited
          * since the open is still an error. */
         return memdiff__linux_alive(proc)

@@ -273,7 +273,7 @@ static int mark_frames(memdiff__proc *p, int fd, const char *path, size_t u, uin
 /* Marks every resident frame of the process idle: the regions' pagemap in batches. */
 static int mark_idle(memdiff__proc *p, memdiff__refs_reset *out)
 {
-    if (!(p->sources & MEMDIFF_SRC_PFN)) {
+    if (!(p->sources & MEMDIFF_SRC_FRAMES)) {
         out->pages_why = "page_idle is indexed by frame number, and frame numbers need "
                          "CAP_SYS_ADMIN: touched per mapping only";
         return MEMDIFF_OK;
@@ -321,15 +321,15 @@ static int mark_idle(memdiff__proc *p, memdiff__refs_reset *out)
 unsigned memdiff__plat_refs_track_pages(memdiff__proc *proc)
 {
     char path[PATH_MAX];
-    if (!(proc->sources & MEMDIFF_SRC_PFN) ||
+    if (!(proc->sources & MEMDIFF_SRC_FRAMES) ||
         memdiff__linux_path(path, sizeof path, proc->sys_root, "kernel/mm/page_idle/bitmap"))
         return 0;
     if (proc->idle_fd < 0)
         proc->idle_fd = memdiff__linux_open(path, 0);
     if (proc->idle_fd < 0)
         return 0;
-    proc->sources |= MEMDIFF_SRC_PAGE_IDLE;
-    return MEMDIFF_SRC_PAGE_IDLE;
+    proc->sources |= MEMDIFF_SRC_PAGE_ACCESS;
+    return MEMDIFF_SRC_PAGE_ACCESS;
 }
 
 int memdiff__linux_idle_attrs(memdiff__proc *p, const uint64_t *pfn, unsigned *attrs, size_t n)

@@ -102,7 +102,7 @@ static int walk_pagemap(memdiff__linux_walker *w, uint64_t addr, uint64_t npages
     struct memdiff__linux_pagemap *pm = w->pagemap;
     uint64_t ps = p->page_size;
     int arrays = w->with_frames || w->deep;
-    int extras = !w->fast && !p->scan_refused && (p->sources & MEMDIFF_SRC_PAGEMAP_SCAN);
+    int extras = !w->fast && !p->scan_refused && (p->sources & MEMDIFF__SRC_PAGEMAP_SCAN);
     while (npages > 0) {
         if (w->pending && w->run_start + w->run_pages * ps != addr) {
             int rc = memdiff__linux_flush(w);
@@ -292,7 +292,7 @@ static int walk_adaptive(memdiff__linux_walker *w, uint64_t start, uint64_t end)
     memdiff__proc *p = w->proc;
     const uint64_t B = w->batch;
     unsigned shift = p->page_shift;
-    int can_scan = (p->sources & MEMDIFF_SRC_PAGEMAP_SCAN) != 0;
+    int can_scan = (p->sources & MEMDIFF__SRC_PAGEMAP_SCAN) != 0;
     uint64_t cur = start;
     int sparse = 0;
     while (cur < end) {
@@ -376,9 +376,9 @@ int memdiff__plat_pages(memdiff__proc *proc, uint64_t start, uint64_t end, memdi
     w.facts = &st->facts;
     w.emit = &st->emit;
     w.fast = depth == MEMDIFF_DEPTH_FAST;
-    w.with_frames = depth >= MEMDIFF_DEPTH_STANDARD && (proc->sources & MEMDIFF_SRC_PFN);
-    w.deep = depth >= MEMDIFF_DEPTH_DEEP && (proc->sources & MEMDIFF_SRC_PFN) &&
-             (proc->sources & MEMDIFF_SRC_KPAGEFLAGS) && (proc->sources & MEMDIFF_SRC_KPAGECOUNT);
+    w.with_frames = depth >= MEMDIFF_DEPTH_STANDARD && (proc->sources & MEMDIFF_SRC_FRAMES);
+    w.deep = depth >= MEMDIFF_DEPTH_DEEP && (proc->sources & MEMDIFF_SRC_FRAMES) &&
+             (proc->sources & MEMDIFF_SRC_PAGE_FLAGS) && (proc->sources & MEMDIFF_SRC_MAP_COUNTS);
     w.file = memdiff__linux_region_file_rule(proc, start, end);
     memdiff__linux_build_table(&w);
     w.batch = w.deep ? MEMDIFF__LINUX_DEEP_BATCH : MEMDIFF__LINUX_BATCH;
@@ -388,7 +388,7 @@ int memdiff__plat_pages(memdiff__proc *proc, uint64_t start, uint64_t end, memdi
         w.batch = MEMDIFF__LINUX_BATCH;
     }
     w.gather = sink->run_bits && !w.deep; /* deep's runs carry kernel flags: run_frames */
-    int scan = (proc->sources & MEMDIFF_SRC_PAGEMAP_SCAN) && !proc->scan_refused;
+    int scan = (proc->sources & MEMDIFF__SRC_PAGEMAP_SCAN) && !proc->scan_refused;
     int rc = buffers(&w, scan);
     if (rc)
         return rc;

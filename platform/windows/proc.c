@@ -32,8 +32,8 @@ int memdiff__plat_open(const memdiff__open_args *args, memdiff__arena *scratch,
     *out = NULL;
     if (args->proc_root || args->sys_root)
         return memdiff__set_error(MEMDIFF_ENOTSUP,
-                                  "proc_root / sys_root name Linux fixture trees; Windows reads "
-                                  "the live process only");
+                                  "fixture_root: Windows reads the live process only, from no "
+                                  "recorded tree");
     memdiff__proc *proc = memdiff__arena_alloc(scratch, sizeof *proc);
     if (!proc)
         return MEMDIFF_ENOMEM;
@@ -79,8 +79,8 @@ int memdiff__plat_open(const memdiff__open_args *args, memdiff__arena *scratch,
     memset(caps, 0, sizeof *caps);
     caps->page_size = proc->page_size;
     caps->pid = proc->pid;
-    /* MEMDIFF_SRC_PAGEMAP stands for the working-set calls: per-page presence and sharing. */
-    caps->sources = MEMDIFF_SRC_MAPS | MEMDIFF_SRC_PAGEMAP | MEMDIFF_SRC_STATUS |
+    /* MEMDIFF_SRC_PAGES stands for the working-set calls: per-page presence and sharing. */
+    caps->sources = MEMDIFF_SRC_REGIONS | MEMDIFF_SRC_PAGES | MEMDIFF_SRC_PROCESS_TOTALS |
                     MEMDIFF_SRC_THREADS | MEMDIFF_SRC_MODULES | MEMDIFF_SRC_HEAPS;
     caps->pfn_why = "Windows exposes no physical frame numbers to user mode";
     caps->deep_why = "Windows exposes no per-frame kernel flags or map counts (the working "
