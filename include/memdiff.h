@@ -694,8 +694,8 @@ typedef struct memdiff_bracket memdiff_bracket;
  * referenced state, resets its peak resident size and, where the kernel has page_idle and frame
  * numbers are visible, marks its resident frames idle; a reset that is refused (clear_refs
  * needs the process's owner or root) is no error: it is recorded in the bracket's info.
- * Errors: as memdiff_snapshot_take(); MEMDIFF_EINVAL (out NULL, bad options). The caller frees
- * *out with memdiff_bracket_free(). */
+ * Errors: as memdiff_snapshot_take(); MEMDIFF_EINVAL (out NULL, bad options, a reference-set
+ * bracket with MEMDIFF_COMPARE_FORCE). The caller frees *out with memdiff_bracket_free(). */
 MEMDIFF_API int memdiff_bracket_begin(const memdiff_bracket_options *options,
                                       memdiff_bracket **out);
 
@@ -709,8 +709,8 @@ MEMDIFF_API int memdiff_bracket_end(memdiff_bracket *bracket, memdiff_diff **out
  * as they are). NULL is allowed. */
 MEMDIFF_API void memdiff_bracket_free(memdiff_bracket *bracket);
 
-/* What a reference-set bracket measures so far (begin's figures; the fields of ended brackets
- * are 0 until the diff, whose memdiff_diff_info.refset has them all). All 0 without
+/* What a reference-set bracket measures: begin's figures (the fields marked "ended brackets"
+ * are always 0 here; the diff's memdiff_diff_info.refset has them). All 0 without
  * MEMDIFF_BRACKET_REFSET. Errors: MEMDIFF_EINVAL. */
 MEMDIFF_API int memdiff_bracket_get_info(const memdiff_bracket *bracket, memdiff_refset_info *out);
 
@@ -777,7 +777,8 @@ typedef enum memdiff_wss_mode {
 /* Initialise with MEMDIFF_WSS_OPTIONS_INIT. */
 typedef struct memdiff_wss_options {
     int pid;                  /* 0: the calling process */
-    const char *fixture_root; /* NULL: the live system; tests: a recorded tree (memdiff_options) */
+    const char *fixture_root; /* NULL: the live system; tests: a recorded tree as in
+                                 memdiff_options (Windows: MEMDIFF_ENOTSUP) */
     memdiff_wss_mode mode;
     uint64_t interval_ns;  /* the sleep per sample; in profile mode, the first step */
     unsigned count;        /* samples (profile: steps); 0: until the callback stops the run */
