@@ -1,7 +1,8 @@
 /*
- * test_refset.c - reference-set brackets (memdiff_refset_*, docs/reference-set.md): touched,
- * persistent and impacting bytes to the page, the peak and transient memory, degraded brackets
- * and the diff's impact accessors.
+ * test_refset.c - reference-set brackets (memdiff_bracket_* with MEMDIFF_BRACKET_REFSET,
+ * docs/reference-set.md): touched, persistent and impacting bytes to the page, the peak and
+ * transient memory, degraded brackets, the diff's impact (memdiff_diff_impact() per category,
+ * memdiff_block.impact per block) and its reference-set info (memdiff_diff_get_info().refset).
  *
  *  - Synthetic: the compare engine's three sources of touched pages (per-page accessed bits,
  *    per-mapping figures, residency after an emptied working set) on tables, every figure exact.
@@ -9,11 +10,15 @@
  *    around memory the test lays out as a mapping of its own (scenario_util.h: guard pages), so
  *    that the kernel's per-mapping "Referenced" figure is this memory's alone. Touched counts
  *    are exact: clear_refs "1" clears the accessed bits and the backend's "4" flushes the TLB,
- *    so each access the test makes walks the page table and sets the bit again.
+ *    so each access the test makes walks the page table and sets the bit again. A bracket on
+ *    the calling process settles the heap (malloc_trim) and warms memdiff up before its before
+ *    snapshot, reference-set brackets too; the test that needs no settling says so.
  *  - The recorded /proc tree (tests/fixtures/recorded: a real 6.18 process, and a constructed
  *    page_idle bitmap): the per-page path end to end on a kernel CI lacks, with accesses,
  *    new pages, freed pages and a peak the test writes into the expanded copy between begin and
- *    end (begin writes clear_refs and the bitmap, so it works on a copy).
+ *    end (begin writes clear_refs and the bitmap, so it works on a copy). The bracket reads the
+ *    copy as its fixture_root: /proc as ROOT, /sys as ROOT/sys; "no page_idle" is the copy
+ *    with its sys/ renamed away.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -44,13 +49,37 @@ static uint64_t pages(uint64_t bytes)
     return bytes / scn_page();
 }
 
-/* The impact of the block k of d. */
-static memdiff_impact block_impact(const memdiff_diff *d, const memdiff_block *k)
+/* Block index of d, which must exist. */
+static memdiff_block block(const memdiff_diff *d, size_t index)
 {
-    memdiff_impact m;
-    size_t index = (size_t)(k - memdiff_diff_block(d, 0));
-    ck_assert_int_eq(memdiff_diff_block_impact(d, index, &m), MEMDIFF_OK);
-    return m;
+    memdiff_block k;
+    int rc = memdiff_diff_block(d, index, &k);
+    ck_assert_msg(rc == MEMDIFF_OK, "block %zu of %zu: %s", index, memdiff_diff_block_count(d),
+                  memdiff_status_name(rc));
+    return k;
+}
+
+/* The first block of d in category cat whose span contains addr; the test fails, with the
+ * diff's report, when there is none. (scenario_util.h's scn_block_at() handed out a pointer
+ * into the diff, which memdiff_diff_block() no longer does: this one copies.) */
+static memdiff_block block_at(const memdiff_diff *d, uintptr_t addr, memdiff_category cat)
+{
+    for (size_t i = 0; i < memdiff_diff_block_count(d); i++) {
+        memdiff_block k = block(d, i);
+        if (k.category == cat && k.start <= addr && addr < k.end)
+            return k;
+    }
+    char *r = scn_report(d, 0);
+    ck_abort_msg("no %s block contains 0x%llx; the diff:\n%s", memdiff_category_name(cat),
+                 (unsigned long long)addr, r);
+}
+
+/* The reference-set figures of d (all 0 for a diff of no reference-set bracket). */
+static memdiff_refset_info refset_of(const memdiff_diff *d)
+{
+    memdiff_diff_info di;
+    ck_assert_int_eq(memdiff_diff_get_info(d, &di), MEMDIFF_OK);
+    return di.refset;
 }
 
 /* ---- synthetic: the compare engine's bookkeeping ----------------------------------------- */
@@ -121,42 +150,39 @@ START_TEST(synthetic_per_page)
     memdiff__refs_in refs = {1, 0, NULL};
     memdiff_diff *d = synth_refs(0, &refs);
     memdiff_impact m;
-    ck_assert_int_eq(memdiff_diff_impact(d, &m), MEMDIFF_OK);
+    ck_assert_int_eq(memdiff_diff_impact(d, MEMDIFF_CAT_ALL, &m), MEMDIFF_OK);
     check_impact(&m, 20, 74, 4, "total");
-    ck_assert_int_eq(memdiff_diff_category_impact(d, MEMDIFF_CAT_OWN, &m), MEMDIFF_OK);
+    ck_assert_int_eq(memdiff_diff_impact(d, MEMDIFF_CAT_OWN, &m), MEMDIFF_OK);
     check_impact(&m, 4, 2, 2, "own");
-    ck_assert_int_eq(memdiff_diff_category_impact(d, MEMDIFF_CAT_IMAGE, &m), MEMDIFF_OK);
+    ck_assert_int_eq(memdiff_diff_impact(d, MEMDIFF_CAT_IMAGE, &m), MEMDIFF_OK);
     check_impact(&m, 0, 4, 0, "image");
 
     /* Blocks: the heap (changed) and the mapping (touched only); the library, resident and
      * untouched, is in none. */
     ck_assert_uint_eq(memdiff_diff_block_count(d), 2);
-    const memdiff_block *k = memdiff_diff_block(d, 0);
-    ck_assert_uint_eq(k->start, HEAP);
-    ck_assert_uint_eq(k->end, HEAP + 10 * PG);
-    ck_assert_int_eq(k->change, MEMDIFF_CHANGE_MIXED);
-    m = block_impact(d, k);
-    check_impact(&m, 4, 6, 4, "heap block");
-    k = memdiff_diff_block(d, 1);
-    ck_assert_uint_eq(k->start, MAP + 10 * PG);
-    ck_assert_uint_eq(k->end, MAP + 26 * PG);
-    ck_assert_int_eq(k->change, MEMDIFF_CHANGE_TOUCHED);
-    ck_assert_uint_eq(k->presence, BOTH);
-    ck_assert_uint_eq(k->totals.new_bytes + k->totals.freed_bytes, 0);
-    m = block_impact(d, k);
-    check_impact(&m, 16, 64, 0, "mapping block (persistent pages before it included)");
-    ck_assert_str_eq(memdiff_change_name(k->change), "touched");
+    memdiff_block k = block(d, 0);
+    ck_assert_uint_eq(k.start, HEAP);
+    ck_assert_uint_eq(k.end, HEAP + 10 * PG);
+    ck_assert_int_eq(k.change, MEMDIFF_CHANGE_MIXED);
+    check_impact(&k.impact, 4, 6, 4, "heap block");
+    k = block(d, 1);
+    ck_assert_uint_eq(k.start, MAP + 10 * PG);
+    ck_assert_uint_eq(k.end, MAP + 26 * PG);
+    ck_assert_int_eq(k.change, MEMDIFF_CHANGE_TOUCHED);
+    ck_assert_uint_eq(k.presence, BOTH);
+    ck_assert_uint_eq(k.totals.new_bytes + k.totals.freed_bytes, 0);
+    check_impact(&k.impact, 16, 64, 0, "mapping block (persistent pages before it included)");
+    ck_assert_str_eq(memdiff_change_name(k.change), "touched");
     memdiff_diff_free(d);
 
     /* Verbose: one block per run; persistent pages that were not touched are in none. */
     d = synth_refs(MEMDIFF_COMPARE_VERBOSE, &refs);
     ck_assert_uint_eq(memdiff_diff_block_count(d), 4);
-    k = memdiff_diff_block(d, 3);
-    ck_assert_uint_eq(k->start, MAP + 10 * PG);
-    ck_assert_uint_eq(k->end, MAP + 26 * PG);
-    ck_assert_uint_eq(k->attrs_after, PRES | PRIV | ACC);
-    m = block_impact(d, k);
-    check_impact(&m, 16, 16, 0, "verbose mapping block");
+    k = block(d, 3);
+    ck_assert_uint_eq(k.start, MAP + 10 * PG);
+    ck_assert_uint_eq(k.end, MAP + 26 * PG);
+    ck_assert_uint_eq(k.attrs_after, PRES | PRIV | ACC);
+    check_impact(&k.impact, 16, 16, 0, "verbose mapping block");
     memdiff_diff_free(d);
 }
 END_TEST
@@ -168,16 +194,15 @@ START_TEST(synthetic_per_mapping)
     memdiff__refs_in refs = {0, 0, touched};
     memdiff_diff *d = synth_refs(0, &refs);
     memdiff_impact m;
-    ck_assert_int_eq(memdiff_diff_impact(d, &m), MEMDIFF_OK);
+    ck_assert_int_eq(memdiff_diff_impact(d, MEMDIFF_CAT_ALL, &m), MEMDIFF_OK);
     check_impact(&m, 8, 74, 4, "total");
     ck_assert_uint_eq(memdiff_diff_block_count(d), 2);
-    const memdiff_block *k = memdiff_diff_block(d, 1);
+    memdiff_block k = block(d, 1);
     /* Per-mapping touched bytes say how many, not which: the block spans the region. */
-    ck_assert_uint_eq(k->start, MAP);
-    ck_assert_uint_eq(k->end, MAP + 64 * PG);
-    ck_assert_int_eq(k->change, MEMDIFF_CHANGE_TOUCHED);
-    m = block_impact(d, k);
-    check_impact(&m, 5, 64, 0, "mapping block");
+    ck_assert_uint_eq(k.start, MAP);
+    ck_assert_uint_eq(k.end, MAP + 64 * PG);
+    ck_assert_int_eq(k.change, MEMDIFF_CHANGE_TOUCHED);
+    check_impact(&k.impact, 5, 64, 0, "mapping block");
     memdiff_diff_free(d);
 }
 END_TEST
@@ -188,36 +213,70 @@ START_TEST(synthetic_resident_is_touched)
     memdiff__refs_in refs = {0, 1, NULL};
     memdiff_diff *d = synth_refs(0, &refs);
     memdiff_impact m;
-    ck_assert_int_eq(memdiff_diff_impact(d, &m), MEMDIFF_OK);
+    ck_assert_int_eq(memdiff_diff_impact(d, MEMDIFF_CAT_ALL, &m), MEMDIFF_OK);
     check_impact(&m, 8 + 4 + 64, 74, 4, "total");
     ck_assert_uint_eq(memdiff_diff_block_count(d), 3); /* the library's block appears */
     memdiff_diff_free(d);
 }
 END_TEST
 
+/* All 0: what memdiff_diff_get_info() gives a diff of no reference-set bracket. */
+static void expect_no_refset(const memdiff_refset_info *in)
+{
+    ck_assert_uint_eq(in->sources, 0);
+    ck_assert_ptr_null(in->degraded);
+    ck_assert_uint_eq(in->begin_rss_bytes | in->end_rss_bytes | in->peak_bytes |
+                          in->peak_slack_bytes | in->transient_bytes | in->untracked_bytes,
+                      0);
+}
+
 START_TEST(plain_diff_has_no_impact)
 {
-    synth_spec s = {.regions = regions, .region_count = SYNTH_COUNT(regions),
-                    .runs = after_runs, .run_count = SYNTH_COUNT(after_runs)};
-    memdiff_snapshot *a = synth_snapshot(&s);
+    synth_spec sb = {.regions = regions, .region_count = SYNTH_COUNT(regions),
+                     .runs = before_runs, .run_count = SYNTH_COUNT(before_runs)};
+    synth_spec sa = {.regions = regions, .region_count = SYNTH_COUNT(regions),
+                     .runs = after_runs, .run_count = SYNTH_COUNT(after_runs)};
+    memdiff_snapshot *b = synth_snapshot(&sb), *a = synth_snapshot(&sa);
     memdiff_diff *d = NULL;
     ck_assert_int_eq(memdiff_compare(a, a, 0, &d), MEMDIFF_OK);
     ck_assert_uint_eq(memdiff_diff_block_count(d), 0); /* touched attrs alone make no block */
     memdiff_impact m;
-    memdiff_refset_info in;
-    ck_assert_int_eq(memdiff_diff_impact(d, &m), MEMDIFF_EINVAL);
+    memdiff_block k;
+    ck_assert_int_eq(memdiff_diff_impact(d, MEMDIFF_CAT_ALL, &m), MEMDIFF_EINVAL);
     ck_assert_ptr_nonnull(strstr(memdiff_last_error(), "reference-set bracket"));
-    ck_assert_int_eq(memdiff_diff_category_impact(d, MEMDIFF_CAT_HEAP, &m), MEMDIFF_EINVAL);
-    ck_assert_int_eq(memdiff_diff_block_impact(d, 0, &m), MEMDIFF_EINVAL);
-    ck_assert_int_eq(memdiff_diff_refset_info(d, &in), MEMDIFF_EINVAL);
+    ck_assert_int_eq(memdiff_diff_impact(d, MEMDIFF_CAT_HEAP, &m), MEMDIFF_EINVAL);
+    ck_assert_int_eq(memdiff_diff_block(d, 0, &k), MEMDIFF_ERANGE); /* there is none */
+    /* The reference-set info is part of every diff's info now: all 0 here, not an error. */
+    memdiff_refset_info in = refset_of(d);
+    expect_no_refset(&in);
+    memdiff_diff_free(d);
+
+    /* A plain diff that has blocks (the heap's, the library's...): each block's impact is all 0,
+     * where the old per-block accessor refused the diff. */
+    ck_assert_int_eq(memdiff_compare(b, a, 0, &d), MEMDIFF_OK);
+    ck_assert_uint_gt(memdiff_diff_block_count(d), 0);
+    for (size_t i = 0; i < memdiff_diff_block_count(d); i++) {
+        k = block(d, i);
+        ck_assert_msg(k.impact.touched_bytes == 0 && k.impact.persistent_bytes == 0 &&
+                          k.impact.impacting_bytes == 0 && k.impact.transient_bytes == 0,
+                      "block %zu of a plain diff has an impact: %s", i, scn_block_str(&k));
+    }
+    ck_assert_int_eq(memdiff_diff_impact(d, MEMDIFF_CAT_ALL, &m), MEMDIFF_EINVAL);
+    in = refset_of(d);
+    expect_no_refset(&in);
     memdiff_diff_free(d);
     memdiff_snapshot_free(a);
+    memdiff_snapshot_free(b);
 
     memdiff__refs_in refs = {1, 0, NULL};
     d = synth_refs(0, &refs);
-    ck_assert_int_eq(memdiff_diff_block_impact(d, 2, &m), MEMDIFF_ERANGE);
-    ck_assert_int_eq(memdiff_diff_category_impact(d, MEMDIFF_CAT_COUNT, &m), MEMDIFF_EINVAL);
-    ck_assert_int_eq(memdiff_diff_impact(d, NULL), MEMDIFF_EINVAL);
+    ck_assert_int_eq(memdiff_diff_block(d, 2, &k), MEMDIFF_ERANGE); /* two blocks */
+    /* MEMDIFF_CAT_COUNT is MEMDIFF_CAT_ALL now (the total, checked above); one past it is out
+     * of range. */
+    ck_assert_int_eq(memdiff_diff_impact(d, (memdiff_category)(MEMDIFF_CAT_COUNT + 1), &m),
+                     MEMDIFF_EINVAL);
+    ck_assert_int_eq(memdiff_diff_impact(d, MEMDIFF_CAT_ALL, NULL), MEMDIFF_EINVAL);
+    ck_assert_int_eq(memdiff_diff_block(d, 0, NULL), MEMDIFF_EINVAL);
     memdiff_diff_free(d);
 }
 END_TEST
@@ -237,32 +296,33 @@ START_TEST(assert_measures)
     in.peak_bytes = 164 * PG;
     memdiff_diff *d = synth_bracket_diff(&b, &a, 0, &in);
     int64_t v = 0;
-    ck_assert_int_eq(memdiff_figure(d, NULL, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_TOUCHED, &v),
-                     MEMDIFF_OK);
+    memdiff_figure touched = {MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_TOUCHED, NULL};
+    ck_assert_int_eq(memdiff_diff_figure(d, &touched, &v), MEMDIFF_OK);
     ck_assert_int_eq(v, 20 * (int64_t)PG);
-    ck_assert_int_eq(memdiff_figure(d, NULL, MEMDIFF_CAT_PRIVATE, MEMDIFF_MEASURE_TOUCHED, &v),
-                     MEMDIFF_OK);
+    touched.category = MEMDIFF_CAT_PRIVATE;
+    ck_assert_int_eq(memdiff_diff_figure(d, &touched, &v), MEMDIFF_OK);
     ck_assert_int_eq(v, 16 * (int64_t)PG);
-    ck_assert_int_eq(memdiff_figure(d, NULL, MEMDIFF_CAT_OWN, MEMDIFF_MEASURE_TOUCHED, &v),
-                     MEMDIFF_OK);
+    touched.category = MEMDIFF_CAT_OWN;
+    ck_assert_int_eq(memdiff_diff_figure(d, &touched, &v), MEMDIFF_OK);
     ck_assert_int_eq(v, 4 * (int64_t)PG);
     memdiff_filter f = MEMDIFF_FILTER_INIT;
     f.ignore_categories = MEMDIFF_CAT_BIT(MEMDIFF_CAT_PRIVATE);
-    ck_assert_int_eq(memdiff_figure(d, &f, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_TOUCHED, &v),
-                     MEMDIFF_OK);
+    touched.category = MEMDIFF_CAT_ALL;
+    touched.filter = &f;
+    ck_assert_int_eq(memdiff_diff_figure(d, &touched, &v), MEMDIFF_OK);
     ck_assert_int_eq(v, 4 * (int64_t)PG); /* the heap's */
-    ck_assert_int_eq(memdiff_figure(d, NULL, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_PEAK, &v),
-                     MEMDIFF_OK);
+    memdiff_figure peak = {MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_PEAK, NULL};
+    ck_assert_int_eq(memdiff_diff_figure(d, &peak, &v), MEMDIFF_OK);
     ck_assert_int_eq(v, 64 * (int64_t)PG);
-    ck_assert_int_eq(memdiff_figure(d, NULL, MEMDIFF_CAT_HEAP, MEMDIFF_MEASURE_PEAK, &v),
-                     MEMDIFF_EINVAL);
+    peak.category = MEMDIFF_CAT_HEAP;
+    ck_assert_int_eq(memdiff_diff_figure(d, &peak, &v), MEMDIFF_EINVAL);
+    peak.category = MEMDIFF_CAT_ALL;
     char msg[2048];
-    ck_assert_int_eq(memdiff_check(d, NULL, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_TOUCHED,
-                                   MEMDIFF_CMP_LE, 8 * (int64_t)PG, msg, sizeof msg),
+    touched.filter = NULL;
+    ck_assert_int_eq(memdiff_check(d, &touched, MEMDIFF_CMP_LE, 8 * (int64_t)PG, msg, sizeof msg),
                      0);
     ck_assert_msg(strstr(msg, "touched") && strstr(msg, "anonymous"), "%s", msg);
-    ck_assert_int_eq(memdiff_check(d, NULL, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_PEAK,
-                                   MEMDIFF_CMP_LE, 64 * (int64_t)PG, msg, sizeof msg),
+    ck_assert_int_eq(memdiff_check(d, &peak, MEMDIFF_CMP_LE, 64 * (int64_t)PG, msg, sizeof msg),
                      1);
     memdiff_diff_free(d);
 }
@@ -270,20 +330,25 @@ END_TEST
 
 /* ---- real brackets of this process ------------------------------------------------------- */
 
-static memdiff_refset *begin_self(void)
+/* A reference-set bracket on this process, with the given MEMDIFF_BRACKET_* flags besides
+ * MEMDIFF_BRACKET_REFSET and the compare flags of its diff. */
+static memdiff_bracket *begin_self(unsigned flags, unsigned compare_flags)
 {
-    memdiff_refset *rs = NULL;
-    int rc = memdiff_refset_begin(NULL, &rs);
-    ck_assert_msg(rc == MEMDIFF_OK, "memdiff_refset_begin: %s: %s", memdiff_status_name(rc),
+    memdiff_bracket_options bo = MEMDIFF_BRACKET_OPTIONS_INIT;
+    bo.flags = MEMDIFF_BRACKET_REFSET | flags;
+    bo.compare_flags = compare_flags;
+    memdiff_bracket *b = NULL;
+    int rc = memdiff_bracket_begin(&bo, &b);
+    ck_assert_msg(rc == MEMDIFF_OK, "memdiff_bracket_begin: %s: %s", memdiff_status_name(rc),
                   memdiff_last_error());
-    return rs;
+    return b;
 }
 
-static memdiff_diff *end_ok(memdiff_refset *rs, unsigned flags)
+static memdiff_diff *end_ok(memdiff_bracket *b)
 {
     memdiff_diff *d = NULL;
-    int rc = memdiff_refset_end(rs, flags, &d);
-    ck_assert_msg(rc == MEMDIFF_OK, "memdiff_refset_end: %s: %s", memdiff_status_name(rc),
+    int rc = memdiff_bracket_end(b, &d);
+    ck_assert_msg(rc == MEMDIFF_OK, "memdiff_bracket_end: %s: %s", memdiff_status_name(rc),
                   memdiff_last_error());
     if (getenv("MEMDIFF_SCN_DEBUG")) {
         char *r = scn_report(d, 0);
@@ -297,8 +362,7 @@ static memdiff_diff *end_ok(memdiff_refset *rs, unsigned flags)
  * where a kernel has it and the test runs as root). */
 static void expect_touched_known(const memdiff_diff *d)
 {
-    memdiff_refset_info in;
-    ck_assert_int_eq(memdiff_diff_refset_info(d, &in), MEMDIFF_OK);
+    memdiff_refset_info in = refset_of(d);
     ck_assert_msg((in.sources & MEMDIFF_REFS_CLEARED) &&
                       (in.sources & (MEMDIFF_REFS_MAPPINGS | MEMDIFF_REFS_PAGES)),
                   "sources 0x%x: %s", in.sources, in.degraded ? in.degraded : "");
@@ -311,35 +375,35 @@ START_TEST(touched_resident_pages)
     size_t ps = scn_page();
     char *m = scn_map(MAP_PAGES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     memset(m, 1, MAP_PAGES * ps); /* all resident before the bracket */
-    memdiff_refset *rs = begin_self();
+    memdiff_bracket *b = begin_self(0, 0);
     volatile char *v = m;
     unsigned sum = 0;
     for (size_t i = 0; i < K; i++)
         sum += (unsigned char)v[(3 + 2 * i) * ps]; /* K pages read */
     for (size_t i = 0; i < K; i++)
         v[(40 + i) * ps + 7] = (char)(sum + i); /* K other pages written */
-    memdiff_diff *d = end_ok(rs, 0);
+    memdiff_diff *d = end_ok(b);
     expect_touched_known(d);
 
-    const memdiff_block *k = scn_block_at(d, (uintptr_t)m + 3 * ps, MEMDIFF_CAT_PRIVATE);
-    memdiff_impact im = block_impact(d, k);
+    memdiff_block k = block_at(d, (uintptr_t)m + 3 * ps, MEMDIFF_CAT_PRIVATE);
+    memdiff_impact im = k.impact;
     ck_assert_msg(pages(im.touched_bytes) == 2 * K, "touched %llu pages, want %d: %s",
-                  (unsigned long long)pages(im.touched_bytes), 2 * K, scn_block_str(k));
-    ck_assert_uint_eq(k->totals.new_bytes, 0);
-    ck_assert_uint_eq(k->totals.freed_bytes, 0);
-    ck_assert_int_eq(k->change, MEMDIFF_CHANGE_TOUCHED);
-    ck_assert_uint_eq(k->presence, BOTH);
+                  (unsigned long long)pages(im.touched_bytes), 2 * K, scn_block_str(&k));
+    ck_assert_uint_eq(k.totals.new_bytes, 0);
+    ck_assert_uint_eq(k.totals.freed_bytes, 0);
+    ck_assert_int_eq(k.change, MEMDIFF_CHANGE_TOUCHED);
+    ck_assert_uint_eq(k.presence, BOTH);
     ck_assert_uint_eq(pages(im.persistent_bytes), MAP_PAGES);
     ck_assert_uint_eq(im.impacting_bytes, 0);
-    ck_assert_uint_ge(k->start, (uintptr_t)m);
-    ck_assert_uint_le(k->end, (uintptr_t)m + MAP_PAGES * ps);
+    ck_assert_uint_ge(k.start, (uintptr_t)m);
+    ck_assert_uint_le(k.end, (uintptr_t)m + MAP_PAGES * ps);
 
     /* Touched is a reference set: the test's own stack and code were accessed as well. */
     memdiff_impact total;
-    ck_assert_int_eq(memdiff_diff_impact(d, &total), MEMDIFF_OK);
+    ck_assert_int_eq(memdiff_diff_impact(d, MEMDIFF_CAT_ALL, &total), MEMDIFF_OK);
     ck_assert_uint_gt(total.touched_bytes, im.touched_bytes);
     memdiff_diff_free(d);
-    memdiff_refset_free(rs);
+    memdiff_bracket_free(b);
     scn_unmap(m, MAP_PAGES);
 }
 END_TEST
@@ -348,7 +412,7 @@ START_TEST(touched_new_pages)
 {
     size_t ps = scn_page();
     char *m = scn_map(MAP_PAGES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    memdiff_refset *rs = begin_self();
+    memdiff_bracket *b = begin_self(0, 0);
     volatile char *v = m;
     for (size_t i = 0; i < 10; i++)
         v[(2 * i) * ps] = 1; /* 10 new pages */
@@ -357,17 +421,17 @@ START_TEST(touched_new_pages)
     /* Where the kernel maps no zero page, a read fault allocates a page as a write does: those
      * five are new and touched too. */
     const uint64_t want = scn_zero_page_on_read() ? 10 : 15;
-    memdiff_diff *d = end_ok(rs, 0);
+    memdiff_diff *d = end_ok(b);
     expect_touched_known(d);
-    const memdiff_block *k = scn_block_at(d, (uintptr_t)m, MEMDIFF_CAT_PRIVATE);
-    memdiff_impact im = block_impact(d, k);
-    ck_assert_uint_eq(pages(k->totals.new_bytes), want);
+    memdiff_block k = block_at(d, (uintptr_t)m, MEMDIFF_CAT_PRIVATE);
+    memdiff_impact im = k.impact;
+    ck_assert_uint_eq(pages(k.totals.new_bytes), want);
     ck_assert_uint_eq(pages(im.touched_bytes), want);
     ck_assert_uint_eq(im.persistent_bytes, 0);
     ck_assert_uint_eq(pages(im.impacting_bytes), want);
-    ck_assert_int_eq(k->change, MEMDIFF_CHANGE_NEW);
+    ck_assert_int_eq(k.change, MEMDIFF_CHANGE_NEW);
     memdiff_diff_free(d);
-    memdiff_refset_free(rs);
+    memdiff_bracket_free(b);
     scn_unmap(m, MAP_PAGES);
 }
 END_TEST
@@ -390,17 +454,16 @@ enum { BIG = 64 << 20 };
 START_TEST(transient_block)
 {
     size_t ps = scn_page();
-    memdiff_refset *rs = begin_self();
+    memdiff_bracket *b = begin_self(0, 0);
     char *big = alloc_fn(BIG);
     ck_assert_ptr_nonnull(big);
     memset(big, 1, BIG);
     __asm__ volatile("" : : "r"(big) : "memory");
     uintptr_t at = (uintptr_t)big;
     free_fn(big);
-    memdiff_diff *d = end_ok(rs, 0);
+    memdiff_diff *d = end_ok(b);
 
-    memdiff_refset_info in;
-    ck_assert_int_eq(memdiff_diff_refset_info(d, &in), MEMDIFF_OK);
+    memdiff_refset_info in = refset_of(d);
     ck_assert_msg(in.sources & MEMDIFF_REFS_PEAK, "no peak: %s", in.degraded ? in.degraded : "");
     uint64_t want = BIG + ps; /* the block and glibc's chunk header page */
     int64_t off = (int64_t)in.transient_bytes - (int64_t)want;
@@ -418,20 +481,20 @@ START_TEST(transient_block)
      * shadow of the block: an eighth of it). */
     ck_assert_uint_le(in.transient_bytes, want + want / 8 + 2 * in.peak_slack_bytes);
     memdiff_impact im;
-    ck_assert_int_eq(memdiff_diff_impact(d, &im), MEMDIFF_OK);
+    ck_assert_int_eq(memdiff_diff_impact(d, MEMDIFF_CAT_ALL, &im), MEMDIFF_OK);
     ck_assert_uint_eq(im.transient_bytes, in.transient_bytes);
 
     for (size_t i = 0; i < memdiff_diff_block_count(d); i++) {
-        const memdiff_block *k = memdiff_diff_block(d, i);
-        ck_assert_msg(k->end <= at || k->start >= at + BIG, "a block over the freed block: %s",
-                      scn_block_str(k));
+        memdiff_block k = block(d, i);
+        ck_assert_msg(k.end <= at || k.start >= at + BIG, "a block over the freed block: %s",
+                      scn_block_str(&k));
     }
     memdiff_totals t;
-    memdiff_diff_totals(d, &t);
+    ck_assert_int_eq(memdiff_diff_totals(d, MEMDIFF_CAT_ALL, &t), MEMDIFF_OK);
     ck_assert_msg(t.net_bytes < (1 << 20) && t.net_bytes > -(1 << 20), "net %lld",
                   (long long)t.net_bytes);
     memdiff_diff_free(d);
-    memdiff_refset_free(rs);
+    memdiff_bracket_free(b);
 }
 END_TEST
 
@@ -447,18 +510,20 @@ START_TEST(peak_of_kept_memory)
     enum { KEPT = 4096 };
     size_t ps = scn_page();
     char *m = scn_map(KEPT, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    memdiff_refset *rs = begin_self();
+    /* No settling: the peak is the end to the page only when nothing is given back during the
+     * bracket, and the end's malloc_trim() would give the heap's free pages back (lowering the
+     * RSS below VmHWM). The reference-set bracket of 0.1 never settled; this keeps that. */
+    memdiff_bracket *b = begin_self(MEMDIFF_BRACKET_NO_SETTLE, 0);
     memset(m, 1, (size_t)KEPT * ps);
-    memdiff_diff *d = end_ok(rs, 0);
-    memdiff_refset_info in;
-    ck_assert_int_eq(memdiff_diff_refset_info(d, &in), MEMDIFF_OK);
+    memdiff_diff *d = end_ok(b);
+    memdiff_refset_info in = refset_of(d);
     ck_assert(in.sources & MEMDIFF_REFS_PEAK);
-    const memdiff_block *k = scn_block_at(d, (uintptr_t)m, MEMDIFF_CAT_PRIVATE);
-    ck_assert_uint_eq(pages(k->totals.new_bytes), KEPT);
+    memdiff_block k = block_at(d, (uintptr_t)m, MEMDIFF_CAT_PRIVATE);
+    ck_assert_uint_eq(pages(k.totals.new_bytes), KEPT);
     ck_assert_uint_eq(in.peak_bytes, in.end_rss_bytes);
     ck_assert_uint_eq(in.transient_bytes, 0);
     memdiff_totals t;
-    memdiff_diff_totals(d, &t);
+    ck_assert_int_eq(memdiff_diff_totals(d, MEMDIFF_CAT_ALL, &t), MEMDIFF_OK);
     int64_t grew = (int64_t)(in.peak_bytes - in.begin_rss_bytes);
     fprintf(stderr, "peak_of_kept_memory: peak - begin %lld pages, diff net %lld pages\n",
             (long long)(grew / (int64_t)ps), (long long)(t.net_bytes / (int64_t)ps));
@@ -473,36 +538,145 @@ START_TEST(peak_of_kept_memory)
                   (long long)(grew / (int64_t)ps), (long long)(t.net_bytes / (int64_t)ps),
                   (long long)(slack / (int64_t)ps));
     memdiff_diff_free(d);
-    memdiff_refset_free(rs);
+    memdiff_bracket_free(b);
     scn_unmap(m, KEPT);
 }
 END_TEST
 
 START_TEST(api_errors)
 {
-    memdiff_refset *rs = NULL;
-    memdiff_diff *d = (memdiff_diff *)&rs;
+    memdiff_bracket *b = NULL;
+    memdiff_diff *d = (memdiff_diff *)&b;
     memdiff_refset_info in;
-    ck_assert_int_eq(memdiff_refset_begin(NULL, NULL), MEMDIFF_EINVAL);
-    memdiff_options o = MEMDIFF_OPTIONS_INIT;
-    o.pid = 999999999; /* above PID_MAX_LIMIT */
-    ck_assert_int_eq(memdiff_refset_begin(&o, &rs), MEMDIFF_ESRCH);
-    ck_assert_ptr_null(rs);
-    ck_assert_int_eq(memdiff_refset_end(NULL, 0, &d), MEMDIFF_EINVAL);
+    memdiff_bracket_options bo = MEMDIFF_BRACKET_OPTIONS_INIT;
+    bo.flags = MEMDIFF_BRACKET_REFSET;
+    ck_assert_int_eq(memdiff_bracket_begin(&bo, NULL), MEMDIFF_EINVAL);
+    bo.snapshot.pid = 999999999; /* above PID_MAX_LIMIT */
+    b = (memdiff_bracket *)&d;
+    ck_assert_int_eq(memdiff_bracket_begin(&bo, &b), MEMDIFF_ESRCH);
+    ck_assert_ptr_null(b);
+    /* Flags the bracket does not know, and compare flags memdiff_compare() does not know, are
+     * refused at begin (0.1's memdiff_refset_end() refused its unknown flags at the end). */
+    bo.snapshot.pid = 0;
+    bo.flags = MEMDIFF_BRACKET_REFSET | 0x100u;
+    b = (memdiff_bracket *)&d;
+    ck_assert_int_eq(memdiff_bracket_begin(&bo, &b), MEMDIFF_EINVAL);
+    ck_assert_ptr_null(b);
+    bo.flags = MEMDIFF_BRACKET_REFSET;
+    bo.compare_flags = 0x100u;
+    b = (memdiff_bracket *)&d;
+    ck_assert_int_eq(memdiff_bracket_begin(&bo, &b), MEMDIFF_EINVAL);
+    ck_assert_ptr_null(b);
+    ck_assert_int_eq(memdiff_bracket_end(NULL, &d), MEMDIFF_EINVAL);
     ck_assert_ptr_null(d);
-    rs = begin_self();
-    ck_assert_int_eq(memdiff_refset_get_info(rs, &in), MEMDIFF_OK);
+
+    b = begin_self(0, MEMDIFF_COMPARE_VERBOSE);
+    ck_assert_int_eq(memdiff_bracket_get_info(b, &in), MEMDIFF_OK);
     ck_assert_uint_gt(in.begin_rss_bytes, 0);
     ck_assert_uint_eq(in.peak_bytes, 0); /* known at the end only */
-    ck_assert_int_eq(memdiff_refset_get_info(NULL, &in), MEMDIFF_EINVAL);
-    ck_assert_int_eq(memdiff_refset_end(rs, MEMDIFF_COMPARE_FORCE, &d), MEMDIFF_EINVAL);
-    d = end_ok(rs, MEMDIFF_COMPARE_VERBOSE);
-    memdiff_diff *again = NULL;
-    ck_assert_int_eq(memdiff_refset_end(rs, 0, &again), MEMDIFF_EINVAL);
+    ck_assert_int_eq(memdiff_bracket_get_info(NULL, &in), MEMDIFF_EINVAL);
+    ck_assert_int_eq(memdiff_bracket_get_info(b, NULL), MEMDIFF_EINVAL);
+    ck_assert_int_eq(memdiff_bracket_end(b, NULL), MEMDIFF_EINVAL);
+    d = end_ok(b); /* the end above was refused before it ended anything */
+    memdiff_diff_info di;
+    ck_assert_int_eq(memdiff_diff_get_info(d, &di), MEMDIFF_OK);
+    ck_assert_uint_eq(di.compare_flags, MEMDIFF_COMPARE_VERBOSE); /* begin's, for the end */
+    ck_assert_uint_gt(di.refset.peak_bytes, 0);
+    /* An ended bracket: one end only; it stays to be freed and still answers. */
+    memdiff_diff *again = (memdiff_diff *)&b;
+    ck_assert_int_eq(memdiff_bracket_end(b, &again), MEMDIFF_EINVAL);
     ck_assert_ptr_null(again);
+    ck_assert_int_eq(memdiff_bracket_get_info(b, &in), MEMDIFF_OK);
     memdiff_diff_free(d);
-    memdiff_refset_free(rs);
-    memdiff_refset_free(NULL);
+    memdiff_bracket_free(b);
+    memdiff_bracket_free(NULL);
+}
+END_TEST
+
+/* A bracket without MEMDIFF_BRACKET_REFSET is a plain one: nothing cleared or reset, its info
+ * and its diff's reference-set info all 0, no impact. */
+START_TEST(plain_bracket_has_no_refset)
+{
+    memdiff_bracket *b = NULL;
+    ck_assert_int_eq(memdiff_bracket_begin(NULL, &b), MEMDIFF_OK);
+    memdiff_refset_info in;
+    memset(&in, 0xa5, sizeof in);
+    ck_assert_int_eq(memdiff_bracket_get_info(b, &in), MEMDIFF_OK);
+    expect_no_refset(&in);
+    memdiff_diff *d = end_ok(b);
+    in = refset_of(d);
+    expect_no_refset(&in);
+    memdiff_impact m;
+    ck_assert_int_eq(memdiff_diff_impact(d, MEMDIFF_CAT_ALL, &m), MEMDIFF_EINVAL);
+    int64_t v = 0;
+    memdiff_figure touched = {MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_TOUCHED, NULL};
+    ck_assert_int_eq(memdiff_diff_figure(d, &touched, &v), MEMDIFF_ENOTSUP);
+    memdiff_diff_free(d);
+    memdiff_bracket_free(b);
+}
+END_TEST
+
+#if defined(__SANITIZE_ADDRESS__)
+#define REFSET_GLIBC_MALLOC 0 /* AddressSanitizer's allocator: malloc_trim() trims nothing */
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define REFSET_GLIBC_MALLOC 0
+#else
+#define REFSET_GLIBC_MALLOC 1
+#endif
+#else
+#define REFSET_GLIBC_MALLOC 1
+#endif
+
+/* Resident pages of [p, p + len), page aligned inward. */
+static size_t resident_pages(const char *p, size_t len)
+{
+    size_t ps = scn_page();
+    uintptr_t lo = ((uintptr_t)p + ps - 1) / ps * ps, hi = ((uintptr_t)p + len) / ps * ps;
+    if (hi <= lo)
+        return 0;
+    unsigned char vec[1024];
+    ck_assert_uint_le((hi - lo) / ps, sizeof vec);
+    ck_assert_int_eq(mincore((void *)lo, hi - lo, vec), 0);
+    size_t n = 0;
+    for (size_t i = 0; i < (hi - lo) / ps; i++)
+        n += vec[i] & 1;
+    return n;
+}
+
+/* A reference-set bracket on the calling process settles the heap before its before snapshot,
+ * as every bracket does (0.1's memdiff_refset_begin() did not); MEMDIFF_BRACKET_NO_SETTLE keeps
+ * the old way. The heap holds a freed 512 KiB chunk in its middle (a kept block above it, so
+ * free() cannot trim the top; below the mmap threshold, so it is heap): its pages stay resident
+ * until malloc_trim(0) discards them, which is what settling calls. */
+START_TEST(refset_begin_settles)
+{
+    if (!REFSET_GLIBC_MALLOC)
+        return;
+    enum { FREED = 512 << 10 };
+    ck_assert_int_eq(mallopt(M_MMAP_THRESHOLD, 4 << 20), 1);
+    ck_assert_int_eq(mallopt(M_TRIM_THRESHOLD, 64 << 20), 1);
+    for (int settle = 0; settle <= 1; settle++) {
+        char *freed = alloc_fn(FREED), *fence = alloc_fn(64);
+        ck_assert(freed && fence);
+        memset(freed, 1, FREED);
+        __asm__ volatile("" : : "r"(freed) : "memory");
+        free_fn(freed);
+        /* The chunk's whole pages past the allocator's free-chunk header (its first 64 bytes,
+         * which malloc_trim() keeps): all resident, free() gave nothing back. */
+        char *lo = freed + 64;
+        size_t len = FREED - 64, want = (((uintptr_t)lo + len) / scn_page() -
+                                         ((uintptr_t)lo + scn_page() - 1) / scn_page());
+        size_t resident = resident_pages(lo, len);
+        ck_assert_uint_eq(resident, want);
+        memdiff_bracket *b = begin_self(settle ? 0 : MEMDIFF_BRACKET_NO_SETTLE, 0);
+        size_t after = resident_pages(lo, len);
+        ck_assert_msg(settle ? after == 0 : after == resident,
+                      "%s: %zu of the freed chunk's pages resident after begin, %zu before",
+                      settle ? "settled" : "MEMDIFF_BRACKET_NO_SETTLE", after, resident);
+        memdiff_bracket_free(b);
+        free_fn(fence);
+    }
 }
 END_TEST
 
@@ -512,7 +686,6 @@ END_TEST
 
 typedef struct tree {
     char *root;
-    char sys[4096];
     uint64_t private_start; /* the target's "private" feature: 32 pages, the first 10 written */
 } tree;
 
@@ -536,13 +709,21 @@ static char *read_file(const char *path)
 }
 
 /* The expanded tree; with_clear_refs: the process's clear_refs file exists (the recorder could
- * not copy a write-only file), so that begin can write it. */
+ * not copy a write-only file), so that begin can write it. Without with_page_idle the copy's
+ * sys/ (which holds the page_idle bitmap alone) is renamed away: a fixture root is read as /proc
+ * and, at ROOT/sys, as /sys, so a tree without ROOT/sys is a system without page_idle. The
+ * checked-in fixture is left as it is. */
 static void tree_open(tree *t, int with_clear_refs, int with_page_idle)
 {
     char err[512], path[4096];
     t->root = fixture_tree_expand(MEMDIFF_TEST_FIXTURES "/recorded", err, sizeof err);
     ck_assert_msg(t->root != NULL, "%s", err);
-    snprintf(t->sys, sizeof t->sys, "%s/%s", t->root, with_page_idle ? "sys" : "no-sys");
+    if (!with_page_idle) {
+        char to[4096];
+        snprintf(path, sizeof path, "%s/sys", t->root);
+        snprintf(to, sizeof to, "%s/no-sys", t->root);
+        ck_assert_msg(rename(path, to) == 0, "%s: %s", path, strerror(errno));
+    }
     if (with_clear_refs) {
         snprintf(path, sizeof path, "%s/%d/clear_refs", t->root, RECORDED_PID);
         write_file(path, "");
@@ -554,18 +735,25 @@ static void tree_open(tree *t, int with_clear_refs, int with_page_idle)
     t->private_start = strtoull(at + strlen("\nprivate "), NULL, 16);
 }
 
+/* A reference-set bracket on the recorded process of the tree at root (another process: no
+ * settling, no warm-up). */
+static memdiff_bracket *recorded_begin(const char *root)
+{
+    memdiff_bracket_options bo = MEMDIFF_BRACKET_OPTIONS_INIT;
+    bo.snapshot.pid = RECORDED_PID;
+    bo.snapshot.fixture_root = root;
+    bo.flags = MEMDIFF_BRACKET_REFSET;
+    memdiff_bracket *b = NULL;
+    int rc = memdiff_bracket_begin(&bo, &b);
+    ck_assert_msg(rc == MEMDIFF_OK, "%s: %s", memdiff_status_name(rc), memdiff_last_error());
+    return b;
+}
+
 /* tree_open(), then a bracket on the recorded process through it. */
-static memdiff_refset *tree_begin(tree *t, int with_clear_refs, int with_page_idle)
+static memdiff_bracket *tree_begin(tree *t, int with_clear_refs, int with_page_idle)
 {
     tree_open(t, with_clear_refs, with_page_idle);
-    memdiff_options o = MEMDIFF_OPTIONS_INIT;
-    o.pid = RECORDED_PID;
-    o.proc_root = t->root;
-    o.sys_root = t->sys;
-    memdiff_refset *rs = NULL;
-    int rc = memdiff_refset_begin(&o, &rs);
-    ck_assert_msg(rc == MEMDIFF_OK, "%s: %s", memdiff_status_name(rc), memdiff_last_error());
-    return rs;
+    return recorded_begin(t->root);
 }
 
 static int open_in(const tree *t, const char *name, int flags)
@@ -609,9 +797,9 @@ static int idle_bit(int fd, uint64_t pfn, int set)
 START_TEST(page_idle_fixture)
 {
     tree t;
-    memdiff_refset *rs = tree_begin(&t, 1, 1);
+    memdiff_bracket *b = tree_begin(&t, 1, 1);
     memdiff_refset_info in;
-    ck_assert_int_eq(memdiff_refset_get_info(rs, &in), MEMDIFF_OK);
+    ck_assert_int_eq(memdiff_bracket_get_info(b, &in), MEMDIFF_OK);
     ck_assert_uint_eq(in.sources, MEMDIFF_REFS_CLEARED | MEMDIFF_REFS_PAGES | MEMDIFF_REFS_PEAK);
     ck_assert_uint_eq(in.untracked_bytes, 0); /* a plain file keeps every bit written */
     ck_assert_msg(in.degraded == NULL, "%s", in.degraded);
@@ -650,8 +838,8 @@ START_TEST(page_idle_fixture)
     write_file(path, status);
     free(status);
 
-    memdiff_diff *d = end_ok(rs, 0);
-    ck_assert_int_eq(memdiff_diff_refset_info(d, &in), MEMDIFF_OK);
+    memdiff_diff *d = end_ok(b);
+    in = refset_of(d);
     ck_assert_uint_eq(in.sources, MEMDIFF_REFS_CLEARED | MEMDIFF_REFS_PAGES | MEMDIFF_REFS_PEAK);
     ck_assert_uint_eq(in.begin_rss_bytes, rss_kb * 1024);
     ck_assert_uint_eq(in.end_rss_bytes, rss_kb * 1024);
@@ -659,23 +847,22 @@ START_TEST(page_idle_fixture)
     ck_assert_uint_eq(in.transient_bytes, 64u << 20);
 
     memdiff_impact total;
-    ck_assert_int_eq(memdiff_diff_impact(d, &total), MEMDIFF_OK);
+    ck_assert_int_eq(memdiff_diff_impact(d, MEMDIFF_CAT_ALL, &total), MEMDIFF_OK);
     ck_assert_uint_eq(total.touched_bytes, 5 * ps);
     ck_assert_uint_eq(total.impacting_bytes, 2 * ps);
     ck_assert_uint_eq(total.transient_bytes, 64u << 20);
     ck_assert_uint_eq(memdiff_diff_block_count(d), 1);
-    const memdiff_block *k = memdiff_diff_block(d, 0);
-    ck_assert_uint_eq(k->start, p + 1 * ps);
-    ck_assert_uint_eq(k->end, p + 13 * ps);
-    ck_assert_int_eq(k->change, MEMDIFF_CHANGE_MIXED);
-    ck_assert_uint_eq(k->totals.new_bytes, ps);
-    ck_assert_uint_eq(k->totals.freed_discarded_bytes, ps);
-    memdiff_impact im = block_impact(d, k);
-    ck_assert_uint_eq(im.touched_bytes, 5 * ps);
-    ck_assert_uint_eq(im.persistent_bytes, 9 * ps);
-    ck_assert_uint_eq(im.impacting_bytes, 2 * ps);
+    memdiff_block k = block(d, 0);
+    ck_assert_uint_eq(k.start, p + 1 * ps);
+    ck_assert_uint_eq(k.end, p + 13 * ps);
+    ck_assert_int_eq(k.change, MEMDIFF_CHANGE_MIXED);
+    ck_assert_uint_eq(k.totals.new_bytes, ps);
+    ck_assert_uint_eq(k.totals.freed_discarded_bytes, ps);
+    ck_assert_uint_eq(k.impact.touched_bytes, 5 * ps);
+    ck_assert_uint_eq(k.impact.persistent_bytes, 9 * ps);
+    ck_assert_uint_eq(k.impact.impacting_bytes, 2 * ps);
     memdiff_diff_free(d);
-    memdiff_refset_free(rs);
+    memdiff_bracket_free(b);
     fixture_tree_remove(t.root);
 }
 END_TEST
@@ -686,10 +873,9 @@ END_TEST
 START_TEST(mappings_fixture)
 {
     tree t;
-    memdiff_refset *rs = tree_begin(&t, 1, 0);
-    memdiff_diff *d = end_ok(rs, 0);
-    memdiff_refset_info in;
-    ck_assert_int_eq(memdiff_diff_refset_info(d, &in), MEMDIFF_OK);
+    memdiff_bracket *b = tree_begin(&t, 1, 0);
+    memdiff_diff *d = end_ok(b);
+    memdiff_refset_info in = refset_of(d);
     ck_assert_uint_eq(in.sources, MEMDIFF_REFS_CLEARED | MEMDIFF_REFS_MAPPINGS | MEMDIFF_REFS_PEAK);
     ck_assert_ptr_nonnull(strstr(in.degraded, "page_idle"));
 
@@ -704,15 +890,14 @@ START_TEST(mappings_fixture)
             referenced += strtoull(line + 11, NULL, 10) * 1024;
     fclose(f);
     memdiff_impact total;
-    ck_assert_int_eq(memdiff_diff_impact(d, &total), MEMDIFF_OK);
+    ck_assert_int_eq(memdiff_diff_impact(d, MEMDIFF_CAT_ALL, &total), MEMDIFF_OK);
     ck_assert_uint_eq(total.touched_bytes, referenced);
     ck_assert_uint_eq(total.impacting_bytes, 0);
-    const memdiff_block *k = scn_block_at(d, (uintptr_t)t.private_start, MEMDIFF_CAT_PRIVATE);
-    memdiff_impact im = block_impact(d, k);
-    ck_assert_uint_eq(im.touched_bytes, 40 * 1024);
-    ck_assert_int_eq(k->change, MEMDIFF_CHANGE_TOUCHED);
+    memdiff_block k = block_at(d, (uintptr_t)t.private_start, MEMDIFF_CAT_PRIVATE);
+    ck_assert_uint_eq(k.impact.touched_bytes, 40 * 1024);
+    ck_assert_int_eq(k.change, MEMDIFF_CHANGE_TOUCHED);
     memdiff_diff_free(d);
-    memdiff_refset_free(rs);
+    memdiff_bracket_free(b);
     fixture_tree_remove(t.root);
 }
 END_TEST
@@ -722,16 +907,16 @@ END_TEST
 START_TEST(degraded_without_clear_refs)
 {
     tree t;
-    memdiff_refset *rs = tree_begin(&t, 0, 1);
+    memdiff_bracket *b = tree_begin(&t, 0, 1);
     memdiff_refset_info in;
-    ck_assert_int_eq(memdiff_refset_get_info(rs, &in), MEMDIFF_OK);
+    ck_assert_int_eq(memdiff_bracket_get_info(b, &in), MEMDIFF_OK);
     ck_assert_uint_eq(in.sources, 0);
     ck_assert_ptr_nonnull(in.degraded);
     ck_assert_msg(strstr(in.degraded, "clear_refs") && strstr(in.degraded, "lifetime peak"), "%s",
                   in.degraded);
-    memdiff_diff *d = end_ok(rs, 0);
+    memdiff_diff *d = end_ok(b);
     memdiff_impact total;
-    ck_assert_int_eq(memdiff_diff_impact(d, &total), MEMDIFF_OK);
+    ck_assert_int_eq(memdiff_diff_impact(d, MEMDIFF_CAT_ALL, &total), MEMDIFF_OK);
     ck_assert_uint_eq(total.touched_bytes, 0);
     ck_assert_uint_gt(total.persistent_bytes, 0);
     char *text = scn_report(d, MEMDIFF_REPORT_NO_HEADER);
@@ -741,7 +926,7 @@ START_TEST(degraded_without_clear_refs)
                   "%s", text);
     free(text);
     memdiff_diff_free(d);
-    memdiff_refset_free(rs);
+    memdiff_bracket_free(b);
     fixture_tree_remove(t.root);
 }
 END_TEST
@@ -770,20 +955,14 @@ START_TEST(peak_note_escaped_once)
     snprintf(link, sizeof link, "%s/a\\x41", t.root);
     ck_assert_int_eq(symlink(t.root, link), 0);
 
-    memdiff_options o = MEMDIFF_OPTIONS_INIT;
-    o.pid = RECORDED_PID;
-    o.proc_root = link;
-    o.sys_root = t.sys;
-    memdiff_refset *rs = NULL;
-    int rc = memdiff_refset_begin(&o, &rs);
-    ck_assert_msg(rc == MEMDIFF_OK, "%s: %s", memdiff_status_name(rc), memdiff_last_error());
+    memdiff_bracket *b = recorded_begin(link); /* its sys/ through the link too */
     memdiff_refset_info in;
-    ck_assert_int_eq(memdiff_refset_get_info(rs, &in), MEMDIFF_OK);
+    ck_assert_int_eq(memdiff_bracket_get_info(b, &in), MEMDIFF_OK);
     ck_assert_uint_eq(in.sources & MEMDIFF_REFS_PEAK, 0);
     char want[4200];
     snprintf(want, sizeof want, "%s/%d/status has no VmHWM / VmRSS", link, RECORDED_PID);
     ck_assert_msg(in.degraded && strstr(in.degraded, want), "%s", in.degraded);
-    memdiff_refset_free(rs);
+    memdiff_bracket_free(b);
     unlink(link);
     fixture_tree_remove(t.root);
 }
@@ -806,6 +985,8 @@ Suite *refset_suite(void)
     tcase_add_test(tc, transient_block);
     tcase_add_test(tc, peak_of_kept_memory);
     tcase_add_test(tc, api_errors);
+    tcase_add_test(tc, plain_bracket_has_no_refset);
+    tcase_add_test(tc, refset_begin_settles);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
 

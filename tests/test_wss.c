@@ -199,7 +199,7 @@ START_TEST(recorded_tree_sums)
     ck_assert_msg(root != NULL, "%s", err);
     memdiff_wss_options o = MEMDIFF_WSS_OPTIONS_INIT;
     o.pid = RECORDED_PID;
-    o.proc_root = root;
+    o.fixture_root = root;
     memdiff_wss_sample s[1];
     size_t n = 0;
     ck_assert_int_eq(memdiff_wss_measure(&o, s, 1, &n), MEMDIFF_EACCES);
