@@ -50,7 +50,7 @@ static void print_category_totals(HANDLE h1, HANDLE h2)
     printf("\nThe same difference through memdiff's API (net bytes per category):\n");
     for (int c = 0; c < MEMDIFF_CAT_COUNT; c++) {
         memdiff_totals t;
-        memdiff_diff_category_totals(diff, (memdiff_category)c, &t);
+        memdiff_diff_totals(diff, (memdiff_category)c, &t);
         if (t.new_bytes || t.freed_bytes)
             printf("  %-12s %+12lld\n", memdiff_category_name((memdiff_category)c),
                    (long long)t.net_bytes);

@@ -52,15 +52,16 @@ uint64_t wintest_page(void)
     return si.dwPageSize;
 }
 
-const memdiff_block *wintest_block_at(const memdiff_diff *diff, uint64_t addr,
-                                      memdiff_category category)
+int wintest_block_at(const memdiff_diff *diff, uint64_t addr, memdiff_category category,
+                     memdiff_block *out)
 {
     for (size_t i = 0; i < memdiff_diff_block_count(diff); i++) {
-        const memdiff_block *b = memdiff_diff_block(diff, i);
-        if (b->category == category && b->start <= addr && addr < b->end)
-            return b;
+        if (memdiff_diff_block(diff, i, out) != MEMDIFF_OK)
+            break;
+        if (out->category == category && out->start <= addr && addr < out->end)
+            return 1;
     }
-    return NULL;
+    return 0;
 }
 
 void wintest_dump(const memdiff_diff *diff)

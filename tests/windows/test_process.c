@@ -181,9 +181,9 @@ static void test_other_process(void)
         goto out;
     if (!CHECK_EQ(snap_pid(pid, &b), MEMDIFF_OK) || !CHECK_EQ(memdiff_compare(a, b, 0, &d), 0))
         goto out;
-    const memdiff_block *blk = wintest_block_at(d, c.addr, MEMDIFF_CAT_PRIVATE);
-    if (CHECK(blk != NULL))
-        CHECK_EQ(blk->totals.new_bytes, CHILD_MORE * pg);
+    memdiff_block blk;
+    if (CHECK(wintest_block_at(d, c.addr, MEMDIFF_CAT_PRIVATE, &blk)))
+        CHECK_EQ(blk.totals.new_bytes, CHILD_MORE * pg);
 out:
     end_child(&c);
     memdiff_diff_free(d);

@@ -49,17 +49,16 @@ static uint64_t addr(const void *p)
     return (uint64_t)(uintptr_t)p;
 }
 
-/* The block of a category at an address of the diff; when there is none, a failure is recorded
- * and the report printed, to see where the pages went instead. */
-static const memdiff_block *block_in(const memdiff_diff *d, uint64_t at, memdiff_category cat)
+/* The block of a category at an address of the diff, copied into *blk: 1. When there is none,
+ * a failure is recorded and the report printed, to see where the pages went instead: 0. */
+static int block_in(const memdiff_diff *d, uint64_t at, memdiff_category cat, memdiff_block *blk)
 {
-    const memdiff_block *blk = wintest_block_at(d, at, cat);
-    if (!blk) {
-        wintest_fail(__FILE__, __LINE__, "no %s block at 0x%llx", memdiff_category_name(cat),
-                     (unsigned long long)at);
-        wintest_dump(d);
-    }
-    return blk;
+    if (wintest_block_at(d, at, cat, blk))
+        return 1;
+    wintest_fail(__FILE__, __LINE__, "no %s block at 0x%llx", memdiff_category_name(cat),
+                 (unsigned long long)at);
+    wintest_dump(d);
+    return 0;
 }
 
 /* Writes one byte into each of count pages from base, stride pages apart. */
@@ -96,16 +95,16 @@ static void private_scenario(memdiff_depth depth)
     if (!CHECK((b = snap_at(depth)) != NULL) || !CHECK((d = diff_of(a, b, 0)) != NULL))
         goto out;
 
-    const memdiff_block *blk = block_in(d, addr(v), MEMDIFF_CAT_PRIVATE);
-    if (!blk)
+    memdiff_block blk;
+    if (!block_in(d, addr(v), MEMDIFF_CAT_PRIVATE, &blk))
         goto out;
-    CHECK_STR(blk->label, "anonymous");
-    CHECK_EQ(blk->change, MEMDIFF_CHANGE_NEW);
-    CHECK_EQ(blk->presence, MEMDIFF_IN_AFTER);
-    CHECK_EQ(blk->totals.new_bytes, 13 * pg);
-    CHECK_EQ(blk->totals.new_private_bytes, 13 * pg);
+    CHECK_STR(blk.label, "anonymous");
+    CHECK_EQ(blk.change, MEMDIFF_CHANGE_NEW);
+    CHECK_EQ(blk.presence, MEMDIFF_IN_AFTER);
+    CHECK_EQ(blk.totals.new_bytes, 13 * pg);
+    CHECK_EQ(blk.totals.new_private_bytes, 13 * pg);
     memdiff_totals t;
-    memdiff_diff_category_totals(d, MEMDIFF_CAT_PRIVATE, &t);
+    memdiff_diff_totals(d, MEMDIFF_CAT_PRIVATE, &t);
     CHECK_EQ(t.new_bytes, 13 * pg); /* nothing else private appeared */
     CHECK_EQ(t.freed_bytes, 0);
 
@@ -123,11 +122,13 @@ static void private_scenario(memdiff_depth depth)
     if (CHECK((dv = diff_of(a, b, MEMDIFF_COMPARE_VERBOSE)) != NULL)) {
         size_t n = 0;
         for (size_t i = 0; i < memdiff_diff_block_count(dv); i++) {
-            const memdiff_block *x = memdiff_diff_block(dv, i);
-            if (x->start >= addr(v) && x->end <= addr(v) + 64 * pg) {
+            memdiff_block x;
+            if (!CHECK_EQ(memdiff_diff_block(dv, i, &x), MEMDIFF_OK))
+                break;
+            if (x.start >= addr(v) && x.end <= addr(v) + 64 * pg) {
                 n++;
-                CHECK_EQ(x->end - x->start, pg);
-                CHECK_EQ(x->attrs_after, MEMDIFF_PAGE_PRESENT | MEMDIFF_PAGE_PRIVATE);
+                CHECK_EQ(x.end - x.start, pg);
+                CHECK_EQ(x.attrs_after, MEMDIFF_PAGE_PRESENT | MEMDIFF_PAGE_PRIVATE);
             }
         }
         CHECK_EQ(n, 13);
@@ -136,11 +137,11 @@ static void private_scenario(memdiff_depth depth)
     VirtualFree(v, 0, MEM_RELEASE);
     v = NULL;
     if (CHECK((c = snap_at(depth)) != NULL) && CHECK((df = diff_of(b, c, 0)) != NULL)) {
-        if ((blk = block_in(df, r.start, MEMDIFF_CAT_PRIVATE)) != NULL) {
-            CHECK_EQ(blk->change, MEMDIFF_CHANGE_FREED);
-            CHECK_EQ(blk->presence, MEMDIFF_IN_BEFORE);
-            CHECK_EQ(blk->totals.freed_unmapped_bytes, 13 * pg);
-            CHECK_EQ(blk->totals.net_bytes, -(int64_t)(13 * pg));
+        if (block_in(df, r.start, MEMDIFF_CAT_PRIVATE, &blk)) {
+            CHECK_EQ(blk.change, MEMDIFF_CHANGE_FREED);
+            CHECK_EQ(blk.presence, MEMDIFF_IN_BEFORE);
+            CHECK_EQ(blk.totals.freed_unmapped_bytes, 13 * pg);
+            CHECK_EQ(blk.totals.net_bytes, -(int64_t)(13 * pg));
         }
     }
 out:
@@ -186,13 +187,13 @@ static void test_heap_create(void)
     b = snap();
     if (!CHECK(a && b) || !CHECK((d = diff_of(a, b, 0)) != NULL))
         goto out;
-    const memdiff_block *blk = block_in(d, addr(p) + pg, MEMDIFF_CAT_HEAP);
-    if (!blk)
+    memdiff_block blk;
+    if (!block_in(d, addr(p) + pg, MEMDIFF_CAT_HEAP, &blk))
         goto out;
-    CHECK_STR(blk->label, label);
-    CHECK_EQ(blk->change, MEMDIFF_CHANGE_NEW);
-    CHECK_EQ(blk->totals.new_bytes, want * pg);
-    CHECK_EQ(blk->totals.new_private_bytes, want * pg);
+    CHECK_STR(blk.label, label);
+    CHECK_EQ(blk.change, MEMDIFF_CHANGE_NEW);
+    CHECK_EQ(blk.totals.new_bytes, want * pg);
+    CHECK_EQ(blk.totals.new_private_bytes, want * pg);
     memdiff_region r;
     if (CHECK(memdiff_snapshot_find(b, addr(p), &r) == MEMDIFF_OK)) {
         CHECK_EQ(r.category, MEMDIFF_CAT_HEAP);
@@ -203,10 +204,10 @@ static void test_heap_create(void)
     HeapDestroy(heap);
     heap = NULL;
     if (CHECK((c = snap()) != NULL) && CHECK((df = diff_of(b, c, 0)) != NULL)) {
-        if ((blk = block_in(df, addr(p) + pg, MEMDIFF_CAT_HEAP)) != NULL) {
-            CHECK_STR(blk->label, label);
-            CHECK_EQ(blk->presence, MEMDIFF_IN_BEFORE);
-            CHECK(blk->totals.freed_unmapped_bytes >= (want + 1) * pg);
+        if (block_in(df, addr(p) + pg, MEMDIFF_CAT_HEAP, &blk)) {
+            CHECK_STR(blk.label, label);
+            CHECK_EQ(blk.presence, MEMDIFF_IN_BEFORE);
+            CHECK(blk.totals.freed_unmapped_bytes >= (want + 1) * pg);
         }
     }
 out:
@@ -308,12 +309,12 @@ static void test_thread_stack(void)
     char label[32];
     snprintf(label, sizeof label, "thread %lu", (unsigned long)tid);
     if (CHECK(a && b && c.lowest) && CHECK((d = diff_of(a, b, 0)) != NULL)) {
-        const memdiff_block *blk = block_in(d, c.lowest, MEMDIFF_CAT_STACK);
-        if (blk) {
-            CHECK_STR(blk->label, label);
-            CHECK_EQ(blk->totals.new_bytes, STACK_TOUCHED * pg);
-            CHECK_EQ(blk->totals.new_private_bytes, STACK_TOUCHED * pg);
-            CHECK_EQ(blk->totals.freed_bytes, 0);
+        memdiff_block blk;
+        if (block_in(d, c.lowest, MEMDIFF_CAT_STACK, &blk)) {
+            CHECK_STR(blk.label, label);
+            CHECK_EQ(blk.totals.new_bytes, STACK_TOUCHED * pg);
+            CHECK_EQ(blk.totals.new_private_bytes, STACK_TOUCHED * pg);
+            CHECK_EQ(blk.totals.freed_bytes, 0);
         }
         memdiff_region r;
         if (CHECK(memdiff_snapshot_find(a, c.sp, &r) == MEMDIFF_OK)) {
@@ -376,14 +377,14 @@ static void test_mapped_file_write(void)
     b = snap();
     if (!CHECK(a && b) || !CHECK((d = diff_of(a, b, 0)) != NULL))
         goto out;
-    const memdiff_block *blk = block_in(d, addr(view), MEMDIFF_CAT_MAPPED_FILE);
-    if (!blk)
+    memdiff_block blk;
+    if (!block_in(d, addr(view), MEMDIFF_CAT_MAPPED_FILE, &blk))
         goto out;
-    CHECK_STR(blk->label, path);
-    CHECK_EQ(blk->change, MEMDIFF_CHANGE_NEW);
-    CHECK_EQ(blk->presence, MEMDIFF_IN_BEFORE | MEMDIFF_IN_AFTER);
-    CHECK_EQ(blk->totals.new_bytes, 7 * pg);
-    CHECK_EQ(blk->totals.new_shared_bytes, 7 * pg); /* page-cache pages: shareable */
+    CHECK_STR(blk.label, path);
+    CHECK_EQ(blk.change, MEMDIFF_CHANGE_NEW);
+    CHECK_EQ(blk.presence, MEMDIFF_IN_BEFORE | MEMDIFF_IN_AFTER);
+    CHECK_EQ(blk.totals.new_bytes, 7 * pg);
+    CHECK_EQ(blk.totals.new_shared_bytes, 7 * pg); /* page-cache pages: shareable */
     memdiff_region r;
     if (CHECK(memdiff_snapshot_find(b, addr(view), &r) == MEMDIFF_OK)) {
         CHECK_EQ(r.category, MEMDIFF_CAT_MAPPED_FILE);
@@ -396,9 +397,9 @@ static void test_mapped_file_write(void)
     UnmapViewOfFile(view);
     view = NULL;
     if (CHECK((c = snap()) != NULL) && CHECK((df = diff_of(b, c, 0)) != NULL)) {
-        if ((blk = block_in(df, r.start, MEMDIFF_CAT_MAPPED_FILE)) != NULL) {
-            CHECK_STR(blk->label, path);
-            CHECK_EQ(blk->totals.freed_unmapped_bytes, 7 * pg);
+        if (block_in(df, r.start, MEMDIFF_CAT_MAPPED_FILE, &blk)) {
+            CHECK_STR(blk.label, path);
+            CHECK_EQ(blk.totals.freed_unmapped_bytes, 7 * pg);
         }
     }
 out:
@@ -438,13 +439,13 @@ static void test_mapped_file_read(void)
     b = snap();
     if (!CHECK(a && b && sum == 4 * 'm') || !CHECK((d = diff_of(a, b, 0)) != NULL))
         goto out;
-    const memdiff_block *blk = block_in(d, addr(view), MEMDIFF_CAT_MAPPED_FILE);
-    if (!blk)
+    memdiff_block blk;
+    if (!block_in(d, addr(view), MEMDIFF_CAT_MAPPED_FILE, &blk))
         goto out;
-    CHECK_STR(blk->label, path);
+    CHECK_STR(blk.label, path);
     uint64_t want = wintest_under_wine() ? 4 * window : 4;
-    CHECK_EQ(blk->totals.new_bytes, want * pg);
-    CHECK_EQ(blk->totals.new_shared_bytes, want * pg);
+    CHECK_EQ(blk.totals.new_bytes, want * pg);
+    CHECK_EQ(blk.totals.new_shared_bytes, want * pg);
 out:
     if (view)
         UnmapViewOfFile(view);
@@ -472,12 +473,12 @@ static void test_pagefile_section(void)
     b = snap();
     if (!CHECK(a && b) || !CHECK((d = diff_of(a, b, 0)) != NULL))
         goto out;
-    const memdiff_block *blk = block_in(d, addr(view), MEMDIFF_CAT_SHARED);
-    if (!blk)
+    memdiff_block blk;
+    if (!block_in(d, addr(view), MEMDIFF_CAT_SHARED, &blk))
         goto out;
-    CHECK_STR(blk->label, "shared anonymous");
-    CHECK_EQ(blk->totals.new_bytes, 5 * pg);
-    CHECK_EQ(blk->totals.new_shared_bytes, 5 * pg);
+    CHECK_STR(blk.label, "shared anonymous");
+    CHECK_EQ(blk.totals.new_bytes, 5 * pg);
+    CHECK_EQ(blk.totals.new_shared_bytes, 5 * pg);
 out:
     if (view)
         UnmapViewOfFile(view);
@@ -498,11 +499,13 @@ static uint64_t image_bytes(const memdiff_diff *d, const char *path, int freed, 
     uint64_t sum = 0;
     *blocks = 0;
     for (size_t i = 0; i < memdiff_diff_block_count(d); i++) {
-        const memdiff_block *x = memdiff_diff_block(d, i);
-        if (x->category != MEMDIFF_CAT_IMAGE || _stricmp(x->label, path) != 0)
+        memdiff_block x;
+        if (!CHECK_EQ(memdiff_diff_block(d, i, &x), MEMDIFF_OK))
+            break;
+        if (x.category != MEMDIFF_CAT_IMAGE || _stricmp(x.label, path) != 0)
             continue;
-        sum += freed ? x->totals.freed_bytes : x->totals.new_bytes;
-        *presence = x->presence;
+        sum += freed ? x.totals.freed_bytes : x.totals.new_bytes;
+        *presence = x.presence;
         (*blocks)++;
     }
     return sum;
@@ -617,7 +620,7 @@ static void test_self_facts(void)
     CHECK_EQ(in.pid, GetCurrentProcessId());
     CHECK_EQ(in.depth, MEMDIFF_DEPTH_STANDARD);
     CHECK(in.degraded == NULL);
-    const unsigned want = MEMDIFF_SRC_MAPS | MEMDIFF_SRC_PAGEMAP | MEMDIFF_SRC_STATUS |
+    const unsigned want = MEMDIFF_SRC_REGIONS | MEMDIFF_SRC_PAGES | MEMDIFF_SRC_PROCESS_TOTALS |
                           MEMDIFF_SRC_THREADS | MEMDIFF_SRC_MODULES | MEMDIFF_SRC_HEAPS;
     CHECK_EQ(in.sources, want);
     CHECK_EQ(in.page_size, wintest_page());
@@ -668,9 +671,9 @@ static void test_self_facts(void)
     CHECK(in.degraded && strstr(in.degraded, "Windows exposes no") != NULL);
     memdiff_snapshot_free(s);
 
-    /* Fixture roots are Linux's. */
+    /* Fixture roots are Linux's (recorded /proc and /sys trees): refused, not ignored. */
     memdiff_options o = MEMDIFF_OPTIONS_INIT;
-    o.proc_root = "C:\\fixture";
+    o.fixture_root = "C:\\fixture";
     CHECK_EQ(memdiff_snapshot_take(&o, &s), (uint64_t)MEMDIFF_ENOTSUP);
     CHECK(s == NULL);
 }

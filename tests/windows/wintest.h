@@ -51,9 +51,10 @@ int wintest_under_wine(void);
 
 uint64_t wintest_page(void);
 
-/* The block of diff whose span contains addr with the given category, or NULL. */
-const memdiff_block *wintest_block_at(const memdiff_diff *diff, uint64_t addr,
-                                      memdiff_category category);
+/* Copies into *out the first block of diff whose span contains addr with the given category;
+ * returns 1, or 0 when there is none. */
+int wintest_block_at(const memdiff_diff *diff, uint64_t addr, memdiff_category category,
+                     memdiff_block *out);
 
 /* Prints the diff's text report to stdout (when a scenario fails, to see why). */
 void wintest_dump(const memdiff_diff *diff);
