@@ -105,6 +105,7 @@ static void test_fixture_root_refused(void)
     memdiff_bracket *b = (memdiff_bracket *)&bo;
     CHECK_EQ(memdiff_bracket_begin(&bo, &b), (uint64_t)MEMDIFF_ENOTSUP);
     CHECK(b == NULL);
+    CHECK(strstr(memdiff_last_error(), "fixture_root") != NULL); /* the public field's name */
     bo.flags = 0;
     b = (memdiff_bracket *)&bo;
     CHECK_EQ(memdiff_bracket_begin(&bo, &b), (uint64_t)MEMDIFF_ENOTSUP);
@@ -116,6 +117,7 @@ static void test_fixture_root_refused(void)
     size_t n = 5;
     CHECK_EQ(memdiff_wss_measure(&o, s, 1, &n), (uint64_t)MEMDIFF_ENOTSUP);
     CHECK_EQ(n, 0);
+    CHECK(strstr(memdiff_last_error(), "fixture_root") != NULL);
 }
 
 static void test_wss_samples(void)
