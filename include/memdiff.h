@@ -190,14 +190,12 @@ MEMDIFF_API void memdiff_options_init(memdiff_options *options);
 
 typedef struct memdiff_snapshot memdiff_snapshot;
 
-/* Takes a snapshot as described by options (NULL: the calling process at standard depth).
- * Errors: MEMDIFF_EINVAL (out NULL, bad option), MEMDIFF_ESRCH (no such process, or it exited
- * during the snapshot), MEMDIFF_EACCES (the process may not be read at all), MEMDIFF_ENOMEM,
- * MEMDIFF_EIO, MEMDIFF_ECHANGED (Windows: memory went away while it was read, in the snapshot
- * taken once more too; a snapshot whose reading the process or the system changed under it is
- * taken again once before any such error), MEMDIFF_EBUSY (called from a signal handler that
- * interrupted memdiff on this thread). A depth the caller is not allowed is not an error:
- * the snapshot is taken at the depth available and records why (memdiff_snapshot_info.degraded). */
+/* Takes a snapshot as described by options (NULL: the calling process at standard depth). A
+ * depth the caller is not allowed is no error: the snapshot records why it has less
+ * (memdiff_snapshot_info.degraded). Errors: MEMDIFF_EINVAL (out NULL, bad option), MEMDIFF_ESRCH
+ * (no such process, or it exited during the snapshot), MEMDIFF_EACCES, MEMDIFF_ENOMEM,
+ * MEMDIFF_EIO, MEMDIFF_ECHANGED (the process changed under the read, again when taken once
+ * more), MEMDIFF_EBUSY (from a signal handler that interrupted memdiff on this thread). */
 MEMDIFF_API int memdiff_snapshot_take(const memdiff_options *options, memdiff_snapshot **out);
 
 /* Shorthand: the calling process at the given depth. */
@@ -206,13 +204,10 @@ MEMDIFF_API int memdiff_snapshot_self(memdiff_depth depth, memdiff_snapshot **ou
 /* Releases the snapshot and all its storage. NULL is allowed. */
 MEMDIFF_API void memdiff_snapshot_free(memdiff_snapshot *snapshot);
 
-/* Unmaps the scratch memory memdiff keeps between snapshots. A snapshot's working buffers (on
- * Linux a 1.5 MiB mapping, about 1 MiB of it touched by a standard snapshot of a large process;
- * deep maps about 1 MiB more) and the storage of freed snapshots are kept, 8 MiB at most, for
- * the next snapshot to use without mapping and faulting them in again; they count as memdiff's
- * own (Own), never as the program's. It also returns the address space memdiff reserved for
- * its storage where nothing live is left in it. Call this when done taking snapshots if that
- * memory matters; any thread, any time. Snapshots are not affected. */
+/* Unmaps the scratch memory memdiff keeps between snapshots (working buffers and the storage of
+ * freed snapshots, 8 MiB at most, counted as Own, never as the program's: docs/api.md) and the
+ * address space it reserved where nothing live is left. Any thread, any time; snapshots are not
+ * affected. */
 MEMDIFF_API void memdiff_trim(void);
 
 /* Figures the process itself reports (Linux: /proc/PID/status), in bytes; 0 when unknown. */
@@ -408,16 +403,13 @@ MEMDIFF_API size_t memdiff_diff_block_count(const memdiff_diff *diff);
 MEMDIFF_API int memdiff_diff_block(const memdiff_diff *diff, size_t index, memdiff_block *out);
 
 /* What a reference-set bracket measured, and the process-wide figures of its end (docs/
- * reference-set.md). Sizes are the process's own resident-size figures (memdiff's storage
+ * reference-set.md says how each OS measures each source). Sizes are the process's own resident-size figures (memdiff's storage
  * included, unlike the diff's page counts), in bytes; 0 when unknown. All 0 for a bracket
  * without MEMDIFF_BRACKET_REFSET and for memdiff_compare()'s diffs. */
-#define MEMDIFF_REFS_CLEARED 0x1u  /* the referenced state was cleared at begin (Linux:
-                                      clear_refs "1"; Windows: EmptyWorkingSet) */
-#define MEMDIFF_REFS_MAPPINGS 0x2u /* touched bytes per mapping (Linux: smaps "Referenced") */
-#define MEMDIFF_REFS_PAGES 0x4u    /* touched per page (Linux: page_idle; Windows: the pages
-                                      faulted back into the emptied working set) */
-#define MEMDIFF_REFS_PEAK 0x8u     /* the peak resident size since begin (Linux: clear_refs "5"
-                                      and VmHWM) */
+#define MEMDIFF_REFS_CLEARED 0x1u  /* the referenced state was cleared at begin */
+#define MEMDIFF_REFS_MAPPINGS 0x2u /* touched bytes per mapping */
+#define MEMDIFF_REFS_PAGES 0x4u    /* touched per page */
+#define MEMDIFF_REFS_PEAK 0x8u     /* the peak resident size since begin */
 
 typedef struct memdiff_refset_info {
     unsigned sources;          /* MEMDIFF_REFS_*; 0: no reference set */
@@ -457,13 +449,11 @@ MEMDIFF_API int memdiff_report_text(const memdiff_diff *diff, FILE *out, unsigne
 /* The same as one JSON object; schema in docs/json-report.md. */
 MEMDIFF_API int memdiff_report_json(const memdiff_diff *diff, FILE *out, unsigned flags);
 
-/* text (NUL-terminated bytes; NULL as "") as one line of printable text, the way the reports,
- * the memdiff tool and memdiff_last_error() write labels, paths and host names that came from a
- * target or a file: control bytes (C0, DEL, C1 as raw bytes and as UTF-8) and bytes that are not
- * valid UTF-8 as \xNN, a backslash doubled where it could be read as an escape, everything else
- * as it is (docs/cli.md, "Text output"). Writes at most size bytes into buf, NUL included, cut
- * only between whole escapes and characters; buf may be NULL when size is 0. Returns the length
- * of the whole escaped text without the NUL (as snprintf does): at most 4 * strlen(text). */
+/* text (NULL as "") as one line of printable text, as memdiff prints labels, paths and host
+ * names from a target or a file: control bytes and invalid UTF-8 as \xNN, a backslash doubled
+ * where it could start an escape (docs/cli.md, "Text output"). Writes at most size bytes into
+ * buf (NULL when size is 0), NUL included, cut between whole escapes and characters. Returns
+ * the length of the whole escaped text (as snprintf does): at most 4 * strlen(text). */
 MEMDIFF_API size_t memdiff_escape_text(char *buf, size_t size, const char *text);
 
 /* ---------------------------------------------------------------------------------------------
@@ -484,28 +474,19 @@ MEMDIFF_API size_t memdiff_escape_text(char *buf, size_t size, const char *text)
  * (writing or flushing failed; the stream then holds a partial file). */
 MEMDIFF_API int memdiff_snapshot_save(const memdiff_snapshot *snapshot, FILE *out);
 
-/* Writes the snapshot to the file at path, atomically: into a new file beside it, renamed over
- * path once complete, so that a reader sees the old file or the new one, never a partial one.
- * path must not exist yet or be a regular file: a directory, device, FIFO, socket or symbolic
- * link (whatever it points to) is refused and left as it is. The file is created like any
- * fopen()ed file (mode 0666 less the umask: 0644 usually). Errors: as memdiff_snapshot_save(),
- * MEMDIFF_EINVAL (also an empty path, or one that names anything but a regular file: "PATH: is
- * a directory, not a regular file"), MEMDIFF_EACCES (path may not be written), MEMDIFF_EIO.
- * On failure path is left as it was. */
+/* Writes the snapshot to the file at path atomically (a new file beside it, renamed over path
+ * once complete; mode 0666 less the umask). path must not exist yet or be a regular file: a
+ * directory, device, FIFO, socket or symbolic link is refused and left as it is. Errors: as
+ * memdiff_snapshot_save(), MEMDIFF_EINVAL (also an empty path, or one that names anything but a
+ * regular file), MEMDIFF_EACCES (path may not be written). On failure path is as it was. */
 MEMDIFF_API int memdiff_snapshot_save_file(const memdiff_snapshot *snapshot, const char *path);
 
-/* Reads one snapshot from in (binary mode) and checks all of it: header first (a stream that
- * does not start like a snapshot file is refused after 16 bytes), then section by section as the
- * file announces them, checksum, bounds of every count and index, order of regions and runs,
- * enums. It reads no further than the end of the snapshot, and then up to 64 KiB more to make
- * sure nothing follows (trailing data is an error). The result is freed with
- * memdiff_snapshot_free(); its storage_bytes is the loaded copy's own. Files up to 4 GiB are
- * accepted; a loaded snapshot's arrays take at most 3 x the file's size + 16 MiB (a file that
- * would take more is refused; memdiff never writes one: docs/file-format.md, "Memory").
- * Errors: MEMDIFF_EINVAL (a NULL argument), MEMDIFF_EFORMAT (not a snapshot file, unsupported
- * version, truncated, corrupt, over the memory bound: the detail names what and where, e.g.
- * "snapshot file: truncated in the run table (need 120 bytes at offset 4711, 3 left)"),
- * MEMDIFF_EIO (reading failed), MEMDIFF_ENOMEM. */
+/* Reads one snapshot from in (binary mode) and checks all of it (header after 16 bytes, then
+ * each section: checksum, bounds, order, enums; trailing data is an error). Files up to 4 GiB;
+ * a loaded snapshot's arrays take at most 3 x the file's size + 16 MiB (docs/file-format.md,
+ * "Memory"). The result is freed with memdiff_snapshot_free(). Errors: MEMDIFF_EINVAL (NULL),
+ * MEMDIFF_EFORMAT (not a snapshot file, unsupported version, truncated, corrupt, over the
+ * memory bound: the detail names what and where), MEMDIFF_EIO (reading), MEMDIFF_ENOMEM. */
 MEMDIFF_API int memdiff_snapshot_load(FILE *in, memdiff_snapshot **out);
 
 /* memdiff_snapshot_load() from the file at path; the detail message starts with path.
@@ -514,15 +495,11 @@ MEMDIFF_API int memdiff_snapshot_load(FILE *in, memdiff_snapshot **out);
 MEMDIFF_API int memdiff_snapshot_load_file(const char *path, memdiff_snapshot **out);
 
 /* ---------------------------------------------------------------------------------------------
- * Assertions on a diff, for unit tests (assert.c, filter.c, bracket.c). Framework-neutral:
- * memdiff_check.h wraps them for the Check framework, and docs/testing-with-memdiff.md shows
- * how to write a memory test that does not flake.
- *
- * A figure is one measure (new, freed, net, ...) summed over the blocks of one category, or of
- * all, that a filter keeps. A check compares a figure with a bound and, when it fails, writes a
- * message that shows the figure, the bound and the blocks behind the figure, largest first.
- * Nothing here calls malloc: messages go into the caller's buffer, helpers' storage comes from
- * memdiff's own arena.
+ * Assertions on a diff, for unit tests; memdiff_check.h wraps them for the Check framework and
+ * docs/testing-with-memdiff.md shows how to write a memory test that does not flake. A figure is
+ * one measure summed over the blocks of one category, or of all, that a filter keeps; a check
+ * compares it with a bound and, when that fails, writes a message that shows the blocks behind
+ * it, largest first. Nothing here calls malloc: messages go into the caller's buffer.
  * ------------------------------------------------------------------------------------------- */
 
 /* What a figure counts, in bytes (fields of memdiff_totals). */
@@ -615,13 +592,11 @@ MEMDIFF_API int memdiff_diff_figure(const memdiff_diff *diff, const memdiff_figu
 
 /* Checks "figure cmp bound" (figure NULL: MEMDIFF_FIGURE_INIT). Returns 1 when it holds, 0 when
  * it does not, or a negative status (as memdiff_diff_figure(); MEMDIFF_EINVAL for cmp).
- * msg receives a NUL-terminated message of at most msg_size bytes (msg may be NULL when
- * msg_size is 0): its first line states the figure, the comparison and the bound; when the
- * check fails, the lines after it give the filter, the blocks behind the figure (largest
- * change first, at most MEMDIFF_CHECK_MAX_BLOCKS, with size, change, label and address range),
- * the figure per category and what the filter left out; on an error, the error. A message that
- * does not fit is cut after a whole line and ends with "...": the most important lines come
- * first. */
+ * msg receives at most msg_size bytes, NUL included (msg may be NULL when msg_size is 0): a
+ * first line with the figure, the comparison and the bound; on failure, the filter, the blocks
+ * behind the figure (largest first, at most MEMDIFF_CHECK_MAX_BLOCKS), the figure per category
+ * and what the filter left out; on an error, the error. A message that does not fit is cut
+ * after a whole line and ends with "...". */
 MEMDIFF_API int memdiff_check(const memdiff_diff *diff, const memdiff_figure *figure,
                               memdiff_cmp cmp, int64_t bound, char *msg, size_t msg_size);
 
