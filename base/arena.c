@@ -45,11 +45,10 @@ struct memdiff__chunk {
  * process has none. */
 #define OWN_MAPPING_MIN ((size_t)2 << 20)
 
-/* Address space reserved for smaller chunks (memdiff__os_reserve): the first reservation is
- * RESERVATION_MIN bytes, each later one as large as all before it together, so that n bytes of
- * chunks take O(log n) reservations. A bitmap of carved pages follows the header, in the
- * reservation's first pages, which stay committed. Virtual address space is cheap; pages are
- * committed only as chunks are carved, and given back when they are freed. */
+/* Address space reserved for smaller chunks (memdiff__os_reserve): RESERVATION_MIN bytes first,
+ * then each as large as all before it (n bytes of chunks: O(log n) reservations). A bitmap of
+ * carved pages follows the header in the first pages, which stay committed; other pages are
+ * committed as chunks are carved and given back when they are freed. */
 #define RESERVATION_MIN ((size_t)64 << 20)
 
 struct reservation {
@@ -68,16 +67,12 @@ static size_t reserved_bytes;
 static atomic_flag registry_lock = ATOMIC_FLAG_INIT;
 static atomic_size_t chunk_bytes; /* bytes of all chunks: memdiff__own_bytes() */
 
-/* Scratch kept between snapshots. An arena that recycles (a snapshot's storage, its scratch, a
- * bracket's) hands its chunks here when released, and the next such arena takes them instead of
- * mapping, faulting in and unmapping its buffers again: measured, that was 6% of a standard
- * snapshot of 1 GiB resident and 18% of one of 64 MiB. Arrays that grow start in and grow into
- * kept chunks of up to GROWN_SLACK times the size asked as well (grow_from_cache: a standard
- * snapshot of 1 GiB faulted in 21 pages and moved 3 arrays by mremap, then 1.5 pages and none;
- * its arrays' first chunks still came new each time until they could start in larger ones: see
- * cache_take). At most CACHE_SLOTS chunks and
- * CACHE_MAX bytes are kept; they stay registered (Own, like all of memdiff's storage) until
- * memdiff_trim(). Guarded by the registry's lock. */
+/* Scratch kept between snapshots: a recycling arena (a snapshot's storage, its scratch, a
+ * bracket's) hands its chunks here when released and the next one takes them, instead of
+ * mapping, faulting in and unmapping again (6% of a standard snapshot of 1 GiB, 18% of one of
+ * 64 MiB). Growing arrays start in and grow into kept chunks of up to GROWN_SLACK times the size
+ * asked (grow_from_cache, cache_take). At most CACHE_SLOTS chunks and CACHE_MAX bytes, Own and
+ * registered until memdiff_trim(); guarded by the registry's lock. */
 #define CACHE_SLOTS 16
 #define CACHE_MAX ((size_t)8 << 20)
 static memdiff__chunk *cache[CACHE_SLOTS];
@@ -339,11 +334,9 @@ static void uncarve(memdiff__chunk *c, size_t size)
 }
 
 /* A kept chunk for a mapping of size bytes (cap usable), out of the cache; NULL when none. Below
- * 1 MiB only one of that very size (a snapshot must not hold on to more than it would have
- * mapped: a fast snapshot of 4 GiB stays in its one 64 KiB chunk), or for an array that grows, up
- * to GROWN_SLACK times that size: the size it would have grown to (its own kept sizes are those it
- * grew through, so without this it would map its first chunk anew every time); above, the
- * smallest with room and not twice as much. */
+ * 1 MiB one of that very size (a snapshot holds no more than it would have mapped), or for a
+ * growing array up to GROWN_SLACK times that size (the size it grows to; else it would map its
+ * first chunk anew every time); above, the smallest with room and not twice as much. */
 #define CACHE_EXACT_BELOW ((size_t)1 << 20)
 #define GROWN_SLACK 4u
 static memdiff__chunk *cache_take(size_t size, size_t cap, int growable)
@@ -451,12 +444,10 @@ static void chunk_free(memdiff__chunk *c)
     atomic_fetch_sub(&chunk_bytes, size);
 }
 
-/* Grows dedicated chunk c (reached through *link) to hold new_size bytes without a copy: a
- * carved chunk into the free pages after it (extend_carved), a mapping of its own by moving its
- * pages (memdiff__os_grow), so that an array that doubles costs its new pages only. A mapping is
- * out of the registry while it moves: a concurrent memdiff__own_ranges() misses it for that
- * instant, and finds its pages by their name where the OS names memory. NULL when it cannot grow
- * so (c is then unchanged, and the caller copies). */
+/* Grows dedicated chunk c (reached through *link) to new_size bytes without a copy: a carved
+ * chunk into the free pages after it, a mapping of its own by moving its pages
+ * (memdiff__os_grow; out of the registry while it moves, where memdiff__own_ranges() misses it
+ * but the OS's name for it does not). NULL when it cannot (c unchanged: the caller copies). */
 static void *grow_chunk(memdiff__chunk **link, memdiff__chunk *c, size_t new_size)
 {
     size_t page = memdiff__os_page_size();
