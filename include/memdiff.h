@@ -163,7 +163,7 @@ MEMDIFF_API const char *memdiff_depth_name(memdiff_depth depth);
 
 /* Where the figures of a snapshot came from (memdiff_snapshot_info.sources); docs/categories.md
  * names each one's source per OS. */
-#define MEMDIFF_SRC_REGIONS 0x0001u        /* the region list (Linux: maps; Windows: VirtualQuery) */
+#define MEMDIFF_SRC_REGIONS 0x0001u        /* the region list */
 #define MEMDIFF_SRC_PAGES 0x0002u          /* per-page presence, swap and exclusivity */
 #define MEMDIFF_SRC_FRAMES 0x0008u         /* physical frame numbers (privileged) */
 #define MEMDIFF_SRC_PAGE_FLAGS 0x0010u     /* the kernel's flags per frame (deep) */
@@ -201,8 +201,7 @@ MEMDIFF_API int memdiff_snapshot_take(const memdiff_options *options, memdiff_sn
 /* Shorthand: the calling process at the given depth. */
 MEMDIFF_API int memdiff_snapshot_self(memdiff_depth depth, memdiff_snapshot **out);
 
-/* Releases the snapshot and all its storage. NULL is allowed. */
-MEMDIFF_API void memdiff_snapshot_free(memdiff_snapshot *snapshot);
+MEMDIFF_API void memdiff_snapshot_free(memdiff_snapshot *snapshot); /* NULL is allowed */
 
 /* Unmaps the scratch memory memdiff keeps between snapshots (working buffers and the storage of
  * freed snapshots, 8 MiB at most, counted as Own, never as the program's: docs/api.md) and the
@@ -244,7 +243,7 @@ typedef struct memdiff_snapshot_info {
     memdiff_process_totals totals;
 } memdiff_snapshot_info;
 
-/* Fills *info. Strings point into the snapshot. Errors: MEMDIFF_EINVAL. */
+/* Fills *info; strings point into the snapshot. Errors: MEMDIFF_EINVAL. */
 MEMDIFF_API int memdiff_snapshot_get_info(const memdiff_snapshot *snapshot,
                                           memdiff_snapshot_info *info);
 
@@ -402,10 +401,11 @@ MEMDIFF_API int memdiff_diff_impact(const memdiff_diff *diff, memdiff_category c
 MEMDIFF_API size_t memdiff_diff_block_count(const memdiff_diff *diff);
 MEMDIFF_API int memdiff_diff_block(const memdiff_diff *diff, size_t index, memdiff_block *out);
 
-/* What a reference-set bracket measured, and the process-wide figures of its end (docs/
- * reference-set.md says how each OS measures each source). Sizes are the process's own resident-size figures (memdiff's storage
- * included, unlike the diff's page counts), in bytes; 0 when unknown. All 0 for a bracket
- * without MEMDIFF_BRACKET_REFSET and for memdiff_compare()'s diffs. */
+/* What a reference-set bracket measured, and the process-wide figures of its end
+ * (docs/reference-set.md says how each OS measures each source). Sizes are the process's own
+ * resident-size figures (memdiff's storage included, unlike the diff's page counts), in bytes;
+ * 0 when unknown. All 0 for a bracket without MEMDIFF_BRACKET_REFSET and for
+ * memdiff_compare()'s diffs. */
 #define MEMDIFF_REFS_CLEARED 0x1u  /* the referenced state was cleared at begin */
 #define MEMDIFF_REFS_MAPPINGS 0x2u /* touched bytes per mapping */
 #define MEMDIFF_REFS_PAGES 0x4u    /* touched per page */
@@ -610,7 +610,7 @@ typedef enum memdiff_match {
 
 /* Checks that blocks whose label matches pattern exist in figure's category (or
  * MEMDIFF_CAT_ALL), of those its filter keeps, and together have at least min_bytes of its
- * measure (min_bytes 0: that one exists at all); figure NULL: MEMDIFF_FIGURE_INIT. Returns 1, 0
+ * measure (INT64_MIN: that one exists at all); figure NULL: MEMDIFF_FIGURE_INIT. Returns 1, 0
  * or a negative status as memdiff_check(), and writes msg likewise; on failure it lists the
  * matching blocks, or when none matches, the category's largest blocks, so that the labels
  * there are seen. Errors: MEMDIFF_EINVAL (NULL diff or pattern, an argument out of range),

@@ -415,7 +415,7 @@ static void put_filter(msg *m, const memdiff_filter *f)
 }
 
 /* The blocks a message lists: those in the category with the largest |figure| after the filter,
- * or (match_pattern) those whose label matches, unfiltered. */
+ * or (pattern) those of them whose label matches. */
 typedef struct ranking {
     const memdiff_block *blocks[MEMDIFF_CHECK_MAX_BLOCKS];
     int64_t values[MEMDIFF_CHECK_MAX_BLOCKS];
@@ -630,6 +630,7 @@ int memdiff_check_label(const memdiff_diff *diff, const memdiff_figure *figure,
     if (!found) {
         msg_line(&m, "memdiff check failed: no block in %s has a label that %s \"%s\"",
                  category_text(category), match_text(match), label);
+        put_filter(&m, f.filter);
         s.pattern = NULL; /* show what is there instead */
         put_blocks(&m, diff, &s, "blocks there");
         return 0;
@@ -639,8 +640,10 @@ int memdiff_check_label(const memdiff_diff *diff, const memdiff_figure *figure,
              ok ? "holds" : "failed", memdiff_measure_name(measure), found, found == 1 ? "" : "s",
              category_text(category), match_text(match), label, fmt_figure(num, sum, measure),
              fmt_bound(lim, min_bytes));
-    if (!ok)
+    if (!ok) {
+        put_filter(&m, f.filter);
         put_blocks(&m, diff, &s, "those blocks");
+    }
     return ok;
 }
 
