@@ -52,29 +52,56 @@ static void check_totals(const memdiff_totals *t, pages e)
 static void check_diff_totals(const memdiff_diff *d, pages e)
 {
     memdiff_totals t;
-    ck_assert_int_eq(memdiff_diff_totals(d, &t), MEMDIFF_OK);
+    ck_assert_int_eq(memdiff_diff_totals(d, MEMDIFF_CAT_ALL, &t), MEMDIFF_OK);
     check_totals(&t, e);
 }
 
 static void check_category(const memdiff_diff *d, memdiff_category c, pages e)
 {
     memdiff_totals t;
-    ck_assert_int_eq(memdiff_diff_category_totals(d, c, &t), MEMDIFF_OK);
+    ck_assert_int_eq(memdiff_diff_totals(d, c, &t), MEMDIFF_OK);
     check_totals(&t, e);
+}
+
+/* Block i of d, which must exist (memdiff_diff_block() copies it out). */
+static memdiff_block block_of(const memdiff_diff *d, size_t i)
+{
+    memdiff_block k;
+    int rc = memdiff_diff_block(d, i, &k);
+    ck_assert_msg(rc == MEMDIFF_OK, "block %zu: %s: %s", i, memdiff_status_name(rc),
+                  memdiff_last_error());
+    return k;
+}
+
+/* No block i in d: MEMDIFF_ERANGE with a detail, and *out left as it was (the accessors copy out
+ * only on success, as memdiff_snapshot_region() does). */
+static void check_no_block(const memdiff_diff *d, size_t i)
+{
+    memdiff_block k, untouched;
+    memset(&k, 0xA5, sizeof k);
+    memcpy(&untouched, &k, sizeof k);
+    ck_assert_int_eq(memdiff_diff_block(d, i, &k), MEMDIFF_ERANGE);
+    ck_assert_str_ne(memdiff_last_error(), "");
+    ck_assert_int_eq(memcmp(&k, &untouched, sizeof k), 0);
+}
+
+static void check_block_totals(const memdiff_diff *d, size_t i, pages e)
+{
+    const memdiff_block k = block_of(d, i);
+    check_totals(&k.totals, e);
 }
 
 static void check_block(const memdiff_diff *d, size_t i, uint64_t start, uint64_t end,
                         memdiff_category c, const char *label, memdiff_change change,
                         unsigned presence)
 {
-    const memdiff_block *k = memdiff_diff_block(d, i);
-    ck_assert_ptr_nonnull(k);
-    ck_assert_uint_eq(k->start, start);
-    ck_assert_uint_eq(k->end, end);
-    ck_assert_int_eq(k->category, c);
-    ck_assert_str_eq(k->label, label);
-    ck_assert_int_eq(k->change, change);
-    ck_assert_uint_eq(k->presence, presence);
+    const memdiff_block k = block_of(d, i);
+    ck_assert_uint_eq(k.start, start);
+    ck_assert_uint_eq(k.end, end);
+    ck_assert_int_eq(k.category, c);
+    ck_assert_str_eq(k.label, label);
+    ck_assert_int_eq(k.change, change);
+    ck_assert_uint_eq(k.presence, presence);
 }
 
 /* The diff of two snapshots made from tables; both snapshots are freed before returning, which
@@ -117,7 +144,7 @@ START_TEST(touched_pages_are_new)
     ck_assert_uint_eq(memdiff_diff_block_count(d), 1);
     check_block(d, 0, HEAP + 4 * PG, HEAP + 14 * PG, MEMDIFF_CAT_HEAP, "[heap]",
                 MEMDIFF_CHANGE_NEW, BOTH);
-    check_totals(&memdiff_diff_block(d, 0)->totals, (pages){.new_private = 6, .new_shared = 2});
+    check_block_totals(d, 0, (pages){.new_private = 6, .new_shared = 2});
     memdiff_diff_free(d);
 }
 END_TEST
@@ -322,9 +349,11 @@ START_TEST(became_private_and_shared)
                 MEMDIFF_CHANGE_BECAME_SHARED, BOTH);
     memdiff_diff_free(d);
 
-    /* Exclusivity is only compared when both snapshots read it (pagemap). */
+    /* Exclusivity is only compared when both snapshots read it (MEMDIFF_SRC_PAGES). A fast
+     * snapshot has the region list and presence but not that source (the PAGEMAP_SCAN ioctl it
+     * may have used is no public source). */
     synth_spec fast = SPEC(heap_only, before);
-    fast.sources = MEMDIFF_SRC_MAPS | MEMDIFF_SRC_PAGEMAP_SCAN;
+    fast.sources = MEMDIFF_SRC_REGIONS;
     fast.depth = MEMDIFF_DEPTH_FAST;
     d = diff_specs(&fast, &SPEC(heap_only, after), 0);
     check_diff_totals(d, (pages){0});
@@ -339,7 +368,7 @@ START_TEST(fast_depth_estimates_private_and_shared)
      * anonymous ones private. */
     static const synth_run after[] = {{HEAP, 4, PRES}, {HEAP + 4 * PG, 3, PRES | FILEPG}};
     synth_spec b = SPEC(heap_only, before), a = SPEC(heap_only, after);
-    b.sources = a.sources = MEMDIFF_SRC_MAPS | MEMDIFF_SRC_PAGEMAP_SCAN;
+    b.sources = a.sources = MEMDIFF_SRC_REGIONS; /* no MEMDIFF_SRC_PAGES: fast */
     b.depth = a.depth = MEMDIFF_DEPTH_FAST;
     memdiff_diff *d = diff_specs(&b, &a, 0);
     check_diff_totals(d, (pages){.new_private = 3, .new_shared = 3});
@@ -470,12 +499,13 @@ START_TEST(default_blocks_group_a_module)
     ck_assert_uint_eq(memdiff_diff_block_count(d), 2);
     check_block(d, 0, LIB + PG, LIB + 8 * PG, MEMDIFF_CAT_IMAGE, "/usr/lib/libfoo.so",
                 MEMDIFF_CHANGE_NEW, BOTH);
-    check_totals(&memdiff_diff_block(d, 0)->totals, (pages){.new_shared = 2, .new_private = 4});
-    ck_assert_uint_eq(memdiff_diff_block(d, 0)->attrs_before, 0);
-    ck_assert_uint_eq(memdiff_diff_block(d, 0)->attrs_after, 0);
+    check_block_totals(d, 0, (pages){.new_shared = 2, .new_private = 4});
+    ck_assert_uint_eq(block_of(d, 0).attrs_before, 0);
+    ck_assert_uint_eq(block_of(d, 0).attrs_after, 0);
     check_block(d, 1, LIB + 16 * PG, LIB + 18 * PG, MEMDIFF_CAT_HEAP,
                 "malloc arena 0x7f0000010000", MEMDIFF_CHANGE_NEW, BOTH);
-    ck_assert_ptr_null(memdiff_diff_block(d, 2));
+    check_no_block(d, 2); /* one past the last */
+    ck_assert_int_eq(memdiff_diff_block(d, 0, NULL), MEMDIFF_EINVAL); /* a block there, no out */
     memdiff_diff_free(d);
 }
 END_TEST
@@ -489,14 +519,14 @@ START_TEST(verbose_blocks_split_by_attributes)
     /* Text; data and the first bss page coalesce (same attributes, contiguous, one label). */
     check_block(d, 0, LIB + PG, LIB + 3 * PG, MEMDIFF_CAT_IMAGE, "/usr/lib/libfoo.so",
                 MEMDIFF_CHANGE_NEW, BOTH);
-    ck_assert_uint_eq(memdiff_diff_block(d, 0)->attrs_before, 0);
-    ck_assert_uint_eq(memdiff_diff_block(d, 0)->attrs_after, PRES | FILEPG);
+    ck_assert_uint_eq(block_of(d, 0).attrs_before, 0);
+    ck_assert_uint_eq(block_of(d, 0).attrs_after, PRES | FILEPG);
     check_block(d, 1, LIB + 4 * PG, LIB + 7 * PG, MEMDIFF_CAT_IMAGE, "/usr/lib/libfoo.so",
                 MEMDIFF_CHANGE_NEW, BOTH);
-    ck_assert_uint_eq(memdiff_diff_block(d, 1)->attrs_after, PRES | PRIV);
+    ck_assert_uint_eq(block_of(d, 1).attrs_after, PRES | PRIV);
     check_block(d, 2, LIB + 7 * PG, LIB + 8 * PG, MEMDIFF_CAT_IMAGE, "/usr/lib/libfoo.so",
                 MEMDIFF_CHANGE_NEW, BOTH);
-    ck_assert_uint_eq(memdiff_diff_block(d, 2)->attrs_after,
+    ck_assert_uint_eq(block_of(d, 2).attrs_after,
                       PRES | PRIV | MEMDIFF_PAGE_SOFT_DIRTY);
     check_block(d, 3, LIB + 16 * PG, LIB + 18 * PG, MEMDIFF_CAT_HEAP,
                 "malloc arena 0x7f0000010000", MEMDIFF_CHANGE_NEW, BOTH);
@@ -513,13 +543,13 @@ START_TEST(verbose_keeps_freed_kinds_apart)
     ck_assert_uint_eq(memdiff_diff_block_count(d), 2);
     check_block(d, 0, HEAP, HEAP + 2 * PG, MEMDIFF_CAT_HEAP, "[heap]", MEMDIFF_CHANGE_FREED,
                 BOTH);
-    check_totals(&memdiff_diff_block(d, 0)->totals, (pages){.swapped = 2});
-    ck_assert_uint_eq(memdiff_diff_block(d, 0)->attrs_after, SWAP);
+    check_block_totals(d, 0, (pages){.swapped = 2});
+    ck_assert_uint_eq(block_of(d, 0).attrs_after, SWAP);
     check_block(d, 1, HEAP + 2 * PG, HEAP + 6 * PG, MEMDIFF_CAT_HEAP, "[heap]",
                 MEMDIFF_CHANGE_FREED, BOTH);
-    check_totals(&memdiff_diff_block(d, 1)->totals, (pages){.discarded = 4});
-    ck_assert_uint_eq(memdiff_diff_block(d, 1)->attrs_before, PRES | PRIV);
-    ck_assert_uint_eq(memdiff_diff_block(d, 1)->attrs_after, 0);
+    check_block_totals(d, 1, (pages){.discarded = 4});
+    ck_assert_uint_eq(block_of(d, 1).attrs_before, PRES | PRIV);
+    ck_assert_uint_eq(block_of(d, 1).attrs_after, 0);
     memdiff_diff_free(d);
 }
 END_TEST
@@ -536,20 +566,27 @@ static uint64_t live_arena_bytes(void)
 static void check_same_diff(const memdiff_diff *x, const memdiff_diff *y)
 {
     memdiff_totals tx, ty;
-    ck_assert_int_eq(memdiff_diff_totals(x, &tx), MEMDIFF_OK);
-    ck_assert_int_eq(memdiff_diff_totals(y, &ty), MEMDIFF_OK);
-    ck_assert_int_eq(memcmp(&tx, &ty, sizeof tx), 0);
-    for (int c = 0; c < MEMDIFF_CAT_COUNT; c++) {
-        ck_assert_int_eq(memdiff_diff_category_totals(x, (memdiff_category)c, &tx), MEMDIFF_OK);
-        ck_assert_int_eq(memdiff_diff_category_totals(y, (memdiff_category)c, &ty), MEMDIFF_OK);
+    /* Every category, then all of them (MEMDIFF_CAT_ALL == MEMDIFF_CAT_COUNT). */
+    for (int c = 0; c <= MEMDIFF_CAT_ALL; c++) {
+        ck_assert_int_eq(memdiff_diff_totals(x, (memdiff_category)c, &tx), MEMDIFF_OK);
+        ck_assert_int_eq(memdiff_diff_totals(y, (memdiff_category)c, &ty), MEMDIFF_OK);
         ck_assert_int_eq(memcmp(&tx, &ty, sizeof tx), 0);
     }
     ck_assert_uint_eq(memdiff_diff_block_count(x), memdiff_diff_block_count(y));
     for (size_t i = 0; i < memdiff_diff_block_count(x); i++) {
-        memdiff_block bx = *memdiff_diff_block(x, i), by = *memdiff_diff_block(y, i);
+        /* Field by field: the copies' padding bytes are nobody's business. totals and impact
+         * are all 64-bit counts, without padding. */
+        const memdiff_block bx = block_of(x, i), by = block_of(y, i);
+        ck_assert_uint_eq(bx.start, by.start);
+        ck_assert_uint_eq(bx.end, by.end);
+        ck_assert_int_eq(bx.category, by.category);
         ck_assert_str_eq(bx.label, by.label);
-        bx.label = by.label = NULL;
-        ck_assert_int_eq(memcmp(&bx, &by, sizeof bx), 0);
+        ck_assert_int_eq(bx.change, by.change);
+        ck_assert_uint_eq(bx.presence, by.presence);
+        ck_assert_int_eq(memcmp(&bx.totals, &by.totals, sizeof bx.totals), 0);
+        ck_assert_uint_eq(bx.attrs_before, by.attrs_before);
+        ck_assert_uint_eq(bx.attrs_after, by.attrs_after);
+        ck_assert_int_eq(memcmp(&bx.impact, &by.impact, sizeof bx.impact), 0);
     }
 }
 
@@ -583,19 +620,185 @@ START_TEST(diff_outlives_its_snapshots)
     sb.time_ns = 1000;
     sa.time_ns = 2000;
     memdiff_diff *d = diff_specs(&sb, &sa, 0); /* frees both snapshots */
-    memdiff_snapshot_info info;
-    ck_assert_int_eq(memdiff_diff_snapshot_info(d, 0, &info), MEMDIFF_OK);
-    ck_assert_str_eq(info.host, "synthhost");
-    ck_assert_str_eq(info.degraded, "frame numbers unavailable: needs CAP_SYS_ADMIN");
-    ck_assert_uint_eq(info.time_ns, 1000);
-    ck_assert_int_eq(info.pid, 4242);
-    ck_assert_int_eq(memdiff_diff_snapshot_info(d, 7, &info), MEMDIFF_OK);
-    ck_assert_ptr_null(info.degraded);
-    ck_assert_uint_eq(info.time_ns, 2000);
-    ck_assert_uint_eq(info.page_size, SYNTH_PAGE);
-    ck_assert_str_eq(memdiff_diff_block(d, 0)->label, "/usr/lib/libfoo.so");
-    ck_assert_str_eq(memdiff_diff_block(d, 1)->label, "malloc arena 0x7f0000010000");
+    memdiff_diff_info di;
+    ck_assert_int_eq(memdiff_diff_get_info(d, &di), MEMDIFF_OK);
+    ck_assert_str_eq(di.before.host, "synthhost");
+    ck_assert_str_eq(di.before.degraded, "frame numbers unavailable: needs CAP_SYS_ADMIN");
+    ck_assert_uint_eq(di.before.time_ns, 1000);
+    ck_assert_int_eq(di.before.pid, 4242);
+    ck_assert_str_eq(di.after.host, "synthhost");
+    ck_assert_ptr_null(di.after.degraded);
+    ck_assert_uint_eq(di.after.time_ns, 2000);
+    ck_assert_uint_eq(di.after.page_size, SYNTH_PAGE);
+    ck_assert_str_eq(block_of(d, 0).label, "/usr/lib/libfoo.so");
+    ck_assert_str_eq(block_of(d, 1).label, "malloc arena 0x7f0000010000");
     memdiff_diff_free(d);
+}
+END_TEST
+
+/* ---- accessors ------------------------------------------------------------------------------ */
+
+/* The four outcomes a category can have, in four categories and Own:
+ *   heap [heap]           2 new private, 2 became private, 2 swapped out
+ *   private anonymous     4 unmapped (before only)
+ *   mapped-file /data/a   3 new shared
+ *   own memdiff           6 new, 2 discarded (outside every total)
+ * All but Own: new 5 (2 private, 3 shared), freed 6, became private 2. */
+static const synth_region sum_before_regs[] = {
+    {HEAP, HEAP + 16 * PG, MEMDIFF_CAT_HEAP, "[heap]", 1, 0, 0, 0, 0},
+    {HEAP + 100 * PG, HEAP + 108 * PG, MEMDIFF_CAT_PRIVATE, "anonymous", 2, 0, 0, 0, 0},
+    {FILEMAP, FILEMAP + 8 * PG, MEMDIFF_CAT_MAPPED_FILE, "/data/a", FILEMAP, MEMDIFF_REGION_FILE,
+     0x801, 7, 0},
+    {OWNMAP, OWNMAP + 16 * PG, MEMDIFF_CAT_OWN, "memdiff", 0, 0, 0, 0, 0},
+};
+static const synth_run sum_before_runs[] = {
+    {HEAP, 4, PRES | PRIV},
+    {HEAP + 8 * PG, 2, PRES},
+    {HEAP + 12 * PG, 2, PRES | PRIV},
+    {HEAP + 100 * PG, 4, PRES | PRIV},
+    {FILEMAP, 1, PRES | FILEPG},
+    {OWNMAP, 4, PRES | PRIV},
+};
+static const synth_region sum_after_regs[] = {
+    {HEAP, HEAP + 16 * PG, MEMDIFF_CAT_HEAP, "[heap]", 1, 0, 0, 0, 0},
+    {FILEMAP, FILEMAP + 8 * PG, MEMDIFF_CAT_MAPPED_FILE, "/data/a", FILEMAP, MEMDIFF_REGION_FILE,
+     0x801, 7, 0},
+    {OWNMAP, OWNMAP + 16 * PG, MEMDIFF_CAT_OWN, "memdiff", 0, 0, 0, 0, 0},
+};
+static const synth_run sum_after_runs[] = {
+    {HEAP, 6, PRES | PRIV},
+    {HEAP + 8 * PG, 2, PRES | PRIV},
+    {HEAP + 12 * PG, 2, SWAP},
+    {FILEMAP, 4, PRES | FILEPG},
+    {OWNMAP, 2, PRES | PRIV},
+    {OWNMAP + 8 * PG, 6, PRES | PRIV},
+};
+
+/* a += b, every count (net included: a sum of nets is the net of the sums). */
+static void add_counts(memdiff_totals *a, const memdiff_totals *b)
+{
+    a->new_bytes += b->new_bytes;
+    a->new_private_bytes += b->new_private_bytes;
+    a->new_shared_bytes += b->new_shared_bytes;
+    a->freed_bytes += b->freed_bytes;
+    a->freed_unmapped_bytes += b->freed_unmapped_bytes;
+    a->freed_discarded_bytes += b->freed_discarded_bytes;
+    a->freed_swapped_bytes += b->freed_swapped_bytes;
+    a->replaced_bytes += b->replaced_bytes;
+    a->became_private_bytes += b->became_private_bytes;
+    a->became_shared_bytes += b->became_shared_bytes;
+    a->net_bytes += b->net_bytes;
+}
+
+/* memdiff_diff_totals(d, MEMDIFF_CAT_ALL) is the sum of every category but Own, count by count,
+ * in both modes; Own, which has counts of its own here, is not in it. */
+START_TEST(totals_of_all_are_the_sum_but_own)
+{
+    for (unsigned flags = 0; flags <= MEMDIFF_COMPARE_VERBOSE; flags++) {
+        memdiff_diff *d = diff_specs(&SPEC(sum_before_regs, sum_before_runs),
+                                     &SPEC(sum_after_regs, sum_after_runs), flags);
+        check_diff_totals(d, (pages){.new_private = 2, .new_shared = 3, .unmapped = 4,
+                                     .swapped = 2, .became_private = 2});
+        check_category(d, MEMDIFF_CAT_HEAP,
+                       (pages){.new_private = 2, .swapped = 2, .became_private = 2});
+        check_category(d, MEMDIFF_CAT_PRIVATE, (pages){.unmapped = 4});
+        check_category(d, MEMDIFF_CAT_MAPPED_FILE, (pages){.new_shared = 3});
+        check_category(d, MEMDIFF_CAT_OWN, (pages){.new_private = 6, .discarded = 2});
+
+        memdiff_totals all, sum, own, t;
+        memset(&sum, 0, sizeof sum);
+        for (int c = 0; c < MEMDIFF_CAT_COUNT; c++) {
+            ck_assert_int_eq(memdiff_diff_totals(d, (memdiff_category)c, &t), MEMDIFF_OK);
+            if (c != MEMDIFF_CAT_OWN)
+                add_counts(&sum, &t);
+        }
+        ck_assert_int_eq(memdiff_diff_totals(d, MEMDIFF_CAT_ALL, &all), MEMDIFF_OK);
+        ck_assert_int_eq(memcmp(&all, &sum, sizeof all), 0);
+        /* Own counted in would have made a difference. */
+        ck_assert_int_eq(memdiff_diff_totals(d, MEMDIFF_CAT_OWN, &own), MEMDIFF_OK);
+        ck_assert_uint_gt(own.new_bytes, 0);
+        add_counts(&sum, &own);
+        ck_assert_int_ne(memcmp(&all, &sum, sizeof all), 0);
+        memdiff_diff_free(d);
+    }
+}
+END_TEST
+
+/* One snapshot info and the diff's copy of it: the same fields, strings equal (the diff's own
+ * copies: they outlive the snapshot). */
+static void check_same_info(const memdiff_snapshot_info *in_diff, const memdiff_snapshot_info *s)
+{
+    ck_assert_int_eq(in_diff->pid, s->pid);
+    ck_assert_int_eq(in_diff->depth_requested, s->depth_requested);
+    ck_assert_int_eq(in_diff->depth, s->depth);
+    ck_assert_uint_eq(in_diff->sources, s->sources);
+    if (s->degraded)
+        ck_assert_str_eq(in_diff->degraded, s->degraded);
+    else
+        ck_assert_ptr_null(in_diff->degraded);
+    ck_assert_uint_eq(in_diff->page_size, s->page_size);
+    ck_assert_uint_eq(in_diff->time_ns, s->time_ns);
+    ck_assert_str_eq(in_diff->host, s->host);
+    ck_assert_uint_eq(in_diff->region_count, s->region_count);
+    ck_assert_uint_eq(in_diff->run_count, s->run_count);
+    ck_assert_uint_eq(in_diff->resident_bytes, s->resident_bytes);
+    ck_assert_uint_eq(in_diff->private_bytes, s->private_bytes);
+    ck_assert_uint_eq(in_diff->shared_bytes, s->shared_bytes);
+    ck_assert_uint_eq(in_diff->swapped_bytes, s->swapped_bytes);
+    ck_assert_uint_eq(in_diff->own_bytes, s->own_bytes);
+    ck_assert_uint_eq(in_diff->storage_bytes, s->storage_bytes);
+    ck_assert_int_eq(memcmp(&in_diff->totals, &s->totals, sizeof s->totals), 0);
+}
+
+/* memdiff_diff_get_info: before and after are the infos of the snapshots compared (in that
+ * order, not swapped), compare_flags the flags the diff was made with, and a plain compare has
+ * no reference set (all 0). */
+START_TEST(diff_info_is_the_snapshots_and_flags)
+{
+    synth_spec sb = SPEC(module_regs, module_before), sa = SPEC(module_regs, module_after);
+    sb.degraded = "frame numbers unavailable: needs CAP_SYS_ADMIN";
+    sb.time_ns = 1000;
+    sa.time_ns = 2000;
+    sa.sources = MEMDIFF_SRC_REGIONS; /* a fast snapshot after a standard one */
+    sa.depth = MEMDIFF_DEPTH_FAST;
+    memdiff_snapshot *b = synth_snapshot(&sb), *a = synth_snapshot(&sa);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_ptr_nonnull(a);
+    memdiff_snapshot_info ib, ia;
+    for (int other_pid = 0; other_pid <= 1; other_pid++) {
+        if (other_pid)
+            a->info.pid = 4343; /* only a forced compare takes it */
+        ck_assert_int_eq(memdiff_snapshot_get_info(b, &ib), MEMDIFF_OK);
+        ck_assert_int_eq(memdiff_snapshot_get_info(a, &ia), MEMDIFF_OK);
+        ck_assert_int_ne(ib.time_ns, ia.time_ns); /* before and after can be told apart */
+        for (unsigned flags = 0; flags <= (MEMDIFF_COMPARE_VERBOSE | MEMDIFF_COMPARE_FORCE);
+             flags++) {
+            memdiff_diff *d = NULL;
+            int rc = memdiff_compare(b, a, flags, &d);
+            if (other_pid && !(flags & MEMDIFF_COMPARE_FORCE)) {
+                ck_assert_int_eq(rc, MEMDIFF_EMISMATCH);
+                continue;
+            }
+            ck_assert_int_eq(rc, MEMDIFF_OK);
+            memdiff_diff_info di;
+            memset(&di, 0xA5, sizeof di);
+            ck_assert_int_eq(memdiff_diff_get_info(d, &di), MEMDIFF_OK);
+            check_same_info(&di.before, &ib);
+            check_same_info(&di.after, &ia);
+            ck_assert_uint_eq(di.compare_flags, flags);
+            ck_assert_uint_eq(di.refset.sources, 0);
+            ck_assert_ptr_null(di.refset.degraded);
+            ck_assert_uint_eq(di.refset.begin_rss_bytes, 0);
+            ck_assert_uint_eq(di.refset.end_rss_bytes, 0);
+            ck_assert_uint_eq(di.refset.peak_bytes, 0);
+            ck_assert_uint_eq(di.refset.peak_slack_bytes, 0);
+            ck_assert_uint_eq(di.refset.transient_bytes, 0);
+            ck_assert_uint_eq(di.refset.untracked_bytes, 0);
+            memdiff_diff_free(d);
+        }
+    }
+    memdiff_snapshot_free(a);
+    memdiff_snapshot_free(b);
 }
 END_TEST
 
@@ -617,21 +820,26 @@ START_TEST(invalid_arguments)
     ck_assert_str_ne(memdiff_last_error(), "");
 
     memdiff_totals t;
-    memdiff_snapshot_info info;
-    ck_assert_int_eq(memdiff_diff_totals(NULL, &t), MEMDIFF_EINVAL);
-    ck_assert_int_eq(memdiff_diff_category_totals(NULL, MEMDIFF_CAT_HEAP, &t), MEMDIFF_EINVAL);
+    memdiff_diff_info di;
+    memdiff_block k;
+    ck_assert_int_eq(memdiff_diff_totals(NULL, MEMDIFF_CAT_ALL, &t), MEMDIFF_EINVAL);
+    ck_assert_int_eq(memdiff_diff_totals(NULL, MEMDIFF_CAT_HEAP, &t), MEMDIFF_EINVAL);
     ck_assert_uint_eq(memdiff_diff_block_count(NULL), 0);
-    ck_assert_ptr_null(memdiff_diff_block(NULL, 0));
-    ck_assert_int_eq(memdiff_diff_snapshot_info(NULL, 0, &info), MEMDIFF_EINVAL);
+    ck_assert_int_eq(memdiff_diff_block(NULL, 0, &k), MEMDIFF_EINVAL);
+    ck_assert_int_eq(memdiff_diff_get_info(NULL, &di), MEMDIFF_EINVAL);
     memdiff_diff_free(NULL);
 
     ck_assert_int_eq(memdiff_compare(s, s, 0, &d), MEMDIFF_OK);
     check_diff_totals(d, (pages){0});
-    ck_assert_int_eq(memdiff_diff_totals(d, NULL), MEMDIFF_EINVAL);
-    ck_assert_int_eq(memdiff_diff_category_totals(d, MEMDIFF_CAT_COUNT, &t), MEMDIFF_EINVAL);
-    ck_assert_int_eq(memdiff_diff_category_totals(d, (memdiff_category)-1, &t), MEMDIFF_EINVAL);
-    ck_assert_int_eq(memdiff_diff_snapshot_info(d, 1, NULL), MEMDIFF_EINVAL);
-    ck_assert_ptr_null(memdiff_diff_block(d, 0));
+    ck_assert_int_eq(memdiff_diff_totals(d, MEMDIFF_CAT_ALL, NULL), MEMDIFF_EINVAL);
+    ck_assert_int_eq(memdiff_diff_totals(d, MEMDIFF_CAT_HEAP, NULL), MEMDIFF_EINVAL);
+    /* MEMDIFF_CAT_COUNT is MEMDIFF_CAT_ALL now, a category accepted: one past it is not. */
+    ck_assert_int_eq(memdiff_diff_totals(d, (memdiff_category)(MEMDIFF_CAT_ALL + 1), &t),
+                     MEMDIFF_EINVAL);
+    ck_assert_int_eq(memdiff_diff_totals(d, (memdiff_category)-1, &t), MEMDIFF_EINVAL);
+    ck_assert_int_eq(memdiff_diff_get_info(d, NULL), MEMDIFF_EINVAL);
+    check_no_block(d, 0); /* the diff has no blocks at all */
+    check_no_block(d, SIZE_MAX);
     memdiff_diff_free(d);
     memdiff_snapshot_free(s);
 }
@@ -703,7 +911,7 @@ START_TEST(out_of_memory_at_every_step)
                 ck_assert_int_eq(rc, MEMDIFF_OK);
                 check_diff_totals(d, (pages){.new_private = REGIONS});
                 ck_assert_uint_eq(memdiff_diff_block_count(d), REGIONS);
-                ck_assert_str_eq(memdiff_diff_block(d, REGIONS - 1)->label, "mapping 599");
+                ck_assert_str_eq(block_of(d, REGIONS - 1).label, "mapping 599");
                 memdiff_diff_free(d);
             }
         }
@@ -839,7 +1047,7 @@ START_TEST(sums_beyond_2_63_are_refused)
     memdiff_snapshot_free(a);
     memdiff_snapshot_free(b);
 
-    /* Own is outside the total but has figures of its own (memdiff_figure, the reports). */
+    /* Own is outside the total but has figures of its own (memdiff_diff_figure, the reports). */
     static const synth_region own[] = {
         {TWO63 / 2, TWO63 / 2 + TWO63, MEMDIFF_CAT_OWN, "memdiff", 1, 0, 0, 0, 0},
     };
@@ -881,13 +1089,23 @@ START_TEST(touching_2_63_bytes_is_refused)
 }
 END_TEST
 
+/* The figure m of category c in d, unfiltered; the call must succeed. */
+static int64_t figure_of(const memdiff_diff *d, memdiff_category c, memdiff_measure m)
+{
+    const memdiff_figure f = {c, m, NULL};
+    int64_t v = -12345;
+    ck_assert_int_eq(memdiff_diff_figure(d, &f, &v), MEMDIFF_OK);
+    return v;
+}
+
 /* memdiff_check(d, all categories, m, cmp, 0) returns want, with the message want_msg (NULL:
  * any message). */
 static void assert_check(const memdiff_diff *d, memdiff_measure m, memdiff_cmp cmp, int want,
                          const char *want_msg)
 {
     char msg[2048];
-    ck_assert_int_eq(memdiff_check(d, NULL, MEMDIFF_CAT_ALL, m, cmp, 0, msg, sizeof msg), want);
+    const memdiff_figure f = {MEMDIFF_CAT_ALL, m, NULL};
+    ck_assert_int_eq(memdiff_check(d, &f, cmp, 0, msg, sizeof msg), want);
     if (want_msg)
         ck_assert_str_eq(msg, want_msg);
 }
@@ -915,15 +1133,10 @@ START_TEST(figures_just_below_2_63_are_exact)
     check_diff_totals(d, (pages){.discarded = NEAR63 / PG});
     check_category(d, MEMDIFF_CAT_HEAP, (pages){.discarded = NEAR63 / PG});
 
-    int64_t v = 0;
     const int64_t near = (int64_t)NEAR63; /* 9,223,372,036,854,771,712 = 2^63 - 4096 */
-    ck_assert_int_eq(memdiff_figure(d, NULL, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_FREED, &v), 0);
-    ck_assert_int_eq(v, near);
-    ck_assert_int_eq(memdiff_figure(d, NULL, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_NET, &v), 0);
-    ck_assert_int_eq(v, -near);
-    ck_assert_int_eq(memdiff_figure(d, NULL, MEMDIFF_CAT_HEAP, MEMDIFF_MEASURE_NET_PRIVATE, &v),
-                     0);
-    ck_assert_int_eq(v, -near);
+    ck_assert_int_eq(figure_of(d, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_FREED), near);
+    ck_assert_int_eq(figure_of(d, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_NET), -near);
+    ck_assert_int_eq(figure_of(d, MEMDIFF_CAT_HEAP, MEMDIFF_MEASURE_NET_PRIVATE), -near);
     assert_check(d, MEMDIFF_MEASURE_FREED, MEMDIFF_CMP_GT, 1,
                  "memdiff check holds: freed bytes in all categories = "
                  "9,223,372,036,854,771,712, want > 0");
@@ -933,8 +1146,9 @@ START_TEST(figures_just_below_2_63_are_exact)
                  "  blocks, largest first (1 of 1):\n"
                  "    -9,223,372,036,854,771,712  heap  freed  [heap]  0x10000-0x800000000000f000\n"
                  "  by category: heap -9,223,372,036,854,771,712");
-    ck_assert_int_eq(memdiff_check_label(d, MEMDIFF_CAT_HEAP, "[heap]", MEMDIFF_MATCH_EXACT,
-                                         MEMDIFF_MEASURE_FREED, near, NULL, 0),
+    const memdiff_figure heap_freed = {MEMDIFF_CAT_HEAP, MEMDIFF_MEASURE_FREED, NULL};
+    ck_assert_int_eq(memdiff_check_label(d, &heap_freed, "[heap]", MEMDIFF_MATCH_EXACT, near,
+                                         NULL, 0),
                      1);
 
     static char text[8192];
@@ -968,16 +1182,13 @@ START_TEST(new_and_freed_each_just_below_2_63)
     memdiff_diff *d = synth_bracket_diff(&SPEC(two, before), &SPEC(two, after), 0, NULL);
     check_diff_totals(d, (pages){.new_private = NEAR63 / PG, .discarded = NEAR63 / PG});
     memdiff_impact m;
-    ck_assert_int_eq(memdiff_diff_impact(d, &m), MEMDIFF_OK);
+    ck_assert_int_eq(memdiff_diff_impact(d, MEMDIFF_CAT_ALL, &m), MEMDIFF_OK);
     ck_assert_uint_eq(m.impacting_bytes, UINT64_MAX - 2 * PG + 1);
     ck_assert_uint_eq(m.touched_bytes, NEAR63);
     ck_assert_uint_eq(m.persistent_bytes, 0);
 
-    int64_t v = -1;
-    ck_assert_int_eq(memdiff_figure(d, NULL, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_NET, &v), 0);
-    ck_assert_int_eq(v, 0);
-    ck_assert_int_eq(memdiff_figure(d, NULL, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_TOUCHED, &v), 0);
-    ck_assert_int_eq(v, (int64_t)NEAR63);
+    ck_assert_int_eq(figure_of(d, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_NET), 0);
+    ck_assert_int_eq(figure_of(d, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_TOUCHED), (int64_t)NEAR63);
     assert_check(d, MEMDIFF_MEASURE_NEW, MEMDIFF_CMP_GT, 1, NULL);
     assert_check(d, MEMDIFF_MEASURE_NET_PRIVATE, MEMDIFF_CMP_EQ, 1, NULL);
     /* Equal sizes stay in address order; the two add up to 0. */
@@ -1078,6 +1289,11 @@ Suite *compare_suite(void)
     tc = tcase_create("Lifetime");
     tcase_add_test(tc, compare_twice_gives_the_same_diff);
     tcase_add_test(tc, diff_outlives_its_snapshots);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("Accessors");
+    tcase_add_test(tc, totals_of_all_are_the_sum_but_own);
+    tcase_add_test(tc, diff_info_is_the_snapshots_and_flags);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("Errors");
