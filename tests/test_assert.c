@@ -90,9 +90,29 @@ static memdiff_diff *scenario(unsigned flags)
 static int64_t figure(const memdiff_diff *d, const memdiff_filter *f, memdiff_category c,
                       memdiff_measure m)
 {
+    const memdiff_figure fig = {c, m, f};
     int64_t v = -12345;
-    ck_assert_int_eq(memdiff_figure(d, f, c, m, &v), MEMDIFF_OK);
+    ck_assert_int_eq(memdiff_diff_figure(d, &fig, &v), MEMDIFF_OK);
     return v;
+}
+
+/* memdiff_check() of the figure {c, m, f}: the figure spelt out at every call, as the tests were
+ * written before the figure was one struct. */
+static int check_figure(const memdiff_diff *d, const memdiff_filter *f, memdiff_category c,
+                       memdiff_measure m, memdiff_cmp cmp, int64_t bound, char *msg,
+                       size_t msg_size)
+{
+    const memdiff_figure fig = {c, m, f};
+    return memdiff_check(d, &fig, cmp, bound, msg, msg_size);
+}
+
+/* memdiff_check_label() of the unfiltered figure {c, m}. */
+static int check_label(const memdiff_diff *d, memdiff_category c, const char *pattern,
+               memdiff_match match, memdiff_measure m, int64_t min_bytes, char *msg,
+               size_t msg_size)
+{
+    const memdiff_figure fig = {c, m, NULL};
+    return memdiff_check_label(d, &fig, pattern, match, min_bytes, msg, msg_size);
 }
 
 /* Fails unless needle occurs in hay; returns where. */
@@ -174,11 +194,7 @@ START_TEST(figures_agree_with_totals)
         memdiff_diff *d = scenario(flags);
         for (int c = 0; c <= MEMDIFF_CAT_ALL; c++) {
             memdiff_totals t;
-            if (c == MEMDIFF_CAT_ALL)
-                ck_assert_int_eq(memdiff_diff_totals(d, &t), MEMDIFF_OK);
-            else
-                ck_assert_int_eq(memdiff_diff_category_totals(d, (memdiff_category)c, &t),
-                                 MEMDIFF_OK);
+            ck_assert_int_eq(memdiff_diff_totals(d, (memdiff_category)c, &t), MEMDIFF_OK);
             const int64_t want[] = {
                 (int64_t)t.new_bytes,         (int64_t)t.freed_bytes,
                 t.net_bytes,                  (int64_t)t.new_private_bytes,
@@ -197,31 +213,166 @@ START_TEST(figure_errors)
 {
     memdiff_diff *d = scenario(0);
     int64_t v = 77;
-    ck_assert_int_eq(memdiff_figure(NULL, NULL, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_NET, &v),
-                     MEMDIFF_EINVAL);
+    memdiff_figure fig = MEMDIFF_FIGURE_INIT;
+    ck_assert_int_eq(memdiff_diff_figure(NULL, &fig, &v), MEMDIFF_EINVAL);
     ck_assert_int_eq(v, 0);
-    ck_assert_int_eq(memdiff_figure(d, NULL, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_NET, NULL),
-                     MEMDIFF_EINVAL);
-    ck_assert_int_eq(memdiff_figure(d, NULL, (memdiff_category)(MEMDIFF_CAT_ALL + 1),
-                                    MEMDIFF_MEASURE_NET, &v),
-                     MEMDIFF_EINVAL);
-    ck_assert_int_eq(memdiff_figure(d, NULL, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_COUNT, &v),
-                     MEMDIFF_EINVAL);
+    v = 77;
+    ck_assert_int_eq(memdiff_diff_figure(NULL, NULL, &v), MEMDIFF_EINVAL);
+    ck_assert_int_eq(v, 0);
+    ck_assert_int_eq(memdiff_diff_figure(d, &fig, NULL), MEMDIFF_EINVAL);
+    ck_assert_int_eq(memdiff_diff_figure(d, NULL, NULL), MEMDIFF_EINVAL);
+    fig.category = (memdiff_category)(MEMDIFF_CAT_ALL + 1);
+    ck_assert_int_eq(memdiff_diff_figure(d, &fig, &v), MEMDIFF_EINVAL);
+    fig.category = MEMDIFF_CAT_ALL;
+    fig.measure = MEMDIFF_MEASURE_COUNT;
+    ck_assert_int_eq(memdiff_diff_figure(d, &fig, &v), MEMDIFF_EINVAL);
     /* Reserved for reference sets: refused, and said why. */
-    ck_assert_int_eq(memdiff_figure(d, NULL, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_TOUCHED, &v),
-                     MEMDIFF_ENOTSUP);
+    fig.measure = MEMDIFF_MEASURE_TOUCHED;
+    ck_assert_int_eq(memdiff_diff_figure(d, &fig, &v), MEMDIFF_ENOTSUP);
     expect_in(memdiff_last_error(), "touched");
-    ck_assert_int_eq(memdiff_figure(d, NULL, MEMDIFF_CAT_HEAP, MEMDIFF_MEASURE_PEAK, &v),
-                     MEMDIFF_ENOTSUP);
+    fig.category = MEMDIFF_CAT_HEAP;
+    fig.measure = MEMDIFF_MEASURE_PEAK;
+    ck_assert_int_eq(memdiff_diff_figure(d, &fig, &v), MEMDIFF_ENOTSUP);
     memdiff_filter f = MEMDIFF_FILTER_INIT;
     f.flags = 0x80;
-    ck_assert_int_eq(memdiff_figure(d, &f, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_NET, &v),
-                     MEMDIFF_EINVAL);
+    fig = (memdiff_figure){MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_NET, &f};
+    ck_assert_int_eq(memdiff_diff_figure(d, &fig, &v), MEMDIFF_EINVAL);
     f.flags = 0;
     f.ignore_categories = MEMDIFF_CAT_BIT(MEMDIFF_CAT_COUNT);
-    ck_assert_int_eq(memdiff_figure(d, &f, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_NET, &v),
-                     MEMDIFF_EINVAL);
+    ck_assert_int_eq(memdiff_diff_figure(d, &fig, &v), MEMDIFF_EINVAL);
     memdiff_diff_free(d);
+}
+END_TEST
+
+/* A NULL figure is MEMDIFF_FIGURE_INIT: net bytes of all categories (Own not among them), no
+ * filter; in memdiff_diff_figure(), memdiff_check() and memdiff_check_label() alike. */
+START_TEST(null_figure_is_net_of_all_unfiltered)
+{
+    const memdiff_figure init = MEMDIFF_FIGURE_INIT;
+    ck_assert_int_eq(init.category, MEMDIFF_CAT_ALL);
+    ck_assert_int_eq(init.measure, MEMDIFF_MEASURE_NET);
+    ck_assert_ptr_null(init.filter);
+    const memdiff_filter image_file = {0, MEMDIFF_FILTER_IGNORE_IMAGE_FILE, NULL};
+    for (unsigned flags = 0; flags <= MEMDIFF_COMPARE_VERBOSE; flags++) {
+        memdiff_diff *d = scenario(flags);
+        int64_t v = -1, w = -1;
+        ck_assert_int_eq(memdiff_diff_figure(d, NULL, &v), MEMDIFF_OK);
+        ck_assert_int_eq(memdiff_diff_figure(d, &init, &w), MEMDIFF_OK);
+        ck_assert_int_eq(v, 11 * PG); /* Own's 3 new pages are not in it */
+        ck_assert_int_eq(w, v);
+        /* No filter: leaving libfoo's code pages out would have made it 10 pages. */
+        ck_assert_int_eq(figure(d, &image_file, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_NET), 10 * PG);
+
+        char msg[4096], want[4096];
+        ck_assert_int_eq(memdiff_check(d, NULL, MEMDIFF_CMP_EQ, 11 * PG, msg, sizeof msg), 1);
+        ck_assert_str_eq(msg, "memdiff check holds: net bytes in all categories = +45,056, "
+                              "want == 45,056");
+        ck_assert_int_eq(memdiff_check(d, NULL, MEMDIFF_CMP_LE, 10 * PG, msg, sizeof msg), 0);
+        ck_assert_int_eq(memdiff_check(d, &init, MEMDIFF_CMP_LE, 10 * PG, want, sizeof want), 0);
+        ck_assert_str_eq(msg, want);
+        expect_start(msg, "memdiff check failed: net bytes in all categories = +45,056, "
+                          "want <= 40,960\n");
+        expect_not_in(msg, "filter");
+
+        /* libfoo: 4 pages net (3 of code, 1 of bss); libbar: 2 pages freed. */
+        ck_assert_int_eq(memdiff_check_label(d, NULL, "libfoo", MEMDIFF_MATCH_SUBSTRING, 4 * PG,
+                                             msg, sizeof msg),
+                         1);
+        ck_assert_int_eq(memdiff_check_label(d, &init, "libfoo", MEMDIFF_MATCH_SUBSTRING, 4 * PG,
+                                             want, sizeof want),
+                         1);
+        ck_assert_str_eq(msg, want);
+        expect_in(msg, "net bytes in the ");
+        ck_assert_int_eq(memdiff_check_label(d, NULL, "libfoo", MEMDIFF_MATCH_SUBSTRING,
+                                             4 * PG + 1, NULL, 0),
+                         0);
+        /* A net figure can be negative (libbar's is -8,192): the least bound asks only that the
+         * block exists. */
+        ck_assert_int_eq(memdiff_check_label(d, NULL, "libbar.so", MEMDIFF_MATCH_SUFFIX,
+                                             INT64_MIN, NULL, 0),
+                         1);
+        ck_assert_int_eq(memdiff_check_label(d, NULL, "libbar.so", MEMDIFF_MATCH_SUFFIX, -2 * PG,
+                                             NULL, 0),
+                         1);
+        ck_assert_int_eq(memdiff_check_label(d, NULL, "libbar.so", MEMDIFF_MATCH_SUFFIX,
+                                             -2 * PG + 1, NULL, 0),
+                         0);
+        ck_assert_int_eq(memdiff_check_label(d, NULL, "memdiff", MEMDIFF_MATCH_EXACT, INT64_MIN,
+                                             NULL, 0),
+                         0); /* Own has no blocks, and all is all but Own */
+        memdiff_diff_free(d);
+    }
+}
+END_TEST
+
+/* memdiff_check_label() sums the blocks its figure's filter keeps: a block the filter leaves out
+ * does not count, not even as existing, and pages it leaves out of a block do not count. */
+START_TEST(check_label_applies_the_filter)
+{
+    memdiff_diff *d = scenario(0);
+    char msg[4096];
+    memdiff_figure f = {MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_NEW, NULL};
+    ck_assert_int_eq(memdiff_check_label(d, &f, "libfoo", MEMDIFF_MATCH_SUBSTRING, 4 * PG, NULL,
+                                         0),
+                     1);
+    ck_assert_int_eq(memdiff_check_label(d, &f, "/usr/lib/", MEMDIFF_MATCH_PREFIX, 4 * PG, NULL,
+                                         0),
+                     1);
+
+    /* By label: libfoo's block is left out; libbar's (no new pages) stays. */
+    static const char *const foo[] = {"libfoo", NULL};
+    const memdiff_filter by_label = {0, 0, foo};
+    f.filter = &by_label;
+    ck_assert_int_eq(memdiff_check_label(d, &f, "libfoo", MEMDIFF_MATCH_SUBSTRING, 0, msg,
+                                         sizeof msg),
+                     0);
+    expect_in(msg, "memdiff check failed: no block in all categories has a label that contains "
+                   "\"libfoo\"\n  blocks there, largest first (3 of 3):\n");
+    expect_not_in(msg, "libfoo.so"); /* what is there, as the filter leaves it */
+    ck_assert_int_eq(memdiff_check_label(d, &f, "/usr/lib/", MEMDIFF_MATCH_PREFIX, 0, NULL, 0),
+                     1); /* libbar's block exists */
+    ck_assert_int_eq(memdiff_check_label(d, &f, "/usr/lib/", MEMDIFF_MATCH_PREFIX, 1, msg,
+                                         sizeof msg),
+                     0);
+    expect_in(msg, "memdiff check failed: new bytes in the 1 block of all categories whose label "
+                   "starts with \"/usr/lib/\" = 0, want >= 1\n");
+    expect_not_in(msg, "libfoo.so");
+
+    /* By category: with images left out, neither library is found; the heap still is. */
+    const memdiff_filter no_image = {MEMDIFF_CAT_BIT(MEMDIFF_CAT_IMAGE), 0, NULL};
+    f.filter = &no_image;
+    ck_assert_int_eq(memdiff_check_label(d, &f, "/usr/lib/", MEMDIFF_MATCH_PREFIX, 0, NULL, 0),
+                     0);
+    ck_assert_int_eq(memdiff_check_label(d, &f, "[heap]", MEMDIFF_MATCH_EXACT, 8 * PG, NULL, 0),
+                     1);
+    memdiff_diff_free(d);
+
+    /* By page kind: libfoo's code (page cache) is left out, its bss page still counts. */
+    const memdiff_filter image_file = {0, MEMDIFF_FILTER_IGNORE_IMAGE_FILE, NULL};
+    f.filter = &image_file;
+    for (unsigned flags = 0; flags <= MEMDIFF_COMPARE_VERBOSE; flags++) {
+        d = scenario(flags);
+        ck_assert_int_eq(memdiff_check_label(d, &f, "libfoo", MEMDIFF_MATCH_SUBSTRING, PG, NULL,
+                                             0),
+                         1);
+        ck_assert_int_eq(memdiff_check_label(d, &f, "libfoo", MEMDIFF_MATCH_SUBSTRING, PG + 1,
+                                             NULL, 0),
+                         0);
+        memdiff_diff_free(d);
+    }
+}
+END_TEST
+
+START_TEST(category_names)
+{
+    static const char *const names[] = {"image",   "heap",    "stack", "mapped-file", "shared",
+                                        "private", "special", "own",   "unknown"};
+    ck_assert_uint_eq(SYNTH_COUNT(names), MEMDIFF_CAT_COUNT);
+    for (int c = 0; c < MEMDIFF_CAT_COUNT; c++)
+        ck_assert_str_eq(memdiff_category_name((memdiff_category)c), names[c]);
+    ck_assert_str_eq(memdiff_category_name(MEMDIFF_CAT_ALL), "all");
+    ck_assert_str_eq(memdiff_category_name((memdiff_category)(MEMDIFF_CAT_ALL + 1)), "invalid");
+    ck_assert_str_eq(memdiff_category_name((memdiff_category)-1), "invalid");
 }
 END_TEST
 
@@ -239,18 +390,18 @@ START_TEST(each_comparison)
     for (int c = 0; c < 6; c++) {
         for (int i = 0; i < 3; i++) {
             int64_t bound = net + (i - 1);
-            int rc = memdiff_check(d, NULL, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_NET, (memdiff_cmp)c,
-                                   bound, NULL, 0);
+            int rc = check_figure(d, NULL, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_NET, (memdiff_cmp)c,
+                                  bound, NULL, 0);
             ck_assert_msg(rc == expect[c][i], "%s %s %lld: %d", "net",
                           memdiff_cmp_symbol((memdiff_cmp)c), (long long)bound, rc);
         }
     }
     /* Negative figures compare as such. */
-    ck_assert_int_eq(memdiff_check(d, NULL, MEMDIFF_CAT_PRIVATE, MEMDIFF_MEASURE_NET,
-                                   MEMDIFF_CMP_LT, -4 * PG + 1, NULL, 0),
+    ck_assert_int_eq(check_figure(d, NULL, MEMDIFF_CAT_PRIVATE, MEMDIFF_MEASURE_NET,
+                                  MEMDIFF_CMP_LT, -4 * PG + 1, NULL, 0),
                      1);
-    ck_assert_int_eq(memdiff_check(d, NULL, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_NET,
-                                   (memdiff_cmp)6, 0, NULL, 0),
+    ck_assert_int_eq(check_figure(d, NULL, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_NET,
+                                  (memdiff_cmp)6, 0, NULL, 0),
                      MEMDIFF_EINVAL);
     memdiff_diff_free(d);
 }
@@ -262,8 +413,8 @@ START_TEST(failure_names_the_blocks_largest_first)
 {
     memdiff_diff *d = scenario(0);
     char msg[4096];
-    ck_assert_int_eq(memdiff_check(d, NULL, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_NET, MEMDIFF_CMP_LE,
-                                   4096, msg, sizeof msg),
+    ck_assert_int_eq(check_figure(d, NULL, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_NET, MEMDIFF_CMP_LE,
+                                  4096, msg, sizeof msg),
                      0);
     expect_start(msg, "memdiff check failed: net bytes in all categories = +45,056, want <= 4,096\n");
     expect_in(msg, "blocks, largest first (6 of 6):");
@@ -281,8 +432,8 @@ START_TEST(failure_names_the_blocks_largest_first)
     expect_not_in(msg, "filter");
 
     /* One category: its blocks only, no per-category line. */
-    ck_assert_int_eq(memdiff_check(d, NULL, MEMDIFF_CAT_IMAGE, MEMDIFF_MEASURE_NEW,
-                                   MEMDIFF_CMP_EQ, 0, msg, sizeof msg),
+    ck_assert_int_eq(check_figure(d, NULL, MEMDIFF_CAT_IMAGE, MEMDIFF_MEASURE_NEW,
+                                  MEMDIFF_CMP_EQ, 0, msg, sizeof msg),
                      0);
     expect_in(msg, "memdiff check failed: new bytes in image = 16,384, want == 0\n");
     expect_in(msg, "blocks, largest first (1 of 1):\n    16,384  image  new  /usr/lib/libfoo.so.1");
@@ -296,17 +447,17 @@ START_TEST(holding_check_says_so_in_one_line)
 {
     memdiff_diff *d = scenario(0);
     char msg[512];
-    ck_assert_int_eq(memdiff_check(d, NULL, MEMDIFF_CAT_HEAP, MEMDIFF_MEASURE_NET_PRIVATE,
-                                   MEMDIFF_CMP_LE, 8 * PG, msg, sizeof msg),
+    ck_assert_int_eq(check_figure(d, NULL, MEMDIFF_CAT_HEAP, MEMDIFF_MEASURE_NET_PRIVATE,
+                                  MEMDIFF_CMP_LE, 8 * PG, msg, sizeof msg),
                      1);
     ck_assert_str_eq(msg, "memdiff check holds: net private bytes in heap = +24,576, "
                           "want <= 32,768");
-    ck_assert_int_eq(memdiff_check(d, NULL, MEMDIFF_CAT_SHARED, MEMDIFF_MEASURE_NEW,
-                                   MEMDIFF_CMP_EQ, 0, msg, sizeof msg),
+    ck_assert_int_eq(check_figure(d, NULL, MEMDIFF_CAT_SHARED, MEMDIFF_MEASURE_NEW,
+                                  MEMDIFF_CMP_EQ, 0, msg, sizeof msg),
                      1);
     ck_assert_str_eq(msg, "memdiff check holds: new bytes in shared = 0, want == 0");
-    ck_assert_int_eq(memdiff_check(d, NULL, MEMDIFF_CAT_PRIVATE, MEMDIFF_MEASURE_NET,
-                                   MEMDIFF_CMP_GE, -4 * PG, msg, sizeof msg),
+    ck_assert_int_eq(check_figure(d, NULL, MEMDIFF_CAT_PRIVATE, MEMDIFF_MEASURE_NET,
+                                  MEMDIFF_CMP_GE, -4 * PG, msg, sizeof msg),
                      1);
     ck_assert_str_eq(msg, "memdiff check holds: net bytes in private = -16,384, "
                           "want >= -16,384");
@@ -318,12 +469,11 @@ START_TEST(error_message)
 {
     memdiff_diff *d = scenario(0);
     char msg[512];
-    ck_assert_int_eq(memdiff_check(d, NULL, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_TOUCHED,
-                                   MEMDIFF_CMP_LE, 0, msg, sizeof msg),
+    ck_assert_int_eq(check_figure(d, NULL, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_TOUCHED,
+                                  MEMDIFF_CMP_LE, 0, msg, sizeof msg),
                      MEMDIFF_ENOTSUP);
     expect_in(msg, "memdiff check error: MEMDIFF_ENOTSUP: memdiff_check: the touched measure");
-    ck_assert_int_eq(memdiff_check(NULL, NULL, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_NET,
-                                   MEMDIFF_CMP_LE, 0, msg, sizeof msg),
+    ck_assert_int_eq(memdiff_check(NULL, NULL, MEMDIFF_CMP_LE, 0, msg, sizeof msg),
                      MEMDIFF_EINVAL);
     expect_in(msg, "MEMDIFF_EINVAL");
     memdiff_diff_free(d);
@@ -335,19 +485,19 @@ END_TEST
 static void check_truncation(const memdiff_diff *d, const memdiff_filter *f)
 {
     char full[8192];
-    int rc = memdiff_check(d, f, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_NET, MEMDIFF_CMP_LE, 0, full,
-                           sizeof full);
+    int rc = check_figure(d, f, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_NET, MEMDIFF_CMP_LE, 0, full,
+                          sizeof full);
     ck_assert_int_eq(rc, 0);
     size_t len = strlen(full);
     ck_assert_uint_lt(len, sizeof full - 8); /* not cut itself */
-    ck_assert_int_eq(memdiff_check(d, f, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_NET, MEMDIFF_CMP_LE, 0,
-                                   NULL, 0),
+    ck_assert_int_eq(check_figure(d, f, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_NET, MEMDIFF_CMP_LE, 0,
+                                  NULL, 0),
                      0);
     static char buf[8192 + 64];
     for (size_t size = 0; size <= len + 2; size++) {
         memset(buf, 0x5A, sizeof buf);
-        ck_assert_int_eq(memdiff_check(d, f, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_NET,
-                                       MEMDIFF_CMP_LE, 0, buf, size),
+        ck_assert_int_eq(check_figure(d, f, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_NET,
+                                      MEMDIFF_CMP_LE, 0, buf, size),
                          0);
         for (size_t i = size; i < size + 64; i++)
             ck_assert_msg(buf[i] == 0x5A, "size %zu: byte %zu written", size, i);
@@ -377,8 +527,8 @@ START_TEST(truncation_is_safe_at_every_size)
     check_truncation(d, &f);
     /* Whole lines: a 200-byte buffer keeps the first line and as many block lines as fit. */
     char msg[200];
-    memdiff_check(d, NULL, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_NET, MEMDIFF_CMP_LE, 0, msg,
-                  sizeof msg);
+    check_figure(d, NULL, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_NET, MEMDIFF_CMP_LE, 0, msg,
+                 sizeof msg);
     expect_in(msg, "blocks, largest first (6 of 6):\n");
     size_t n = strlen(msg);
     ck_assert_msg(n > 4 && strcmp(msg + n - 4, "\n...") == 0, "%s", msg);
@@ -402,8 +552,8 @@ START_TEST(at_most_ten_blocks_listed)
     memdiff_diff *d = NULL;
     ck_assert_int_eq(memdiff_compare(b, a, 0, &d), MEMDIFF_OK);
     char msg[4096];
-    ck_assert_int_eq(memdiff_check(d, NULL, MEMDIFF_CAT_PRIVATE, MEMDIFF_MEASURE_NEW,
-                                   MEMDIFF_CMP_LE, 0, msg, sizeof msg),
+    ck_assert_int_eq(check_figure(d, NULL, MEMDIFF_CAT_PRIVATE, MEMDIFF_MEASURE_NEW,
+                                  MEMDIFF_CMP_LE, 0, msg, sizeof msg),
                      0);
     expect_in(msg, "blocks, largest first (10 of 14):\n    57,344  private  new  anonymous");
     /* the four smallest (1 + 2 + 3 + 4 pages) are summed up */
@@ -431,8 +581,8 @@ START_TEST(labels_are_escaped_and_long_ones_keep_their_tail)
     memdiff_diff *d = NULL;
     ck_assert_int_eq(memdiff_compare(b, a, 0, &d), MEMDIFF_OK);
     char msg[2048];
-    ck_assert_int_eq(memdiff_check(d, NULL, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_NEW,
-                                   MEMDIFF_CMP_EQ, 0, msg, sizeof msg),
+    ck_assert_int_eq(check_figure(d, NULL, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_NEW,
+                                  MEMDIFF_CMP_EQ, 0, msg, sizeof msg),
                      0);
     expect_in(msg, "/tmp/evil\\x0aname\\\\x  0x10000000");
     const char *tail = expect_in(msg, "/the-tail-that-names-it.so  0x20000000");
@@ -455,8 +605,8 @@ START_TEST(own_has_no_blocks)
 {
     memdiff_diff *d = scenario(0);
     char msg[1024];
-    ck_assert_int_eq(memdiff_check(d, NULL, MEMDIFF_CAT_OWN, MEMDIFF_MEASURE_NEW, MEMDIFF_CMP_EQ,
-                                   0, msg, sizeof msg),
+    ck_assert_int_eq(check_figure(d, NULL, MEMDIFF_CAT_OWN, MEMDIFF_MEASURE_NEW, MEMDIFF_CMP_EQ,
+                                  0, msg, sizeof msg),
                      0);
     expect_in(msg, "new bytes in own = 12,288, want == 0\n  (memdiff's own storage has no blocks)");
     memdiff_diff_free(d);
@@ -482,8 +632,8 @@ START_TEST(filter_by_category_and_label)
     ck_assert_int_eq(figure(d, &g, MEMDIFF_CAT_IMAGE, MEMDIFF_MEASURE_NET), -2 * PG);
 
     char msg[4096];
-    ck_assert_int_eq(memdiff_check(d, &g, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_NET, MEMDIFF_CMP_LE,
-                                   0, msg, sizeof msg),
+    ck_assert_int_eq(check_figure(d, &g, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_NET, MEMDIFF_CMP_LE,
+                                  0, msg, sizeof msg),
                      0);
     expect_in(msg, "= +20,480, want <= 0\n  filter: labels ignored: \"libfoo\" \"thread \"\n");
     expect_in(msg, "blocks, largest first (4 of 4):");
@@ -509,8 +659,8 @@ START_TEST(filter_image_file_pages)
         ck_assert_int_eq(figure(d, &f, MEMDIFF_CAT_MAPPED_FILE, MEMDIFF_MEASURE_NEW), 5 * PG);
         ck_assert_int_eq(figure(d, &f, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_NET), (11 - 3 + 2) * PG);
         char msg[4096];
-        ck_assert_int_eq(memdiff_check(d, &f, MEMDIFF_CAT_IMAGE, MEMDIFF_MEASURE_NET,
-                                       MEMDIFF_CMP_EQ, 0, msg, sizeof msg),
+        ck_assert_int_eq(check_figure(d, &f, MEMDIFF_CAT_IMAGE, MEMDIFF_MEASURE_NET,
+                                      MEMDIFF_CMP_EQ, 0, msg, sizeof msg),
                          0);
         expect_in(msg, "  filter: image file pages ignored\n");
         expect_in(msg, "+4,096  image  new  /usr/lib/libfoo.so.1");
@@ -528,54 +678,54 @@ START_TEST(label_matching)
     char msg[4096];
     const memdiff_measure NEW = MEMDIFF_MEASURE_NEW;
     const memdiff_category ALL = MEMDIFF_CAT_ALL;
-    ck_assert_int_eq(memdiff_check_label(d, ALL, "libfoo", MEMDIFF_MATCH_SUBSTRING, NEW, 1, msg,
-                                         sizeof msg),
+    ck_assert_int_eq(check_label(d, ALL, "libfoo", MEMDIFF_MATCH_SUBSTRING, NEW, 1, msg,
+                                 sizeof msg),
                      1);
     ck_assert_str_eq(msg, "memdiff check holds: new bytes in the 1 block of all categories whose "
                           "label contains \"libfoo\" = 16,384, want >= 1");
-    ck_assert_int_eq(memdiff_check_label(d, ALL, "/usr/lib/libfoo.so.1", MEMDIFF_MATCH_EXACT, NEW,
-                                         4 * PG, NULL, 0),
+    ck_assert_int_eq(check_label(d, ALL, "/usr/lib/libfoo.so.1", MEMDIFF_MATCH_EXACT, NEW,
+                                 4 * PG, NULL, 0),
                      1);
-    ck_assert_int_eq(memdiff_check_label(d, ALL, "libfoo", MEMDIFF_MATCH_EXACT, NEW, 0, NULL, 0),
+    ck_assert_int_eq(check_label(d, ALL, "libfoo", MEMDIFF_MATCH_EXACT, NEW, 0, NULL, 0),
                      0);
-    ck_assert_int_eq(memdiff_check_label(d, ALL, "/usr/lib/", MEMDIFF_MATCH_PREFIX, NEW, 4 * PG,
-                                         msg, sizeof msg),
+    ck_assert_int_eq(check_label(d, ALL, "/usr/lib/", MEMDIFF_MATCH_PREFIX, NEW, 4 * PG,
+                                 msg, sizeof msg),
                      1);
     expect_in(msg, "the 2 blocks of all categories whose label starts with \"/usr/lib/\"");
-    ck_assert_int_eq(memdiff_check_label(d, ALL, "libbar.so", MEMDIFF_MATCH_SUFFIX, NEW, 0, NULL,
-                                         0),
+    ck_assert_int_eq(check_label(d, ALL, "libbar.so", MEMDIFF_MATCH_SUFFIX, NEW, 0, NULL,
+                                 0),
                      1); /* it exists */
-    ck_assert_int_eq(memdiff_check_label(d, ALL, "libbar", MEMDIFF_MATCH_SUFFIX, NEW, 0, NULL, 0),
+    ck_assert_int_eq(check_label(d, ALL, "libbar", MEMDIFF_MATCH_SUFFIX, NEW, 0, NULL, 0),
                      0);
-    ck_assert_int_eq(memdiff_check_label(d, MEMDIFF_CAT_IMAGE, "libfoo", MEMDIFF_MATCH_SUBSTRING,
-                                         MEMDIFF_MEASURE_SHARED, 3 * PG, NULL, 0),
+    ck_assert_int_eq(check_label(d, MEMDIFF_CAT_IMAGE, "libfoo", MEMDIFF_MATCH_SUBSTRING,
+                                 MEMDIFF_MEASURE_SHARED, 3 * PG, NULL, 0),
                      1);
-    ck_assert_int_eq(memdiff_check_label(d, MEMDIFF_CAT_HEAP, "libfoo", MEMDIFF_MATCH_SUBSTRING,
-                                         NEW, 0, NULL, 0),
+    ck_assert_int_eq(check_label(d, MEMDIFF_CAT_HEAP, "libfoo", MEMDIFF_MATCH_SUBSTRING,
+                                 NEW, 0, NULL, 0),
                      0);
 
     /* Found, too small: the matching blocks are listed. */
-    ck_assert_int_eq(memdiff_check_label(d, ALL, "libbar.so", MEMDIFF_MATCH_SUFFIX, NEW, 1, msg,
-                                         sizeof msg),
+    ck_assert_int_eq(check_label(d, ALL, "libbar.so", MEMDIFF_MATCH_SUFFIX, NEW, 1, msg,
+                                 sizeof msg),
                      0);
     expect_in(msg, "memdiff check failed: new bytes in the 1 block of all categories whose label "
                    "ends with \"libbar.so\" = 0, want >= 1\n");
     expect_in(msg, "those blocks, largest first (1 of 1):\n    0  image  freed  /usr/lib/libbar.so");
 
     /* None found: the largest blocks there are listed, to show what labels there are. */
-    ck_assert_int_eq(memdiff_check_label(d, MEMDIFF_CAT_HEAP, "libfoo", MEMDIFF_MATCH_SUBSTRING,
-                                         NEW, 1, msg, sizeof msg),
+    ck_assert_int_eq(check_label(d, MEMDIFF_CAT_HEAP, "libfoo", MEMDIFF_MATCH_SUBSTRING,
+                                 NEW, 1, msg, sizeof msg),
                      0);
     expect_in(msg, "memdiff check failed: no block in heap has a label that contains \"libfoo\"\n"
                    "  blocks there, largest first (1 of 1):\n    32,768  heap  mixed  [heap]");
 
-    ck_assert_int_eq(memdiff_check_label(d, ALL, NULL, MEMDIFF_MATCH_EXACT, NEW, 0, msg,
-                                         sizeof msg),
+    ck_assert_int_eq(check_label(d, ALL, NULL, MEMDIFF_MATCH_EXACT, NEW, 0, msg,
+                                 sizeof msg),
                      MEMDIFF_EINVAL);
-    ck_assert_int_eq(memdiff_check_label(d, ALL, "x", (memdiff_match)9, NEW, 0, NULL, 0),
+    ck_assert_int_eq(check_label(d, ALL, "x", (memdiff_match)9, NEW, 0, NULL, 0),
                      MEMDIFF_EINVAL);
-    ck_assert_int_eq(memdiff_check_label(d, ALL, "x", MEMDIFF_MATCH_EXACT, MEMDIFF_MEASURE_PEAK, 0,
-                                         NULL, 0),
+    ck_assert_int_eq(check_label(d, ALL, "x", MEMDIFF_MATCH_EXACT, MEMDIFF_MEASURE_PEAK, 0,
+                                 NULL, 0),
                      MEMDIFF_ENOTSUP);
     memdiff_diff_free(d);
 }
@@ -595,8 +745,8 @@ START_TEST(slope_checks)
     s.warmup = 1;
     s.iterations = 64;
     s.samples = 64;
-    s.category = MEMDIFF_CAT_HEAP;
-    s.measure = MEMDIFF_MEASURE_NET;
+    s.figure.category = MEMDIFF_CAT_HEAP;
+    s.figure.measure = MEMDIFF_MEASURE_NET;
     char msg[4096];
     ck_assert_int_eq(memdiff_check_slope(&s, d, MEMDIFF_CMP_GE, 4000, msg, sizeof msg), 1);
     ck_assert_str_eq(msg, "memdiff check holds: net bytes in heap grow by 4,112.0 bytes per call, "
@@ -710,6 +860,9 @@ Suite *assert_suite(void)
     tcase_add_test(core, figures_of_the_scenario);
     tcase_add_test(core, figures_agree_with_totals);
     tcase_add_test(core, figure_errors);
+    tcase_add_test(core, null_figure_is_net_of_all_unfiltered);
+    tcase_add_test(core, check_label_applies_the_filter);
+    tcase_add_test(core, category_names);
     tcase_add_test(core, each_comparison);
     suite_add_tcase(s, core);
     TCase *messages = tcase_create("messages");
