@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "memdiff_check.h"
 #include "suites.h"
@@ -195,10 +196,10 @@ START_TEST(leak_free_assertions_hold_100_times)
     size_t size = 4096;
     no_leak(&size);
     for (int i = 0; i < 100; i++) {
-        memdiff_snapshot *before = memdiff_ck_begin();
+        memdiff_bracket *b = memdiff_ck_begin();
         for (int k = 0; k < 16; k++)
             no_leak(&size);
-        memdiff_diff *d = memdiff_ck_end(before);
+        memdiff_diff *d = memdiff_ck_end(b); /* frees the bracket */
         ck_assert_memdiff_net_private_le(d, 0);
         ck_assert_memdiff_no_new(d, MEMDIFF_CAT_HEAP);
         memdiff_diff_free(d);
@@ -218,10 +219,11 @@ START_TEST(settling_gives_freed_heap_back)
     enum { N = 1024 };
     static char *blocks[N + 1];
     for (int settle = 0; settle <= 1; settle++) {
-        memdiff_bracket_options o = MEMDIFF_BRACKET_OPTIONS_INIT;
-        o.settle = settle;
-        memdiff_snapshot *before = NULL;
-        ck_assert_int_eq(memdiff_bracket_begin(&o, &before), MEMDIFF_OK);
+        memdiff_bracket_options o = MEMDIFF_BRACKET_OPTIONS_INIT; /* settles by default */
+        if (!settle)
+            o.flags |= MEMDIFF_BRACKET_NO_SETTLE;
+        memdiff_bracket *b = NULL;
+        ck_assert_int_eq(memdiff_bracket_begin(&o, &b), MEMDIFF_OK);
         for (int i = 0; i <= N; i++) {
             blocks[i] = malloc(1024);
             ck_assert_ptr_nonnull(blocks[i]);
@@ -232,10 +234,11 @@ START_TEST(settling_gives_freed_heap_back)
         for (int i = 0; i < N; i++)
             free(blocks[i]);
         memdiff_diff *d = NULL;
-        ck_assert_int_eq(memdiff_bracket_end(before, &o, &d), MEMDIFF_OK);
+        ck_assert_int_eq(memdiff_bracket_end(b, &d), MEMDIFF_OK);
+        memdiff_bracket_free(b);
         int64_t net = 0;
-        ck_assert_int_eq(memdiff_figure(d, NULL, MEMDIFF_CAT_HEAP, MEMDIFF_MEASURE_NET, &net),
-                         MEMDIFF_OK);
+        const memdiff_figure heap_net = {MEMDIFF_CAT_HEAP, MEMDIFF_MEASURE_NET, NULL};
+        ck_assert_int_eq(memdiff_diff_figure(d, &heap_net, &net), MEMDIFF_OK);
         if (settle)
             ck_assert_memdiff(d, NULL, MEMDIFF_CAT_HEAP, MEMDIFF_MEASURE_NET, <=, 2 * PAGE);
         else
@@ -283,25 +286,50 @@ START_TEST(helpers_call_and_refuse_as_documented)
     o.sample_every = 10;
     ck_assert_int_eq(memdiff_leak_slope(count_calls, NULL, &o, &s, NULL), MEMDIFF_EINVAL);
     o.sample_every = 1;
-    o.measure = MEMDIFF_MEASURE_TOUCHED;
+    o.figure.measure = MEMDIFF_MEASURE_TOUCHED;
     ck_assert_int_eq(memdiff_leak_slope(count_calls, NULL, &o, &s, &d), MEMDIFF_ENOTSUP);
     ck_assert_ptr_null(d);
-    o.measure = MEMDIFF_MEASURE_NET;
+    o.figure.measure = MEMDIFF_MEASURE_NET;
+    /* Slopes are of plain diffs of the calling process: a reference-set bracket is refused as
+     * touched and peak are, another process as a bad option. */
+    o.bracket.flags = MEMDIFF_BRACKET_REFSET;
+    d = (memdiff_diff *)&d;
+    ck_assert_int_eq(memdiff_leak_slope(count_calls, NULL, &o, &s, &d), MEMDIFF_ENOTSUP);
+    ck_assert_ptr_null(d);
+    o.bracket.flags = 0;
+    o.bracket.snapshot.pid = (int)getppid();
+    d = (memdiff_diff *)&d;
+    calls = 0;
+    ck_assert_int_eq(memdiff_leak_slope(count_calls, NULL, &o, &s, &d), MEMDIFF_EINVAL);
+    ck_assert_ptr_null(d);
+    ck_assert_int_eq(calls, 0); /* refused before anything ran */
+    o.bracket.snapshot.pid = 0;
     o.bracket.compare_flags = 0x80;
     ck_assert_int_eq(memdiff_leak_slope(count_calls, NULL, &o, &s, NULL), MEMDIFF_EINVAL);
     ck_assert_int_eq(memdiff_leak_slope(NULL, NULL, NULL, &s, NULL), MEMDIFF_EINVAL);
     ck_assert_int_eq(memdiff_leak_slope(count_calls, NULL, NULL, NULL, NULL), MEMDIFF_EINVAL);
 
-    memdiff_snapshot *before = NULL;
+    memdiff_bracket *b = (memdiff_bracket *)&b;
     memdiff_bracket_options bad = MEMDIFF_BRACKET_OPTIONS_INIT;
-    bad.depth = (memdiff_depth)7;
-    ck_assert_int_eq(memdiff_bracket_begin(&bad, &before), MEMDIFF_EINVAL);
-    ck_assert_ptr_null(before);
+    bad.snapshot.depth = (memdiff_depth)7;
+    ck_assert_int_eq(memdiff_bracket_begin(&bad, &b), MEMDIFF_EINVAL);
+    ck_assert_ptr_null(b);
     ck_assert_int_eq(memdiff_bracket_begin(NULL, NULL), MEMDIFF_EINVAL);
-    ck_assert_int_eq(memdiff_bracket_begin(NULL, &before), MEMDIFF_OK);
-    ck_assert_int_eq(memdiff_bracket_end(before, NULL, NULL), MEMDIFF_EINVAL); /* frees before */
-    ck_assert_int_eq(memdiff_bracket_end(NULL, NULL, &d), MEMDIFF_EINVAL);
+    ck_assert_int_eq(memdiff_bracket_begin(NULL, &b), MEMDIFF_OK);
+    ck_assert_ptr_nonnull(b);
+    /* A refused end leaves the bracket as it was: it ends later, once, and stays to be freed. */
+    ck_assert_int_eq(memdiff_bracket_end(b, NULL), MEMDIFF_EINVAL);
+    ck_assert_int_eq(memdiff_bracket_end(b, &d), MEMDIFF_OK);
+    ck_assert_ptr_nonnull(d);
+    memdiff_diff_free(d);
+    d = (memdiff_diff *)&d;
+    ck_assert_int_eq(memdiff_bracket_end(b, &d), MEMDIFF_EINVAL); /* ended already */
     ck_assert_ptr_null(d);
+    memdiff_bracket_free(b);
+    d = (memdiff_diff *)&d;
+    ck_assert_int_eq(memdiff_bracket_end(NULL, &d), MEMDIFF_EINVAL);
+    ck_assert_ptr_null(d);
+    memdiff_bracket_free(NULL);
     memdiff_settle_heap();
 }
 END_TEST
