@@ -112,18 +112,23 @@ static void check_blocks(const memdiff_diff *d)
     memdiff_totals sum[MEMDIFF_CAT_COUNT];
     memset(sum, 0, sizeof sum);
     uint64_t prev = 0;
+    memdiff_block k, last;
+    memset(&k, 0, sizeof k);
     for (size_t i = 0; i < memdiff_diff_block_count(d); i++) {
-        const memdiff_block *k = memdiff_diff_block(d, i);
-        CHECK(k && k->start < k->end && k->start >= prev && k->label);
-        CHECK((unsigned)k->category < MEMDIFF_CAT_COUNT && k->category != MEMDIFF_CAT_OWN);
-        check_shape(&k->totals);
-        add_totals(&sum[k->category], &k->totals);
-        prev = k->start;
+        CHECK(memdiff_diff_block(d, i, &k) == MEMDIFF_OK);
+        CHECK(k.start < k.end && k.start >= prev && k.label);
+        CHECK((unsigned)k.category < MEMDIFF_CAT_COUNT && k.category != MEMDIFF_CAT_OWN);
+        check_shape(&k.totals);
+        add_totals(&sum[k.category], &k.totals);
+        prev = k.start;
     }
-    CHECK(memdiff_diff_block(d, memdiff_diff_block_count(d)) == NULL);
+    /* One past the last: refused, and *out left as it was (the last block, or zeros). */
+    memcpy(&last, &k, sizeof k);
+    CHECK(memdiff_diff_block(d, memdiff_diff_block_count(d), &k) == MEMDIFF_ERANGE);
+    CHECK(memcmp(&k, &last, sizeof k) == 0);
     for (int c = 0; c < MEMDIFF_CAT_COUNT; c++) {
         memdiff_totals t;
-        CHECK(memdiff_diff_category_totals(d, (memdiff_category)c, &t) == MEMDIFF_OK);
+        CHECK(memdiff_diff_totals(d, (memdiff_category)c, &t) == MEMDIFF_OK);
         if (c != MEMDIFF_CAT_OWN)
             CHECK(same_totals(&sum[c], &t));
     }
@@ -167,32 +172,37 @@ static void check_figures(const memdiff_diff *d)
     char msg[600];
     for (int c = 0; c <= MEMDIFF_CAT_ALL; c++) {
         memdiff_totals t;
-        if (c == MEMDIFF_CAT_ALL)
-            CHECK(memdiff_diff_totals(d, &t) == MEMDIFF_OK);
-        else
-            CHECK(memdiff_diff_category_totals(d, (memdiff_category)c, &t) == MEMDIFF_OK);
+        CHECK(memdiff_diff_totals(d, (memdiff_category)c, &t) == MEMDIFF_OK);
         for (size_t i = 0; i < sizeof plain_measures / sizeof plain_measures[0]; i++) {
+            const memdiff_figure plain = {(memdiff_category)c, plain_measures[i], NULL};
+            const memdiff_figure kept_fig = {(memdiff_category)c, plain_measures[i], &filter};
             memdiff_measure m = plain_measures[i];
             int64_t v = 0, kept = 0;
-            CHECK(memdiff_figure(d, NULL, (memdiff_category)c, m, &v) == MEMDIFF_OK);
+            CHECK(memdiff_diff_figure(d, &plain, &v) == MEMDIFF_OK);
             CHECK(v == count_of(&t, m));
-            int holds = memdiff_check(d, NULL, (memdiff_category)c, m, MEMDIFF_CMP_GT, 0, msg,
-                                      sizeof msg);
+            int holds = memdiff_check(d, &plain, MEMDIFF_CMP_GT, 0, msg, sizeof msg);
             CHECK(holds == (v > 0) && strlen(msg) < sizeof msg);
-            CHECK(memdiff_check(d, NULL, (memdiff_category)c, m, MEMDIFF_CMP_LE, -1, NULL, 0) ==
-                  (v <= -1));
-            CHECK(memdiff_figure(d, &filter, (memdiff_category)c, m, &kept) == MEMDIFF_OK);
+            CHECK(memdiff_check(d, &plain, MEMDIFF_CMP_LE, -1, NULL, 0) == (v <= -1));
+            CHECK(memdiff_diff_figure(d, &kept_fig, &kept) == MEMDIFF_OK);
             if (m == MEMDIFF_MEASURE_NEW || m == MEMDIFF_MEASURE_FREED)
                 CHECK(kept >= 0 && kept <= v);
-            CHECK(memdiff_check(d, &filter, (memdiff_category)c, m, MEMDIFF_CMP_NE, 0, msg,
-                                sizeof msg) == (kept != 0));
+            CHECK(memdiff_check(d, &kept_fig, MEMDIFF_CMP_NE, 0, msg, sizeof msg) == (kept != 0));
         }
     }
+    /* A NULL figure is net bytes of all categories, unfiltered. */
+    memdiff_totals all;
+    int64_t net = 1;
+    CHECK(memdiff_diff_totals(d, MEMDIFF_CAT_ALL, &all) == MEMDIFF_OK);
+    CHECK(memdiff_diff_figure(d, NULL, &net) == MEMDIFF_OK && net == all.net_bytes);
+    CHECK(memdiff_check(d, NULL, MEMDIFF_CMP_EQ, all.net_bytes, NULL, 0) == 1);
     int any = memdiff_diff_block_count(d) > 0;
-    CHECK(memdiff_check_label(d, MEMDIFF_CAT_ALL, "", MEMDIFF_MATCH_SUBSTRING,
-                              MEMDIFF_MEASURE_NET, INT64_MIN, msg, sizeof msg) == any);
-    CHECK(memdiff_check_label(d, MEMDIFF_CAT_HEAP, "[heap]", MEMDIFF_MATCH_EXACT,
-                              MEMDIFF_MEASURE_FREED, INT64_MAX, msg, 64) >= 0);
+    const memdiff_figure all_net = {MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_NET, NULL};
+    const memdiff_figure heap_freed = {MEMDIFF_CAT_HEAP, MEMDIFF_MEASURE_FREED, NULL};
+    CHECK(memdiff_check_label(d, &all_net, "", MEMDIFF_MATCH_SUBSTRING, INT64_MIN, msg,
+                              sizeof msg) == any);
+    CHECK(memdiff_check_label(d, NULL, "", MEMDIFF_MATCH_SUBSTRING, INT64_MIN, NULL, 0) == any);
+    CHECK(memdiff_check_label(d, &heap_freed, "[heap]", MEMDIFF_MATCH_EXACT, INT64_MAX, msg,
+                              64) >= 0);
 }
 
 static void check_reports(const memdiff_diff *d)
@@ -206,10 +216,10 @@ static void check_diff(const memdiff_diff *d)
 {
     memdiff_totals t, sum;
     memset(&sum, 0, sizeof sum);
-    CHECK(memdiff_diff_totals(d, &t) == MEMDIFF_OK);
+    CHECK(memdiff_diff_totals(d, MEMDIFF_CAT_ALL, &t) == MEMDIFF_OK);
     for (int c = 0; c < MEMDIFF_CAT_COUNT; c++) {
         memdiff_totals k;
-        CHECK(memdiff_diff_category_totals(d, (memdiff_category)c, &k) == MEMDIFF_OK);
+        CHECK(memdiff_diff_totals(d, (memdiff_category)c, &k) == MEMDIFF_OK);
         check_shape(&k);
         if (c != MEMDIFF_CAT_OWN)
             add_totals(&sum, &k);
@@ -229,6 +239,11 @@ static memdiff_diff *compare(const memdiff_snapshot *b, const memdiff_snapshot *
     *rc = memdiff_compare(b, a, flags, &d);
     if (*rc == MEMDIFF_OK) {
         CHECK(d != NULL);
+        memdiff_diff_info di;
+        CHECK(memdiff_diff_get_info(d, &di) == MEMDIFF_OK && di.compare_flags == flags);
+        CHECK(di.before.pid == b->info.pid && di.after.pid == a->info.pid);
+        CHECK(di.before.time_ns == b->info.time_ns && di.after.time_ns == a->info.time_ns);
+        CHECK(di.refset.sources == 0);
         check_diff(d);
         return d;
     }
@@ -244,11 +259,9 @@ static memdiff_diff *compare(const memdiff_snapshot *b, const memdiff_snapshot *
 static void same_figures(const memdiff_diff *x, const memdiff_diff *y)
 {
     memdiff_totals a, b;
-    CHECK(memdiff_diff_totals(x, &a) == MEMDIFF_OK && memdiff_diff_totals(y, &b) == MEMDIFF_OK);
-    CHECK(same_totals(&a, &b));
-    for (int c = 0; c < MEMDIFF_CAT_COUNT; c++) {
-        CHECK(memdiff_diff_category_totals(x, (memdiff_category)c, &a) == MEMDIFF_OK);
-        CHECK(memdiff_diff_category_totals(y, (memdiff_category)c, &b) == MEMDIFF_OK);
+    for (int c = 0; c <= MEMDIFF_CAT_ALL; c++) {
+        CHECK(memdiff_diff_totals(x, (memdiff_category)c, &a) == MEMDIFF_OK);
+        CHECK(memdiff_diff_totals(y, (memdiff_category)c, &b) == MEMDIFF_OK);
         CHECK(same_totals(&a, &b));
     }
 }
@@ -256,15 +269,10 @@ static void same_figures(const memdiff_diff *x, const memdiff_diff *y)
 /* x compares b with a, y a with b. */
 static void mirrored(const memdiff_diff *x, const memdiff_diff *y)
 {
-    for (int c = 0; c <= MEMDIFF_CAT_COUNT; c++) {
+    for (int c = 0; c <= MEMDIFF_CAT_ALL; c++) {
         memdiff_totals a, b;
-        if (c == MEMDIFF_CAT_COUNT) {
-            CHECK(memdiff_diff_totals(x, &a) == MEMDIFF_OK);
-            CHECK(memdiff_diff_totals(y, &b) == MEMDIFF_OK);
-        } else {
-            CHECK(memdiff_diff_category_totals(x, (memdiff_category)c, &a) == MEMDIFF_OK);
-            CHECK(memdiff_diff_category_totals(y, (memdiff_category)c, &b) == MEMDIFF_OK);
-        }
+        CHECK(memdiff_diff_totals(x, (memdiff_category)c, &a) == MEMDIFF_OK);
+        CHECK(memdiff_diff_totals(y, (memdiff_category)c, &b) == MEMDIFF_OK);
         CHECK(a.new_bytes == b.freed_bytes && a.freed_bytes == b.new_bytes);
         CHECK(a.net_bytes == -b.net_bytes && a.replaced_bytes == b.replaced_bytes);
         CHECK(a.became_private_bytes == b.became_shared_bytes &&
@@ -289,14 +297,16 @@ static void bracket(const memdiff_snapshot *b, const memdiff_snapshot *a, unsign
     }
     check_diff(d);
     memdiff_totals t;
-    memdiff_impact m, sum, block;
+    memdiff_impact m, sum;
+    memdiff_block block;
     memset(&sum, 0, sizeof sum);
-    CHECK(memdiff_diff_totals(d, &t) == MEMDIFF_OK && memdiff_diff_impact(d, &m) == MEMDIFF_OK);
+    CHECK(memdiff_diff_totals(d, MEMDIFF_CAT_ALL, &t) == MEMDIFF_OK &&
+          memdiff_diff_impact(d, MEMDIFF_CAT_ALL, &m) == MEMDIFF_OK);
     CHECK(m.impacting_bytes == t.new_bytes + t.freed_bytes);
     CHECK(m.touched_bytes <= MEMDIFF__FIGURE_MAX && m.persistent_bytes <= MEMDIFF__FIGURE_MAX);
     for (int c = 0; c < MEMDIFF_CAT_COUNT; c++) {
         memdiff_impact k;
-        CHECK(memdiff_diff_category_impact(d, (memdiff_category)c, &k) == MEMDIFF_OK);
+        CHECK(memdiff_diff_impact(d, (memdiff_category)c, &k) == MEMDIFF_OK);
         if (c == MEMDIFF_CAT_OWN)
             continue;
         CHECK(!__builtin_add_overflow(sum.touched_bytes, k.touched_bytes, &sum.touched_bytes));
@@ -306,15 +316,16 @@ static void bracket(const memdiff_snapshot *b, const memdiff_snapshot *a, unsign
     CHECK(sum.touched_bytes == m.touched_bytes && sum.persistent_bytes == m.persistent_bytes);
     uint64_t touched = 0;
     for (size_t i = 0; i < memdiff_diff_block_count(d); i++) {
-        CHECK(memdiff_diff_block_impact(d, i, &block) == MEMDIFF_OK);
-        CHECK(!__builtin_add_overflow(touched, block.touched_bytes, &touched));
+        CHECK(memdiff_diff_block(d, i, &block) == MEMDIFF_OK);
+        CHECK(!__builtin_add_overflow(touched, block.impact.touched_bytes, &touched));
     }
     CHECK(touched == m.touched_bytes);
     int64_t v = -1;
-    CHECK(memdiff_figure(d, NULL, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_TOUCHED, &v) == MEMDIFF_OK);
+    const memdiff_figure touched_fig = {MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_TOUCHED, NULL};
+    const memdiff_figure peak_fig = {MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_PEAK, NULL};
+    CHECK(memdiff_diff_figure(d, &touched_fig, &v) == MEMDIFF_OK);
     CHECK(v == (int64_t)m.touched_bytes);
-    CHECK(memdiff_figure(d, NULL, MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_PEAK, &v) == MEMDIFF_OK &&
-          v == 0);
+    CHECK(memdiff_diff_figure(d, &peak_fig, &v) == MEMDIFF_OK && v == 0);
     memdiff_diff_free(d);
 }
 
