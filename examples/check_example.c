@@ -148,10 +148,10 @@ START_TEST(requests_leave_nothing_behind)
 {
     for (int i = 0; i < 4; i++) /* warm up: fill the cache to capacity */
         serve_requests(under_test);
-    memdiff_snapshot *before = memdiff_ck_begin();
+    memdiff_bracket *bracket = memdiff_ck_begin();
     for (int i = 0; i < 20; i++)
         serve_requests(under_test);
-    memdiff_diff *diff = memdiff_ck_end(before);
+    memdiff_diff *diff = memdiff_ck_end(bracket); /* frees the bracket */
     ck_assert_memdiff_net_private_le(diff, 0);
     memdiff_diff_free(diff);
 }

@@ -122,13 +122,39 @@ const char *scn_block_str(const memdiff_block *b)
     return block_buf;
 }
 
+static memdiff_block block_slots[SCN_BLOCK_SLOTS];
+static unsigned block_next;
+
+/* A slot for a copy: the one least recently handed out. */
+static memdiff_block *keep_block(const memdiff_block *b)
+{
+    memdiff_block *slot = &block_slots[block_next++ % SCN_BLOCK_SLOTS];
+    *slot = *b;
+    return slot;
+}
+
+static void get_block(const memdiff_diff *d, size_t index, memdiff_block *out)
+{
+    int rc = memdiff_diff_block(d, index, out);
+    ck_assert_msg(rc == MEMDIFF_OK, "memdiff_diff_block(%zu of %zu): %s: %s", index,
+                  memdiff_diff_block_count(d), memdiff_status_name(rc), memdiff_last_error());
+}
+
+const memdiff_block *scn_block(const memdiff_diff *d, size_t index)
+{
+    memdiff_block b;
+    get_block(d, index, &b);
+    return keep_block(&b);
+}
+
 const memdiff_block *scn_find_block(const memdiff_diff *d, uintptr_t addr, memdiff_category cat)
 {
     size_t n = memdiff_diff_block_count(d);
     for (size_t i = 0; i < n; i++) {
-        const memdiff_block *b = memdiff_diff_block(d, i);
-        if (b->start <= addr && addr < b->end && (cat == SCN_ANY_CATEGORY || b->category == cat))
-            return b;
+        memdiff_block b;
+        get_block(d, i, &b);
+        if (b.start <= addr && addr < b.end && (cat == SCN_ANY_CATEGORY || b.category == cat))
+            return keep_block(&b);
     }
     return NULL;
 }
@@ -151,12 +177,13 @@ uint64_t scn_verbose_new_pages(const memdiff_diff *d, uintptr_t lo, uintptr_t hi
     uint64_t pages = 0;
     size_t n = memdiff_diff_block_count(d);
     for (size_t i = 0; i < n; i++) {
-        const memdiff_block *b = memdiff_diff_block(d, i);
-        if (b->end <= lo || b->start >= hi || b->change != MEMDIFF_CHANGE_NEW)
+        memdiff_block b;
+        get_block(d, i, &b);
+        if (b.end <= lo || b.start >= hi || b.change != MEMDIFF_CHANGE_NEW)
             continue;
-        ck_assert_msg(b->totals.new_bytes == b->end - b->start,
-                      "verbose block is not one run of new pages: %s", scn_block_str(b));
-        uint64_t s = b->start > lo ? b->start : lo, e = b->end < hi ? b->end : hi;
+        ck_assert_msg(b.totals.new_bytes == b.end - b.start,
+                      "verbose block is not one run of new pages: %s", scn_block_str(&b));
+        uint64_t s = b.start > lo ? b.start : lo, e = b.end < hi ? b.end : hi;
         pages += (e - s) / ps;
     }
     return pages;

@@ -44,6 +44,15 @@ void scn_unmap(void *p, size_t npages);
 memdiff_snapshot *scn_snap(memdiff_depth depth);
 memdiff_diff *scn_compare(const memdiff_snapshot *a, const memdiff_snapshot *b, unsigned flags);
 
+/* The blocks below are copies (memdiff_diff_block() copies into the caller's struct) kept in
+ * SCN_BLOCK_SLOTS slots of this module, reused in turn: a pointer stays valid for the next
+ * SCN_BLOCK_SLOTS - 1 lookups, and its label while the diff lives. No test holds more than a
+ * few at once. */
+#define SCN_BLOCK_SLOTS 32
+
+/* Block index of d; the test fails when memdiff_diff_block() does. */
+const memdiff_block *scn_block(const memdiff_diff *d, size_t index);
+
 /* The first block whose [start, end) contains addr and whose category is cat (or any category
  * with SCN_ANY_CATEGORY); the test fails, with the diff's blocks listed, when there is none. */
 const memdiff_block *scn_block_at(const memdiff_diff *d, uintptr_t addr, memdiff_category cat);

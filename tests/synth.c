@@ -29,11 +29,11 @@ static int fill(memdiff_snapshot *s, const synth_spec *spec)
         info->sources = spec->sources;
         info->depth = info->depth_requested = spec->depth;
     } else {
-        info->sources = MEMDIFF_SRC_MAPS | MEMDIFF_SRC_PAGEMAP | MEMDIFF_SRC_STATUS;
+        info->sources = MEMDIFF_SRC_REGIONS | MEMDIFF_SRC_PAGES | MEMDIFF_SRC_PROCESS_TOTALS;
         info->depth = info->depth_requested = MEMDIFF_DEPTH_STANDARD;
     }
     if (spec->pfn)
-        info->sources |= MEMDIFF_SRC_PFN;
+        info->sources |= MEMDIFF_SRC_FRAMES;
     info->host = memdiff__intern(&table, &s->arena, "synthhost");
     if (!info->host)
         return MEMDIFF_ENOMEM;

@@ -36,7 +36,8 @@ typedef struct synth_spec {
     const synth_run *runs; /* ascending, non-overlapping */
     size_t run_count;
     const uint64_t *pfn; /* NULL, or one frame number per page of the runs, in run order */
-    unsigned sources;    /* 0: MAPS | PAGEMAP | STATUS at standard depth (depth is ignored) */
+    unsigned sources;    /* 0: REGIONS | PAGES | PROCESS_TOTALS at standard depth (depth is
+                            ignored) */
     memdiff_depth depth;
     uint32_t page_size;  /* 0: SYNTH_PAGE */
     uint64_t time_ns;
@@ -54,9 +55,10 @@ memdiff_snapshot *synth_snapshot(const synth_spec *spec);
 #define SYNTH_HUGE_START 0x10000u
 synth_spec synth_huge(synth_region *region, synth_run *run, uint64_t bytes, int resident);
 
-/* The reference-set diff memdiff_refset_end() would make of before and after, with per-page
- * tracking (touched: the after pages whose attrs have MEMDIFF_PAGE_ACCESSED) and the bracket's
- * figures from info (NULL: none known). Aborts on failure. */
+/* The diff a reference-set bracket's end (memdiff_bracket_end()) would make of before and
+ * after, with per-page tracking (touched: the after pages whose attrs have
+ * MEMDIFF_PAGE_ACCESSED) and the bracket's figures from info (NULL: none known). flags are the
+ * bracket's compare_flags. Aborts on failure. */
 memdiff_diff *synth_bracket_diff(const synth_spec *before, const synth_spec *after, unsigned flags,
                                  const memdiff_refset_info *info);
 

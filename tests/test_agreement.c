@@ -710,8 +710,8 @@ START_TEST(other_process_categories)
     memdiff_snapshot_info info;
     memdiff_snapshot_get_info(s, &info);
     ck_assert_int_eq(info.pid, t.pid);
-    unsigned want = MEMDIFF_SRC_MAPS | MEMDIFF_SRC_PAGEMAP | MEMDIFF_SRC_THREADS |
-                    MEMDIFF_SRC_HEAPS | MEMDIFF_SRC_MODULES | MEMDIFF_SRC_STATUS;
+    unsigned want = MEMDIFF_SRC_REGIONS | MEMDIFF_SRC_PAGES | MEMDIFF_SRC_THREADS |
+                    MEMDIFF_SRC_HEAPS | MEMDIFF_SRC_MODULES | MEMDIFF_SRC_PROCESS_TOTALS;
     ck_assert_msg((info.sources & want) == want, "sources 0x%x", info.sources);
     ck_assert_uint_gt(info.totals.vm_rss, 0);
 
@@ -966,12 +966,9 @@ static void load_features(const char *path, target *t)
 
 static memdiff_snapshot *snap_tree(const char *root, memdiff_depth depth)
 {
-    static char sys[4096];
-    snprintf(sys, sizeof sys, "%s/sys", root);
     memdiff_options o = MEMDIFF_OPTIONS_INIT;
     o.pid = RECORDED_PID;
-    o.proc_root = root;
-    o.sys_root = sys;
+    o.fixture_root = root; /* /proc as root, /sys as root/sys */
     o.depth = depth;
     memdiff_snapshot *s = NULL;
     int rc = memdiff_snapshot_take(&o, &s);
@@ -997,7 +994,7 @@ static uint64_t zero_pages(const memdiff_snapshot *s, uint64_t start, uint64_t e
 }
 
 /* The recorded tree: the agreement target's /proc files from a real 6.18 kernel, read through
- * proc_root. At deep depth (frames, kpageflags, kpagecount from the tree) every mapping agrees
+ * fixture_root. At deep depth (frames, kpageflags, kpagecount from the tree) every mapping agrees
  * with the smaps recorded at the same instant, Pss included. Standard and fast depth have no way
  * to tell the zero page in a tree (no PAGEMAP_SCAN on a plain file, and the zero page's frame is
  * learned from the live process): they count those entries as resident shared pages, exactly
@@ -1023,9 +1020,9 @@ START_TEST(recorded_tree)
     memdiff_snapshot_get_info(deep, &info);
     ck_assert_int_eq(info.depth, MEMDIFF_DEPTH_DEEP);
     ck_assert_int_eq(info.pid, RECORDED_PID);
-    unsigned want = MEMDIFF_SRC_MAPS | MEMDIFF_SRC_PAGEMAP | MEMDIFF_SRC_PFN |
-                    MEMDIFF_SRC_KPAGEFLAGS | MEMDIFF_SRC_KPAGECOUNT | MEMDIFF_SRC_THREADS |
-                    MEMDIFF_SRC_STATUS | MEMDIFF_SRC_MODULES;
+    unsigned want = MEMDIFF_SRC_REGIONS | MEMDIFF_SRC_PAGES | MEMDIFF_SRC_FRAMES |
+                    MEMDIFF_SRC_PAGE_FLAGS | MEMDIFF_SRC_MAP_COUNTS | MEMDIFF_SRC_THREADS |
+                    MEMDIFF_SRC_PROCESS_TOTALS | MEMDIFF_SRC_MODULES;
     ck_assert_uint_eq(info.sources, want);
     ck_assert_uint_gt(info.totals.vm_rss, 0); /* from the recorded status */
 

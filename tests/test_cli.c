@@ -574,6 +574,55 @@ START_TEST(usage_errors_escape_arguments)
 }
 END_TEST
 
+/* ---- snapshot sources by name --------------------------------------------------------------- */
+
+/* show names a snapshot's sources in the 0.2 words, the ones the core's JSON report uses, in
+ * bit order: every public MEMDIFF_SRC_* bit at once, and the usual standard-depth three alone.
+ * No name is left of 0.1's (maps, pagemap, pfn, kpageflags, kpagecount, status, page-idle). */
+START_TEST(show_names_sources_in_0_2_words)
+{
+    static const synth_region regs[] = {
+        {0x10000000, 0x10004000, MEMDIFF_CAT_PRIVATE, "", 1, 0, 0, 0, 0},
+    };
+    synth_spec spec = {.regions = regs,
+                       .region_count = 1,
+                       .sources = MEMDIFF_SRC_REGIONS | MEMDIFF_SRC_PAGES | MEMDIFF_SRC_FRAMES |
+                                  MEMDIFF_SRC_PAGE_FLAGS | MEMDIFF_SRC_MAP_COUNTS |
+                                  MEMDIFF_SRC_PROCESS_TOTALS | MEMDIFF_SRC_THREADS |
+                                  MEMDIFF_SRC_HEAPS | MEMDIFF_SRC_MODULES |
+                                  MEMDIFF_SRC_PAGE_ACCESS,
+                       .depth = MEMDIFF_DEPTH_DEEP};
+    char path[128];
+    snprintf(path, sizeof path, "%s/all.mds", dir);
+    memdiff_snapshot *s = synth_snapshot(&spec);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_int_eq(memdiff_snapshot_save_file(s, path), MEMDIFF_OK);
+    memdiff_snapshot_free(s);
+    spec.sources = 0; /* synth's default: regions, pages and process totals, standard depth */
+    snprintf(path, sizeof path, "%s/std.mds", dir);
+    s = synth_snapshot(&spec);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_int_eq(memdiff_snapshot_save_file(s, path), MEMDIFF_OK);
+    memdiff_snapshot_free(s);
+
+    ASSERT_RUN(0, "show all.mds");
+    ck_assert_msg(strstr(out, "\nSources: regions pages frames page-flags map-counts "
+                              "process-totals threads heaps modules page-access\n") != NULL,
+                  "%s", out);
+    ASSERT_RUN(0, "show --json all.mds");
+    ck_assert_msg(strstr(out, "\"sources\": [\"regions\", \"pages\", \"frames\", "
+                              "\"page-flags\", \"map-counts\", \"process-totals\", "
+                              "\"threads\", \"heaps\", \"modules\", \"page-access\"],\n") != NULL,
+                  "%s", out);
+    ASSERT_RUN(0, "show std.mds");
+    ck_assert_msg(strstr(out, "\nSources: regions pages process-totals\n") != NULL, "%s", out);
+    ASSERT_RUN(0, "show --json std.mds");
+    ck_assert_msg(strstr(out, "\"sources\": [\"regions\", \"pages\", \"process-totals\"],\n") !=
+                      NULL,
+                  "%s", out);
+}
+END_TEST
+
 /* ---- files whose diff does not fit 64-bit figures ------------------------------------------ */
 
 /* Writes name in dir: a snapshot of a heap of `bytes` bytes, all resident or none (synth.h).
@@ -677,6 +726,7 @@ Suite *cli_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, help_version_and_usage_errors);
     tcase_add_test(tc, files_freeing_2_63_bytes);
+    tcase_add_test(tc, show_names_sources_in_0_2_words);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("Processes");

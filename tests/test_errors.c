@@ -53,6 +53,10 @@ START_TEST(enum_names)
     ck_assert_str_eq(memdiff_category_name(MEMDIFF_CAT_MAPPED_FILE), "mapped-file");
     ck_assert_str_eq(memdiff_category_name(MEMDIFF_CAT_OWN), "own");
     ck_assert_str_eq(memdiff_category_name((memdiff_category)99), "invalid");
+    /* MEMDIFF_CAT_ALL is a category every function taking one accepts: it has a name (0.1 said
+     * "invalid"), and the value past it is out of range. */
+    ck_assert_str_eq(memdiff_category_name(MEMDIFF_CAT_ALL), "all");
+    ck_assert_str_eq(memdiff_category_name((memdiff_category)(MEMDIFF_CAT_ALL + 1)), "invalid");
     ck_assert_str_eq(memdiff_depth_name(MEMDIFF_DEPTH_DEEP), "deep");
     ck_assert_str_eq(memdiff_change_name(MEMDIFF_CHANGE_BECAME_SHARED), "became-shared");
     memdiff_options o;
@@ -60,7 +64,7 @@ START_TEST(enum_names)
     memdiff_options_init(&o);
     ck_assert_int_eq(o.pid, 0);
     ck_assert_int_eq(o.depth, MEMDIFF_DEPTH_STANDARD);
-    ck_assert_ptr_null(o.proc_root);
+    ck_assert_ptr_null(o.fixture_root);
     memdiff_options_init(NULL);
 }
 END_TEST
@@ -82,6 +86,16 @@ START_TEST(bad_arguments_are_refused_not_crashed)
     ck_assert_uint_eq(memdiff_snapshot_region_count(NULL), 0);
     memdiff_snapshot_free(NULL);
     memdiff_diff_free(NULL);
+    /* The 0.2 diff accessors and the bracket refuse NULL the same way. */
+    memdiff_totals t;
+    ck_assert_int_eq(memdiff_diff_totals(NULL, MEMDIFF_CAT_ALL, &t), MEMDIFF_EINVAL);
+    memdiff_block b;
+    ck_assert_int_eq(memdiff_diff_block(NULL, 0, &b), MEMDIFF_EINVAL);
+    memdiff_diff_info di;
+    ck_assert_int_eq(memdiff_diff_get_info(NULL, &di), MEMDIFF_EINVAL);
+    memdiff_diff *d = (memdiff_diff *)1;
+    ck_assert_int_eq(memdiff_bracket_end(NULL, &d), MEMDIFF_EINVAL);
+    memdiff_bracket_free(NULL);
 }
 END_TEST
 

@@ -281,9 +281,9 @@ static const char *degraded_as_nobody(void *arg)
         why = "deep was not degraded to standard";
     else if (!info.degraded || !strstr(info.degraded, "CAP_SYS_ADMIN"))
         why = "the reason does not name CAP_SYS_ADMIN";
-    else if (info.sources & (MEMDIFF_SRC_PFN | MEMDIFF_SRC_KPAGEFLAGS | MEMDIFF_SRC_KPAGECOUNT))
+    else if (info.sources & (MEMDIFF_SRC_FRAMES | MEMDIFF_SRC_PAGE_FLAGS | MEMDIFF_SRC_MAP_COUNTS))
         why = "frame sources recorded without frames";
-    else if (!(info.sources & MEMDIFF_SRC_PAGEMAP))
+    else if (!(info.sources & MEMDIFF_SRC_PAGES))
         why = "pagemap (exclusivity) is missing";
     else if (a->frames.present || a->kflags.present || a->mapcount.present)
         why = "per-page frame arrays stored";

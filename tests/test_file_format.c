@@ -139,7 +139,7 @@ static memdiff_snapshot *synthetic(void)
     in->pid = 77;
     in->depth_requested = MEMDIFF_DEPTH_DEEP;
     in->depth = MEMDIFF_DEPTH_STANDARD;
-    in->sources = MEMDIFF_SRC_MAPS | MEMDIFF_SRC_PAGEMAP | MEMDIFF_SRC_PFN | MEMDIFF_SRC_STATUS;
+    in->sources = MEMDIFF_SRC_REGIONS | MEMDIFF_SRC_PAGES | MEMDIFF_SRC_FRAMES | MEMDIFF_SRC_PROCESS_TOTALS;
     in->degraded = memdiff__arena_strndup(ar, "kernel page flags: needs CAP_SYS_ADMIN", 38);
     in->page_size = (uint32_t)P;
     in->time_ns = UINT64_C(1763770000123456789);
@@ -238,10 +238,10 @@ static void assert_empty_diff(const memdiff_snapshot *a, const memdiff_snapshot 
     ck_assert_uint_eq(memdiff_diff_block_count(d), 0);
     memdiff_totals t, zero;
     memset(&zero, 0, sizeof zero);
-    ck_assert_int_eq(memdiff_diff_totals(d, &t), MEMDIFF_OK);
+    ck_assert_int_eq(memdiff_diff_totals(d, MEMDIFF_CAT_ALL, &t), MEMDIFF_OK);
     ck_assert_mem_eq(&t, &zero, sizeof t);
     for (int c = 0; c < MEMDIFF_CAT_COUNT; c++) {
-        ck_assert_int_eq(memdiff_diff_category_totals(d, (memdiff_category)c, &t), MEMDIFF_OK);
+        ck_assert_int_eq(memdiff_diff_totals(d, (memdiff_category)c, &t), MEMDIFF_OK);
         ck_assert_mem_eq(&t, &zero, sizeof t);
     }
     memdiff_diff_free(d);
@@ -250,26 +250,28 @@ static void assert_empty_diff(const memdiff_snapshot *a, const memdiff_snapshot 
 static void assert_same_diff(const memdiff_diff *d1, const memdiff_diff *d2)
 {
     memdiff_totals t1, t2;
-    memdiff_diff_totals(d1, &t1);
-    memdiff_diff_totals(d2, &t2);
+    memdiff_diff_totals(d1, MEMDIFF_CAT_ALL, &t1);
+    memdiff_diff_totals(d2, MEMDIFF_CAT_ALL, &t2);
     ck_assert_mem_eq(&t1, &t2, sizeof t1);
     for (int c = 0; c < MEMDIFF_CAT_COUNT; c++) {
-        memdiff_diff_category_totals(d1, (memdiff_category)c, &t1);
-        memdiff_diff_category_totals(d2, (memdiff_category)c, &t2);
+        memdiff_diff_totals(d1, (memdiff_category)c, &t1);
+        memdiff_diff_totals(d2, (memdiff_category)c, &t2);
         ck_assert_mem_eq(&t1, &t2, sizeof t1);
     }
     ck_assert_uint_eq(memdiff_diff_block_count(d1), memdiff_diff_block_count(d2));
     for (size_t i = 0; i < memdiff_diff_block_count(d1); i++) {
-        const memdiff_block *x = memdiff_diff_block(d1, i), *y = memdiff_diff_block(d2, i);
-        ck_assert_uint_eq(x->start, y->start);
-        ck_assert_uint_eq(x->end, y->end);
-        ck_assert_int_eq(x->category, y->category);
-        ck_assert_str_eq(x->label, y->label);
-        ck_assert_int_eq(x->change, y->change);
-        ck_assert_uint_eq(x->presence, y->presence);
-        ck_assert_mem_eq(&x->totals, &y->totals, sizeof x->totals);
-        ck_assert_uint_eq(x->attrs_before, y->attrs_before);
-        ck_assert_uint_eq(x->attrs_after, y->attrs_after);
+        memdiff_block x, y;
+        ck_assert_int_eq(memdiff_diff_block(d1, i, &x), MEMDIFF_OK);
+        ck_assert_int_eq(memdiff_diff_block(d2, i, &y), MEMDIFF_OK);
+        ck_assert_uint_eq(x.start, y.start);
+        ck_assert_uint_eq(x.end, y.end);
+        ck_assert_int_eq(x.category, y.category);
+        ck_assert_str_eq(x.label, y.label);
+        ck_assert_int_eq(x.change, y.change);
+        ck_assert_uint_eq(x.presence, y.presence);
+        ck_assert_mem_eq(&x.totals, &y.totals, sizeof x.totals);
+        ck_assert_uint_eq(x.attrs_before, y.attrs_before);
+        ck_assert_uint_eq(x.attrs_after, y.attrs_after);
     }
 }
 
@@ -381,7 +383,7 @@ START_TEST(diff_of_loaded_copies_equals_diff_in_memory)
         ck_assert_int_eq(memdiff_compare(la, lb, flags, &d2), MEMDIFF_OK);
         assert_same_diff(d1, d2);
         memdiff_totals t;
-        memdiff_diff_totals(d2, &t);
+        memdiff_diff_totals(d2, MEMDIFF_CAT_ALL, &t);
         ck_assert_uint_ge(t.new_bytes, len + len / 2); /* the heap block and half the mapping */
         memdiff_diff_free(d1);
         memdiff_diff_free(d2);

@@ -398,14 +398,14 @@ static const char *subset_pid_body(void)
     NEED(access(path, F_OK) != 0 && errno == ENOENT); /* what subset=pid leaves out */
     memdiff_options o = MEMDIFF_OPTIONS_INIT;
     o.depth = MEMDIFF_DEPTH_DEEP;
-    o.proc_root = dir;
+    o.fixture_root = dir;
     memdiff_snapshot *snap = NULL;
     int rc = memdiff_snapshot_take(&o, &snap);
     memdiff_snapshot_info info;
     const char *err = NULL;
     if (rc != MEMDIFF_OK || memdiff_snapshot_get_info(snap, &info) != MEMDIFF_OK) {
         err = failed(__LINE__, "a snapshot through the subset=pid proc");
-    } else if (!(info.sources & MEMDIFF_SRC_PFN)) {
+    } else if (!(info.sources & MEMDIFF_SRC_FRAMES)) {
         fprintf(stderr, "proc_subset_pid_names_missing_file: no frame numbers here; checked "
                         "the snapshot only\n");
     } else {

@@ -299,7 +299,7 @@ START_TEST(modules_in_fixture)
     ck_assert_str_eq(h[0].label, "[heap]");
 
     /* This tree records no status: the figures are missing, which is no error. */
-    ck_assert_uint_eq(caps.sources & MEMDIFF_SRC_STATUS, 0);
+    ck_assert_uint_eq(caps.sources & MEMDIFF_SRC_PROCESS_TOTALS, 0);
     memdiff_process_totals t;
     ck_assert_int_eq(memdiff__plat_totals(proc, &t), MEMDIFF_OK);
     ck_assert_uint_eq(t.vm_rss, 0);
@@ -404,7 +404,7 @@ START_TEST(chunk_behind_other_memory_in_one_mapping)
     memdiff__plat_heap *h;
     ck_assert_int_eq(memdiff__plat_heaps(proc, &arena, r, nr, &h, &n), MEMDIFF_OK);
     const memdiff__plat_heap *c = heap_at(h, n, m + 20 * ps);
-    if (caps.sources & MEMDIFF_SRC_PAGEMAP_SCAN) {
+    if (caps.sources & MEMDIFF__SRC_PAGEMAP_SCAN) {
         ck_assert_ptr_nonnull(c);
         ck_assert_int_eq(c->kind, MEMDIFF__HEAP_MMAP_CHUNK);
         ck_assert_uint_eq(c->start, (uint64_t)(uintptr_t)(m + 16 * ps));

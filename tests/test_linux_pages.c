@@ -225,10 +225,10 @@ START_TEST(fixture_caps_and_totals)
 {
     memdiff__caps caps;
     memdiff__proc *proc = open_fixture(&caps);
-    unsigned want = MEMDIFF_SRC_MAPS | MEMDIFF_SRC_PAGEMAP | MEMDIFF_SRC_PFN |
-                    MEMDIFF_SRC_KPAGEFLAGS | MEMDIFF_SRC_KPAGECOUNT | MEMDIFF_SRC_STATUS;
+    unsigned want = MEMDIFF_SRC_REGIONS | MEMDIFF_SRC_PAGES | MEMDIFF_SRC_FRAMES |
+                    MEMDIFF_SRC_PAGE_FLAGS | MEMDIFF_SRC_MAP_COUNTS | MEMDIFF_SRC_PROCESS_TOTALS;
     ck_assert_uint_eq(caps.sources & want, want);
-    ck_assert_uint_eq(caps.sources & (MEMDIFF_SRC_PAGEMAP_SCAN | MEMDIFF_SRC_THREADS), 0);
+    ck_assert_uint_eq(caps.sources & (MEMDIFF__SRC_PAGEMAP_SCAN | MEMDIFF_SRC_THREADS), 0);
     ck_assert_ptr_null(caps.pfn_why);
     ck_assert_ptr_null(caps.deep_why);
     ck_assert_int_eq(caps.pid, getpid());
@@ -380,15 +380,15 @@ START_TEST(fixture_snapshot)
     for (memdiff_depth d = MEMDIFF_DEPTH_FAST; d <= MEMDIFF_DEPTH_DEEP; d++) {
         memdiff_options o = MEMDIFF_OPTIONS_INIT;
         o.depth = d;
-        o.proc_root = MEMDIFF_TEST_FIXTURES "/pages";
+        o.fixture_root = MEMDIFF_TEST_FIXTURES "/pages";
         memdiff_snapshot *snap = NULL;
         ck_assert_msg(memdiff_snapshot_take(&o, &snap) == MEMDIFF_OK, "%s", memdiff_last_error());
         memdiff_snapshot_info in;
         ck_assert_int_eq(memdiff_snapshot_get_info(snap, &in), MEMDIFF_OK);
         ck_assert_int_eq(in.depth, d);
         ck_assert_ptr_null(in.degraded);
-        ck_assert_uint_eq(in.sources & MEMDIFF_SRC_PAGEMAP_SCAN, 0);
-        ck_assert_uint_eq(!!(in.sources & MEMDIFF_SRC_KPAGEFLAGS), d == MEMDIFF_DEPTH_DEEP);
+        ck_assert_uint_eq(in.sources & MEMDIFF__SRC_PAGEMAP_SCAN, 0);
+        ck_assert_uint_eq(!!(in.sources & MEMDIFF_SRC_PAGE_FLAGS), d == MEMDIFF_DEPTH_DEEP);
         ck_assert_uint_eq(in.totals.vm_rss, 64 * 1024);
         for (int i = 0; i < 4; i++) {
             memdiff_region r;
@@ -511,7 +511,7 @@ START_TEST(runs_carry_across_batches)
     make_tree();
     memdiff__caps caps;
     memdiff__proc *proc = open_root(tree, 0, &caps);
-    ck_assert_uint_ne(caps.sources & MEMDIFF_SRC_PFN, 0);
+    ck_assert_uint_ne(caps.sources & MEMDIFF_SRC_FRAMES, 0);
     const uint64_t end1 = R1 + BIG * 4096ull, end2 = R2 + BIG * 4096ull;
 
     /* Without arrays a run has no length limit. */
@@ -794,7 +794,7 @@ static memdiff__proc *open_self_with_scan(const char *test)
 {
     memdiff__caps caps;
     memdiff__proc *proc = open_self(&caps);
-    if (caps.sources & MEMDIFF_SRC_PAGEMAP_SCAN)
+    if (caps.sources & MEMDIFF__SRC_PAGEMAP_SCAN)
         return proc;
     memdiff__plat_close(proc);
     fprintf(stderr, "%s: no PAGEMAP_SCAN here; checked nothing\n", test);
@@ -809,7 +809,7 @@ START_TEST(real_touched_pages)
     memdiff__caps caps;
     memdiff__proc *proc = open_self(&caps);
     if (kernel_at_least(6, 7))
-        ck_assert_uint_ne(caps.sources & MEMDIFF_SRC_PAGEMAP_SCAN, 0);
+        ck_assert_uint_ne(caps.sources & MEMDIFF__SRC_PAGEMAP_SCAN, 0);
 
     ck_assert_int_eq(walk(proc, a, e, MEMDIFF_DEPTH_STANDARD), MEMDIFF_OK);
     ck_assert_uint_eq(pages_with(P, 0), 5);
@@ -818,7 +818,7 @@ START_TEST(real_touched_pages)
     for (size_t i = 0; i < rec->count; i++) {
         uint64_t page = (rec->runs[i].start - a) / (uint64_t)ps;
         ck_assert(page == 0 || page == 3 || page == 9 || page == 15);
-        if (caps.sources & MEMDIFF_SRC_PFN) {
+        if (caps.sources & MEMDIFF_SRC_FRAMES) {
             ck_assert(rec->runs[i].has_pfn);
             ck_assert_uint_ne(pfn_of(i, 0), 0);
         }
@@ -829,7 +829,7 @@ START_TEST(real_touched_pages)
     ck_assert_uint_eq(pages_with(0, 0), 5);
     ck_assert_uint_eq(pages_with(X, 0), 0); /* fast knows no exclusivity */
 
-    if (caps.sources & MEMDIFF_SRC_KPAGEFLAGS) {
+    if (caps.sources & MEMDIFF_SRC_PAGE_FLAGS) {
         ck_assert_int_eq(walk(proc, a, e, MEMDIFF_DEPTH_DEEP), MEMDIFF_OK);
         ck_assert_uint_eq(pages_with(P | X, F | Z), 5);
         for (size_t i = 0; i < rec->count; i++) {
@@ -1143,11 +1143,11 @@ START_TEST(open_without_deep_leaves_kpage_files)
     ck_assert_int_eq(memdiff__plat_open(&args, &arena, &proc, &some), MEMDIFF_OK);
     ck_assert_int_eq(proc->kpageflags_fd, -1);
     ck_assert_int_eq(proc->kpagecount_fd, -1);
-    ck_assert_uint_eq(some.sources & (MEMDIFF_SRC_KPAGEFLAGS | MEMDIFF_SRC_KPAGECOUNT), 0);
+    ck_assert_uint_eq(some.sources & (MEMDIFF_SRC_PAGE_FLAGS | MEMDIFF_SRC_MAP_COUNTS), 0);
     ck_assert_uint_eq(some.sources,
-                      all.sources & ~(unsigned)(MEMDIFF_SRC_KPAGEFLAGS | MEMDIFF_SRC_KPAGECOUNT));
+                      all.sources & ~(unsigned)(MEMDIFF_SRC_PAGE_FLAGS | MEMDIFF_SRC_MAP_COUNTS));
     if (geteuid() == 0)
-        ck_assert_uint_ne(all.sources & MEMDIFF_SRC_KPAGEFLAGS, 0);
+        ck_assert_uint_ne(all.sources & MEMDIFF_SRC_PAGE_FLAGS, 0);
     memdiff__plat_close(proc);
 }
 END_TEST
@@ -1169,11 +1169,11 @@ START_TEST(real_zero_page)
     memdiff__caps caps;
     memdiff__proc *proc = open_self(&caps);
     ck_assert_int_eq(walk(proc, a, e, MEMDIFF_DEPTH_FAST), MEMDIFF_OK);
-    if (caps.sources & MEMDIFF_SRC_PAGEMAP_SCAN) {
+    if (caps.sources & MEMDIFF__SRC_PAGEMAP_SCAN) {
         ck_assert_uint_eq(pages_with(P | Z, 0), zero);
         ck_assert_uint_eq(pages_with(P, Z), own);
     }
-    if (caps.sources & MEMDIFF_SRC_PFN) {
+    if (caps.sources & MEMDIFF_SRC_FRAMES) {
         /* The frame memdiff knows the zero page by: the one our read mapped, or none at all
          * where no zero page maps (the page memdiff's own probe read was freed again, to
          * become anyone's page: taken for the zero page, it would hide a resident page). Both
@@ -1188,7 +1188,7 @@ START_TEST(real_zero_page)
         ck_assert_uint_eq(pages_with(P | Z, X), zero);
         ck_assert_uint_eq(pages_with(P | X, Z), own);
     }
-    if (caps.sources & MEMDIFF_SRC_KPAGEFLAGS) {
+    if (caps.sources & MEMDIFF_SRC_PAGE_FLAGS) {
         ck_assert_int_eq(walk(proc, a, e, MEMDIFF_DEPTH_DEEP), MEMDIFF_OK);
         ck_assert_uint_eq(pages_with(P | Z, X), zero);
         ck_assert_uint_eq(pages_with(P | X, Z), own);
@@ -1217,7 +1217,7 @@ START_TEST(real_stretches_match_arrays)
     memdiff__caps caps;
     memdiff__proc *proc = open_self(&caps);
     size_t framed = expect_stretches_match(proc, (uint64_t)(uintptr_t)p, (uint64_t)ps, n);
-    if (caps.sources & MEMDIFF_SRC_PFN) {
+    if (caps.sources & MEMDIFF_SRC_FRAMES) {
         const size_t zero = scn_zero_page_on_read() ? 100 : 0;
         ck_assert_uint_eq(framed, written + 100); /* the zero page has a frame too */
         ck_assert_int_eq(walk_stretches(proc, (uint64_t)(uintptr_t)p,
@@ -1309,7 +1309,7 @@ START_TEST(real_deep_facts_in_place)
         }
     memdiff__caps caps;
     memdiff__proc *proc = open_self(&caps);
-    if (caps.sources & MEMDIFF_SRC_KPAGECOUNT) {
+    if (caps.sources & MEMDIFF_SRC_MAP_COUNTS) {
         uint64_t a = (uint64_t)(uintptr_t)p;
         ck_assert_int_eq(walk(proc, a, a + (uint64_t)ps * n, MEMDIFF_DEPTH_DEEP), MEMDIFF_OK);
         int fc = open("/proc/kpagecount", O_RDONLY);
@@ -1389,7 +1389,7 @@ START_TEST(real_scan_refused_midway)
     memdiff__caps caps;
     memdiff__proc *proc = open_self(&caps);
     memdiff__plat_close(proc);
-    if (!(caps.sources & MEMDIFF_SRC_PAGEMAP_SCAN)) {
+    if (!(caps.sources & MEMDIFF__SRC_PAGEMAP_SCAN)) {
         fprintf(stderr, "real_scan_refused_midway: no PAGEMAP_SCAN here; checked nothing\n");
         return;
     }
@@ -1426,17 +1426,17 @@ START_TEST(fast_open_leaves_frames_unasked)
     memdiff__open_args args = {0, NULL, NULL, MEMDIFF__OPEN_NO_DEEP | MEMDIFF__OPEN_NO_FRAMES};
     memdiff__proc *proc = NULL;
     ck_assert_int_eq(memdiff__plat_open(&args, &arena, &proc, &caps), MEMDIFF_OK);
-    if (!(caps.sources & MEMDIFF_SRC_PAGEMAP_SCAN)) {
+    if (!(caps.sources & MEMDIFF__SRC_PAGEMAP_SCAN)) {
         /* No scan to name the zero page: frames are asked as ever. */
         ck_assert_int_eq(proc->frames_unasked, 0);
-        ck_assert_uint_eq(caps.sources & MEMDIFF_SRC_PFN, plain_caps.sources & MEMDIFF_SRC_PFN);
+        ck_assert_uint_eq(caps.sources & MEMDIFF_SRC_FRAMES, plain_caps.sources & MEMDIFF_SRC_FRAMES);
         memdiff__plat_close(proc);
         fprintf(stderr, "fast_open_leaves_frames_unasked: no PAGEMAP_SCAN here; checked the "
                         "open alone\n");
         return;
     }
     ck_assert_int_eq(proc->frames_unasked, 1);
-    ck_assert_uint_eq(caps.sources & MEMDIFF_SRC_PFN, 0);
+    ck_assert_uint_eq(caps.sources & MEMDIFF_SRC_FRAMES, 0);
     ck_assert_uint_eq(proc->zero_pfn, 0);
     ck_assert_ptr_nonnull(strstr(caps.pfn_why, "fast depth"));
 
@@ -1504,7 +1504,7 @@ START_TEST(real_huge_page)
     memdiff__proc *proc = open_self(&caps);
     ck_assert_int_eq(walk(proc, a, e, MEMDIFF_DEPTH_FAST), MEMDIFF_OK);
     uint64_t n = pages_with(P | MEMDIFF_PAGE_HUGE, 0);
-    if (n == 0 || !(caps.sources & MEMDIFF_SRC_PAGEMAP_SCAN)) {
+    if (n == 0 || !(caps.sources & MEMDIFF__SRC_PAGEMAP_SCAN)) {
         fprintf(stderr, "real_huge_page: no THP granted or no PAGEMAP_SCAN; checked nothing\n");
     } else {
         ck_assert_uint_eq(n, huge / 4096);
@@ -1516,7 +1516,7 @@ START_TEST(real_huge_page)
         ck_assert_uint_eq(pages_with(P | X | MEMDIFF_PAGE_HUGE, 0), n);
         ck_assert_uint_eq(pages_with(P | X, MEMDIFF_PAGE_HUGE), huge / 4096);
         expect_sinks_match(proc, a, 4096, 2 * huge / 4096, MEMDIFF_DEPTH_STANDARD);
-        if (caps.sources & MEMDIFF_SRC_KPAGEFLAGS) {
+        if (caps.sources & MEMDIFF_SRC_PAGE_FLAGS) {
             ck_assert_int_eq(walk(proc, a, a + huge, MEMDIFF_DEPTH_DEEP), MEMDIFF_OK);
             ck_assert_uint_eq(pages_with(P | X | MEMDIFF_PAGE_HUGE, 0), n);
             ck_assert_uint_ne(kflags_of(0, 0) & (1u << 22), 0); /* KPF_THP */
@@ -1568,11 +1568,11 @@ START_TEST(unprivileged_caller)
         memdiff__caps caps;
         if (memdiff__plat_open(&args, &a, &proc, &caps) != MEMDIFF_OK)
             _exit(11);
-        if (caps.sources & (MEMDIFF_SRC_PFN | MEMDIFF_SRC_KPAGEFLAGS | MEMDIFF_SRC_KPAGECOUNT))
+        if (caps.sources & (MEMDIFF_SRC_FRAMES | MEMDIFF_SRC_PAGE_FLAGS | MEMDIFF_SRC_MAP_COUNTS))
             _exit(12);
         if (!caps.pfn_why || !strstr(caps.pfn_why, "CAP_SYS_ADMIN") || !caps.deep_why)
             _exit(13);
-        if (!(caps.sources & MEMDIFF_SRC_PAGEMAP))
+        if (!(caps.sources & MEMDIFF_SRC_PAGES))
             _exit(14);
         long ps = sysconf(_SC_PAGESIZE);
         char *p = map_sixteen(ps);
@@ -1702,7 +1702,7 @@ static int walk_sixteen(const char *root, unsigned flags, uint64_t s, uint64_t e
     memdiff__open_args args = {0, root, NULL, flags};
     memdiff__caps caps;
     NEED(memdiff__plat_open(&args, a, out, &caps) == MEMDIFF_OK);
-    NEED(!(caps.sources & MEMDIFF_SRC_PFN));
+    NEED(!(caps.sources & MEMDIFF_SRC_FRAMES));
     (*out)->scan_refuse_at_call = 1;
     NEED(walk(*out, s, e, MEMDIFF_DEPTH_STANDARD) == MEMDIFF_OK);
     NEED(pages_with(P, F | Z | S) == 5);
@@ -1719,7 +1719,7 @@ static int pmd_free_body(void)
     memdiff__caps caps;
     NEED(memdiff__plat_open(&live, &a, &proc, &caps) == MEMDIFF_OK);
     memdiff__plat_close(proc);
-    if (!(caps.sources & MEMDIFF_SRC_PAGEMAP_SCAN)) {
+    if (!(caps.sources & MEMDIFF__SRC_PAGEMAP_SCAN)) {
         fprintf(stderr, "walk_leaves_out_scan_where_meminfo_allows: no PAGEMAP_SCAN; checked "
                         "nothing\n");
         return 0;
@@ -1822,7 +1822,7 @@ static int retake_body(void)
     memdiff__linux_open_hook = serve_meminfo;
     char *p = map_sixteen(ps);
     memdiff_options o = MEMDIFF_OPTIONS_INIT;
-    o.proc_root = dir;
+    o.fixture_root = dir;
     memdiff_snapshot *snap = NULL;
     int rc = memdiff_snapshot_take(&o, &snap);
     memdiff__linux_open_hook = NULL;
@@ -1833,7 +1833,7 @@ static int retake_body(void)
     NEED(maps_opened == 2); /* taken twice: one read of maps a take */
     memdiff_snapshot_info info;
     NEED(memdiff_snapshot_get_info(snap, &info) == MEMDIFF_OK);
-    NEED(info.depth == MEMDIFF_DEPTH_STANDARD && !(info.sources & MEMDIFF_SRC_PFN));
+    NEED(info.depth == MEMDIFF_DEPTH_STANDARD && !(info.sources & MEMDIFF_SRC_FRAMES));
     memdiff_region r;
     NEED(memdiff_snapshot_find(snap, (uint64_t)(uintptr_t)p, &r) == MEMDIFF_OK);
     memdiff_snapshot_free(snap);
@@ -1849,7 +1849,7 @@ START_TEST(snapshot_taken_again_when_huge_pages_appear)
     memdiff__caps caps;
     memdiff__proc *proc = open_self(&caps);
     memdiff__plat_close(proc);
-    if (!(caps.sources & MEMDIFF_SRC_PAGEMAP_SCAN)) {
+    if (!(caps.sources & MEMDIFF__SRC_PAGEMAP_SCAN)) {
         fprintf(stderr, "snapshot_taken_again_when_huge_pages_appear: no PAGEMAP_SCAN; checked "
                         "nothing\n");
         return;
@@ -1873,10 +1873,10 @@ static int huge_body(void)
     memdiff__proc *proc;
     memdiff__caps caps;
     NEED(memdiff__plat_open(&args, &ar, &proc, &caps) == MEMDIFF_OK);
-    NEED(!(caps.sources & MEMDIFF_SRC_PFN));
+    NEED(!(caps.sources & MEMDIFF_SRC_FRAMES));
     NEED(walk(proc, a, e, MEMDIFF_DEPTH_FAST) == MEMDIFF_OK);
     uint64_t n = pages_with(P | MEMDIFF_PAGE_HUGE, 0);
-    if (n == 0 || !(caps.sources & MEMDIFF_SRC_PAGEMAP_SCAN)) {
+    if (n == 0 || !(caps.sources & MEMDIFF__SRC_PAGEMAP_SCAN)) {
         fprintf(stderr, "unprivileged_huge_page: no THP granted or no PAGEMAP_SCAN; checked "
                         "nothing\n");
     } else {

@@ -133,7 +133,7 @@ static unsigned walk_tree(memdiff_depth depth, walked *w)
     memdiff__proc *proc = NULL;
     memdiff__caps caps;
     ck_assert_int_eq(memdiff__plat_open(&args, &scratch, &proc, &caps), MEMDIFF_OK);
-    ck_assert_uint_ne(caps.sources & MEMDIFF_SRC_PFN, 0); /* the fixture grants frames */
+    ck_assert_uint_ne(caps.sources & MEMDIFF_SRC_FRAMES, 0); /* the fixture grants frames */
     proc->transient_hook = hook;
     hook_calls = 0;
     memdiff__page_sink sink = {on_run, w, NULL, NULL};

@@ -382,7 +382,7 @@ START_TEST(bitmap_runs_round_trip_through_a_file)
     ck_assert_ptr_nonnull(c);
     ck_assert_int_eq(memdiff_compare(a, c, 0, &d), MEMDIFF_OK);
     memdiff_totals t;
-    ck_assert_int_eq(memdiff_diff_totals(d, &t), MEMDIFF_OK);
+    ck_assert_int_eq(memdiff_diff_totals(d, MEMDIFF_CAT_ALL, &t), MEMDIFF_OK);
     ck_assert_uint_eq(t.freed_bytes, P);
     ck_assert_uint_eq(t.freed_discarded_bytes, P);
     ck_assert_uint_eq(t.new_bytes, 0);
@@ -415,11 +415,13 @@ START_TEST(compare_finds_a_replaced_frame_inside_a_bitmap)
     ck_assert_uint_eq(memdiff_diff_block_count(d), 0);
     memdiff_diff_free(d);
     ck_assert_int_eq(memdiff_compare(b, a, MEMDIFF_COMPARE_VERBOSE, &d), MEMDIFF_OK);
-    ck_assert_int_eq(memdiff_diff_totals(d, &t), MEMDIFF_OK);
+    ck_assert_int_eq(memdiff_diff_totals(d, MEMDIFF_CAT_ALL, &t), MEMDIFF_OK);
     ck_assert_uint_eq(t.replaced_bytes, P);
     ck_assert_uint_eq(t.new_bytes + t.freed_bytes, 0);
     ck_assert_uint_eq(memdiff_diff_block_count(d), 1);
-    ck_assert_uint_eq(memdiff_diff_block(d, 0)->start, BASE + 1400 * P);
+    memdiff_block blk;
+    ck_assert_int_eq(memdiff_diff_block(d, 0, &blk), MEMDIFF_OK);
+    ck_assert_uint_eq(blk.start, BASE + 1400 * P);
     memdiff_diff_free(d);
     memdiff_snapshot_free(a);
     memdiff_snapshot_free(same);

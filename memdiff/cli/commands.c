@@ -199,13 +199,13 @@ int cli_cmd_snap(int argc, char **argv)
 static void brief_line(const memdiff_diff *d, FILE *out)
 {
     memdiff_totals t;
-    memdiff_diff_totals(d, &t);
+    memdiff_diff_totals(d, MEMDIFF_CAT_ALL, &t);
     char b1[32], b2[32], b3[32];
     fprintf(out, "net %s bytes (new %s, freed %s)", cli_fmt_int(b1, t.net_bytes, 1),
             cli_fmt_uint(b2, t.new_bytes), cli_fmt_uint(b3, t.freed_bytes));
     const char *sep = ":";
     for (int c = 0; c < MEMDIFF_CAT_COUNT; c++) {
-        if (c == MEMDIFF_CAT_OWN || memdiff_diff_category_totals(d, (memdiff_category)c, &t) ||
+        if (c == MEMDIFF_CAT_OWN || memdiff_diff_totals(d, (memdiff_category)c, &t) ||
             (t.new_bytes == 0 && t.freed_bytes == 0))
             continue;
         fprintf(out, "%s %s %s", sep, memdiff_category_name((memdiff_category)c),

@@ -189,7 +189,7 @@ int cli_parse_size(const char *s, int64_t *bytes)
 
 /* ---- --fail-on -------------------------------------------------------------------------- */
 
-/* The command line's words for the measures of memdiff_figure(). */
+/* The command line's words for the measures of memdiff_diff_figure(). */
 static const struct {
     const char *word;
     memdiff_measure measure;
@@ -283,12 +283,13 @@ int cli_check_conds(const char *cmd, const cli_cond *conds, int n, const memdiff
         int64_t v = 0;
         /* memdiff_check() answers whether "figure OP bound" holds; --fail-on fails when it does.
          * A condition that cannot be evaluated is an error, never a pass. */
-        int holds = memdiff_check(diff, NULL, c->category, c->measure, c->cmp, c->bound, NULL, 0);
+        const memdiff_figure figure = {c->category, c->measure, NULL};
+        int holds = memdiff_check(diff, &figure, c->cmp, c->bound, NULL, 0);
         if (holds < 0)
             return cli_error(cmd, holds, "cannot evaluate --fail-on");
         if (holds != 1)
             continue;
-        memdiff_figure(diff, NULL, c->category, c->measure, &v);
+        memdiff_diff_figure(diff, &figure, &v);
         char buf[32];
         int with_sign =
             c->measure == MEMDIFF_MEASURE_NET || c->measure == MEMDIFF_MEASURE_NET_PRIVATE;

@@ -26,16 +26,21 @@ static int on_opt(void *ctx, int id, const char *v)
     return 0;
 }
 
-/* MEMDIFF_SRC_* bits by name, for the header and JSON. */
+/* MEMDIFF_SRC_* bits by name, for the header and JSON: the names the core's JSON report uses. */
 static const struct {
     unsigned bit;
     const char *name;
 } sources[] = {
-    {MEMDIFF_SRC_MAPS, "maps"},           {MEMDIFF_SRC_PAGEMAP, "pagemap"},
-    {MEMDIFF_SRC_PAGEMAP_SCAN, "pagemap-scan"}, {MEMDIFF_SRC_PFN, "pfn"},
-    {MEMDIFF_SRC_KPAGEFLAGS, "kpageflags"}, {MEMDIFF_SRC_KPAGECOUNT, "kpagecount"},
-    {MEMDIFF_SRC_STATUS, "status"},       {MEMDIFF_SRC_THREADS, "threads"},
-    {MEMDIFF_SRC_HEAPS, "heaps"},         {MEMDIFF_SRC_MODULES, "modules"},
+    {MEMDIFF_SRC_REGIONS, "regions"},
+    {MEMDIFF_SRC_PAGES, "pages"},
+    {MEMDIFF_SRC_FRAMES, "frames"},
+    {MEMDIFF_SRC_PAGE_FLAGS, "page-flags"},
+    {MEMDIFF_SRC_MAP_COUNTS, "map-counts"},
+    {MEMDIFF_SRC_PROCESS_TOTALS, "process-totals"},
+    {MEMDIFF_SRC_THREADS, "threads"},
+    {MEMDIFF_SRC_HEAPS, "heaps"},
+    {MEMDIFF_SRC_MODULES, "modules"},
+    {MEMDIFF_SRC_PAGE_ACCESS, "page-access"},
 };
 
 #define NSOURCES (sizeof sources / sizeof sources[0])

@@ -29,9 +29,13 @@ int main(void)
     }
     uint64_t got = 0;
     for (size_t i = 0; i < memdiff_diff_block_count(d); i++) {
-        const memdiff_block *k = memdiff_diff_block(d, i);
-        if (k->start <= (uintptr_t)m && (uintptr_t)m < k->end)
-            got = k->totals.new_private_bytes;
+        memdiff_block k;
+        if (memdiff_diff_block(d, i, &k) != MEMDIFF_OK) {
+            fprintf(stderr, "consumer: %s\n", memdiff_last_error());
+            return 2;
+        }
+        if (k.start <= (uintptr_t)m && (uintptr_t)m < k.end)
+            got = k.totals.new_private_bytes;
     }
     memdiff_diff_free(d);
     memdiff_snapshot_free(b);
