@@ -139,7 +139,8 @@ static memdiff_snapshot *synthetic(void)
     in->pid = 77;
     in->depth_requested = MEMDIFF_DEPTH_DEEP;
     in->depth = MEMDIFF_DEPTH_STANDARD;
-    in->sources = MEMDIFF_SRC_REGIONS | MEMDIFF_SRC_PAGES | MEMDIFF_SRC_FRAMES | MEMDIFF_SRC_PROCESS_TOTALS;
+    in->sources = MEMDIFF_SRC_REGIONS | MEMDIFF_SRC_PAGES | MEMDIFF_SRC_FRAMES |
+                  MEMDIFF_SRC_PROCESS_TOTALS;
     in->degraded = memdiff__arena_strndup(ar, "kernel page flags: needs CAP_SYS_ADMIN", 38);
     in->page_size = (uint32_t)P;
     in->time_ns = UINT64_C(1763770000123456789);

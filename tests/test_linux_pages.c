@@ -1429,7 +1429,8 @@ START_TEST(fast_open_leaves_frames_unasked)
     if (!(caps.sources & MEMDIFF__SRC_PAGEMAP_SCAN)) {
         /* No scan to name the zero page: frames are asked as ever. */
         ck_assert_int_eq(proc->frames_unasked, 0);
-        ck_assert_uint_eq(caps.sources & MEMDIFF_SRC_FRAMES, plain_caps.sources & MEMDIFF_SRC_FRAMES);
+        ck_assert_uint_eq(caps.sources & MEMDIFF_SRC_FRAMES,
+                          plain_caps.sources & MEMDIFF_SRC_FRAMES);
         memdiff__plat_close(proc);
         fprintf(stderr, "fast_open_leaves_frames_unasked: no PAGEMAP_SCAN here; checked the "
                         "open alone\n");
