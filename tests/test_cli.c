@@ -604,6 +604,15 @@ START_TEST(show_names_sources_in_0_2_words)
     ck_assert_ptr_nonnull(s);
     ck_assert_int_eq(memdiff_snapshot_save_file(s, path), MEMDIFF_OK);
     memdiff_snapshot_free(s);
+    /* A fast snapshot of 0.1 as its file says: maps and the PAGEMAP_SCAN ioctl (0x4, then
+     * MEMDIFF_SRC_PAGEMAP_SCAN), a bit 0.2 keeps to the backend: it is named no more. */
+    spec.sources = MEMDIFF_SRC_REGIONS | 0x4u;
+    spec.depth = MEMDIFF_DEPTH_FAST;
+    snprintf(path, sizeof path, "%s/scan.mds", dir);
+    s = synth_snapshot(&spec);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_int_eq(memdiff_snapshot_save_file(s, path), MEMDIFF_OK);
+    memdiff_snapshot_free(s);
 
     ASSERT_RUN(0, "show all.mds");
     ck_assert_msg(strstr(out, "\nSources: regions pages frames page-flags map-counts "
@@ -620,6 +629,10 @@ START_TEST(show_names_sources_in_0_2_words)
     ck_assert_msg(strstr(out, "\"sources\": [\"regions\", \"pages\", \"process-totals\"],\n") !=
                       NULL,
                   "%s", out);
+    ASSERT_RUN(0, "show scan.mds");
+    ck_assert_msg(strstr(out, "\nSources: regions\n") != NULL, "%s", out);
+    ASSERT_RUN(0, "show --json scan.mds");
+    ck_assert_msg(strstr(out, "\"sources\": [\"regions\"],\n") != NULL, "%s", out);
 }
 END_TEST
 
