@@ -164,7 +164,7 @@ MEMDIFF_API const char *memdiff_depth_name(memdiff_depth depth);
 /* Where the figures of a snapshot came from (memdiff_snapshot_info.sources); docs/categories.md
  * names each one's source per OS. */
 #define MEMDIFF_SRC_REGIONS 0x0001u        /* the region list */
-#define MEMDIFF_SRC_PAGES 0x0002u          /* per-page presence, swap and exclusivity */
+#define MEMDIFF_SRC_PAGES 0x0002u          /* per-page presence, swap; exclusivity beyond fast */
 #define MEMDIFF_SRC_FRAMES 0x0008u         /* physical frame numbers (privileged) */
 #define MEMDIFF_SRC_PAGE_FLAGS 0x0010u     /* the kernel's flags per frame (deep) */
 #define MEMDIFF_SRC_MAP_COUNTS 0x0020u     /* how many mappings each frame has (deep) */

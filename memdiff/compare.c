@@ -20,10 +20,10 @@
  *  - Same mapping: resident after only: new. Resident before only: freed, swapped out when the
  *    after page is in swap, else discarded (MADV_DONTNEED, reclaim, truncation). Resident in both:
  *    replaced when both sides know the page's frame (nonzero) and the frames differ; else
- *    became-private / became-shared when both snapshots read pagemap (MEMDIFF_SRC_PAGES) and
- *    the exclusive bit differs; else unchanged.
- *  - New pages are private or shared by the after page's PRIVATE bit when the after snapshot read
- *    pagemap. Without it (fast depth through PAGEMAP_SCAN) exclusivity is unknown and estimated:
+ *    became-private / became-shared when both snapshots know exclusivity (standard depth and
+ *    deeper: memdiff__knows_privacy) and the exclusive bit differs; else unchanged.
+ *  - New pages are private or shared by the after page's PRIVATE bit when the after snapshot
+ *    knows exclusivity. Without it (fast depth) exclusivity is unknown and estimated:
  *    a page the kernel calls file-backed (page cache, shared anonymous: MEMDIFF_PAGE_FILE) counts
  *    as shared, anything else as private. Blind spot: anonymous pages still shared copy-on-write
  *    with a forked parent or child count as private.
@@ -589,8 +589,8 @@ int memdiff__compare_refs(const memdiff_snapshot *before, const memdiff_snapshot
     w.a.have_run = memdiff__runs_next(&w.a.runs, &w.a.next_run);
     w.page_size = before->info.page_size;
     w.frames = before->frames.present && after->frames.present;
-    w.privacy = (before->info.sources & after->info.sources & MEMDIFF_SRC_PAGES) != 0;
-    w.new_by_private_bit = (after->info.sources & MEMDIFF_SRC_PAGES) != 0;
+    w.privacy = memdiff__knows_privacy(&before->info) && memdiff__knows_privacy(&after->info);
+    w.new_by_private_bit = memdiff__knows_privacy(&after->info);
     w.refs = refs;
     w.touched_region = SIZE_MAX;
     d->bracket = refs != NULL;

@@ -320,6 +320,13 @@ struct memdiff_diff {
     memdiff_impact impact_category[MEMDIFF_CAT_COUNT];
 };
 
+/* Whether a snapshot tells private pages from shared ones: pages read with their exclusive bit,
+ * which fast depth leaves out (from the scan or pagemap alike). */
+static inline int memdiff__knows_privacy(const memdiff_snapshot_info *info)
+{
+    return info->depth >= MEMDIFF_DEPTH_STANDARD && (info->sources & MEMDIFF_SRC_PAGES);
+}
+
 /* Adds b into a (all fields, net recomputed; totals.c). */
 void memdiff__totals_add(memdiff_totals *a, const memdiff_totals *b);
 

@@ -235,7 +235,7 @@ static void put_summary(const memdiff_diff *diff, FILE *out)
     fprintf(out, "%-23s%*s bytes  (%s pages: %s private, %s shared%s)\n", "Memory allocated:", w,
             alloc, fmt_num(x, t->new_bytes / ps, 0), fmt_num(y, t->new_private_bytes / ps, 0),
             fmt_num(z, t->new_shared_bytes / ps, 0),
-            (diff->info[1].sources & MEMDIFF_SRC_PAGES) ? "" : ", estimated");
+            memdiff__knows_privacy(&diff->info[1]) ? "" : ", estimated");
     fprintf(out, "%-23s%*s bytes  (%s pages: %s unmapped, %s discarded, ", "Memory freed:", w,
             freed, fmt_num(x, t->freed_bytes / ps, 0), fmt_num(y, t->freed_unmapped_bytes / ps, 0),
             fmt_num(z, t->freed_discarded_bytes / ps, 0));

@@ -167,12 +167,12 @@ static memdiff_depth effective_depth(memdiff_depth want, const memdiff__caps *ca
 /* Which sources this depth actually used. */
 static unsigned used_sources(memdiff_depth depth, unsigned avail)
 {
-    unsigned keep = MEMDIFF_SRC_REGIONS | MEMDIFF_SRC_PROCESS_TOTALS | MEMDIFF_SRC_THREADS |
-                    MEMDIFF_SRC_HEAPS | MEMDIFF_SRC_MODULES;
+    /* Pages: every depth reads them, fast from the scan where the kernel has one (a faster way
+     * to the same page tables, MEMDIFF__SRC_PAGEMAP_SCAN, not reported). */
+    unsigned keep = MEMDIFF_SRC_REGIONS | MEMDIFF_SRC_PAGES | MEMDIFF_SRC_PROCESS_TOTALS |
+                    MEMDIFF_SRC_THREADS | MEMDIFF_SRC_HEAPS | MEMDIFF_SRC_MODULES;
     if (depth >= MEMDIFF_DEPTH_STANDARD)
-        keep |= MEMDIFF_SRC_PAGES | MEMDIFF_SRC_FRAMES | MEMDIFF_SRC_PAGE_ACCESS;
-    else if (!(avail & MEMDIFF__SRC_PAGEMAP_SCAN))
-        keep |= MEMDIFF_SRC_PAGES; /* fast depth falls back to reading pagemap */
+        keep |= MEMDIFF_SRC_FRAMES | MEMDIFF_SRC_PAGE_ACCESS;
     if (depth >= MEMDIFF_DEPTH_DEEP)
         keep |= MEMDIFF_SRC_PAGE_FLAGS | MEMDIFF_SRC_MAP_COUNTS;
     return avail & keep;

@@ -326,16 +326,19 @@ START_TEST(check_label_applies_the_filter)
     ck_assert_int_eq(memdiff_check_label(d, &f, "libfoo", MEMDIFF_MATCH_SUBSTRING, 0, msg,
                                          sizeof msg),
                      0);
+    /* The filter that hid it is named, then what is there as the filter leaves it. */
     expect_in(msg, "memdiff check failed: no block in all categories has a label that contains "
-                   "\"libfoo\"\n  blocks there, largest first (3 of 3):\n");
-    expect_not_in(msg, "libfoo.so"); /* what is there, as the filter leaves it */
+                   "\"libfoo\"\n  filter: labels ignored: \"libfoo\"\n"
+                   "  blocks there, largest first (3 of 3):\n");
+    expect_not_in(msg, "libfoo.so");
     ck_assert_int_eq(memdiff_check_label(d, &f, "/usr/lib/", MEMDIFF_MATCH_PREFIX, 0, NULL, 0),
                      1); /* libbar's block exists */
     ck_assert_int_eq(memdiff_check_label(d, &f, "/usr/lib/", MEMDIFF_MATCH_PREFIX, 1, msg,
                                          sizeof msg),
                      0);
     expect_in(msg, "memdiff check failed: new bytes in the 1 block of all categories whose label "
-                   "starts with \"/usr/lib/\" = 0, want >= 1\n");
+                   "starts with \"/usr/lib/\" = 0, want >= 1\n  filter: labels ignored: "
+                   "\"libfoo\"\n");
     expect_not_in(msg, "libfoo.so");
 
     /* By category: with images left out, neither library is found; the heap still is. */
