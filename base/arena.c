@@ -7,15 +7,15 @@
  * list of mappings, which every snapshot reads, does not grow with the number of live snapshots
  * (one mapping each made 3,000 live snapshots cost 510 ms and 19 GB for the next one); larger
  * chunks are mappings of their own, on one global list. Both, and the count of bytes in chunks,
- * are guarded by one spinlock: holders never allocate or block.
+ * are guarded by one spinlock (base/lock.c): holders never allocate or block.
  */
-#include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
 
 #include "base/arena.h"
 #include "base/bits.h"
 #include "base/error.h"
+#include "base/lock.h"
 #include "memdiff.h"
 #include "platform/os.h"
 
@@ -64,7 +64,6 @@ struct reservation {
 static memdiff__chunk *registry; /* chunks that are mappings of their own */
 static reservation *reservations;
 static size_t reserved_bytes;
-static atomic_flag registry_lock = ATOMIC_FLAG_INIT;
 static atomic_size_t chunk_bytes; /* bytes of all chunks: memdiff__own_bytes() */
 
 /* Scratch kept between snapshots: a recycling arena (a snapshot's storage, its scratch, a
@@ -78,57 +77,6 @@ static atomic_size_t chunk_bytes; /* bytes of all chunks: memdiff__own_bytes() *
 static memdiff__chunk *cache[CACHE_SLOTS];
 static size_t cached_bytes;
 static atomic_long fail_countdown;
-static void (*_Atomic while_locked)(void);
-
-/* Whether this thread holds the lock or is about to spin for it: a signal handler that
- * interrupted it there and called memdiff would otherwise spin forever on a lock that its own
- * thread holds. Set before spinning, so that no instant is left uncovered. */
-static _Thread_local volatile sig_atomic_t holding;
-
-/* Whether this thread holds the lock (detail set: MEMDIFF_EBUSY): memdiff was called again
- * from a signal handler on a thread inside the lock. */
-static int reentered(void)
-{
-    if (!holding)
-        return 0;
-    memdiff__set_error(MEMDIFF_EBUSY, "arena: called again on a thread that is inside memdiff's "
-                                      "allocator (from a signal handler?); memdiff is not "
-                                      "async-signal-safe");
-    return 1;
-}
-
-/* 0 with the lock held, or -1 when this thread holds it already (reentered()). Other threads
- * wait for it. */
-static int lock(void)
-{
-    if (reentered())
-        return -1;
-    holding = 1;
-    atomic_signal_fence(memory_order_seq_cst);
-    while (atomic_flag_test_and_set_explicit(&registry_lock, memory_order_acquire)) {
-    }
-    void (*hook)(void) = atomic_load_explicit(&while_locked, memory_order_relaxed);
-    if (hook)
-        hook();
-    return 0;
-}
-
-static void unlock(void)
-{
-    atomic_flag_clear_explicit(&registry_lock, memory_order_release);
-    atomic_signal_fence(memory_order_seq_cst);
-    holding = 0;
-}
-
-int memdiff__arena_busy(void)
-{
-    return holding != 0;
-}
-
-void memdiff__test_while_locked(void (*fn)(void))
-{
-    atomic_store(&while_locked, fn);
-}
 
 size_t memdiff__own_bytes(void)
 {
@@ -150,23 +98,23 @@ static int injected_failure(void)
     return 0;
 }
 
-/* 0, or -1 when this thread is inside the lock already (lock()). */
+/* 0, or -1 when this thread is inside the lock already (memdiff__lock()). */
 static int registry_add(memdiff__chunk *c)
 {
-    if (lock())
+    if (memdiff__lock())
         return -1;
     c->gprev = NULL;
     c->gnext = registry;
     if (registry)
         registry->gprev = c;
     registry = c;
-    unlock();
+    memdiff__unlock();
     return 0;
 }
 
 static int registry_remove(memdiff__chunk *c)
 {
-    if (lock())
+    if (memdiff__lock())
         return -1;
     if (c->gprev)
         c->gprev->gnext = c->gnext;
@@ -174,7 +122,7 @@ static int registry_remove(memdiff__chunk *c)
         registry = c->gnext;
     if (c->gnext)
         c->gnext->gprev = c->gprev;
-    unlock();
+    memdiff__unlock();
     return 0;
 }
 
@@ -215,10 +163,10 @@ static size_t carve(reservation *r, size_t n)
 static reservation *reserve_more(size_t size)
 {
     size_t page = memdiff__os_page_size();
-    if (lock())
+    if (memdiff__lock())
         return NULL;
     size_t bytes = MEMDIFF__MAX(RESERVATION_MIN, reserved_bytes);
-    unlock();
+    memdiff__unlock();
     reservation *r = memdiff__os_reserve(bytes);
     if (!r && bytes > RESERVATION_MIN)
         r = memdiff__os_reserve(bytes = RESERVATION_MIN);
@@ -241,7 +189,7 @@ static reservation *reserve_more(size_t size)
     mark(r->bits, 0, head, 1);
     r->hint = head;
     r->used = head;
-    if (lock()) {
+    if (memdiff__lock()) {
         memdiff__os_unreserve(r, bytes);
         return NULL;
     }
@@ -250,7 +198,7 @@ static reservation *reserve_more(size_t size)
         link = &(*link)->next;
     *link = r;
     reserved_bytes += bytes;
-    unlock();
+    memdiff__unlock();
     return r;
 }
 
@@ -260,7 +208,7 @@ static memdiff__chunk *carve_chunk(size_t size)
 {
     size_t page = memdiff__os_page_size(), n = size / page;
     for (int tries = 0; tries < 2; tries++) {
-        if (lock())
+        if (memdiff__lock())
             return NULL;
         reservation *home = NULL;
         size_t at = (size_t)-1;
@@ -268,18 +216,18 @@ static memdiff__chunk *carve_chunk(size_t size)
             at = carve(r, n);
             home = r;
         }
-        unlock();
+        memdiff__unlock();
         if (at != (size_t)-1) {
             memdiff__chunk *c = (memdiff__chunk *)((unsigned char *)home + at * page);
             if (memdiff__os_commit(c, size) == 0) {
                 c->home = home;
                 return c;
             }
-            if (lock() == 0) {
+            if (memdiff__lock() == 0) {
                 mark(home->bits, at, n, 0);
                 home->used -= n;
                 home->hint = MEMDIFF__MIN(home->hint, at);
-                unlock();
+                memdiff__unlock();
             }
             return NULL;
         }
@@ -297,23 +245,23 @@ static int extend_carved(memdiff__chunk *c, size_t size)
     size_t page = memdiff__os_page_size();
     size_t end = (size_t)((unsigned char *)c - (unsigned char *)home) / page + c->size / page;
     size_t n = (size - c->size) / page;
-    if (end + n > home->pages || lock())
+    if (end + n > home->pages || memdiff__lock())
         return -1;
     int free = (size_t)memdiff__find_bit(home->bits, end, end + n, 1) == end + n;
     if (free) {
         mark(home->bits, end, n, 1);
         home->used += n;
     }
-    unlock();
+    memdiff__unlock();
     if (!free)
         return -1;
     if (memdiff__os_commit((unsigned char *)home + end * page, n * page) == 0)
         return 0;
-    if (lock() == 0) {
+    if (memdiff__lock() == 0) {
         mark(home->bits, end, n, 0);
         home->used -= n;
         home->hint = MEMDIFF__MIN(home->hint, end);
-        unlock();
+        memdiff__unlock();
     }
     return -1;
 }
@@ -325,12 +273,12 @@ static void uncarve(memdiff__chunk *c, size_t size)
     size_t page = memdiff__os_page_size();
     size_t at = (size_t)((unsigned char *)c - (unsigned char *)home) / page, n = size / page;
     memdiff__os_decommit(c, size); /* c's header goes too */
-    if (lock())
+    if (memdiff__lock())
         return; /* reentered from a signal handler: the place is lost, nothing is broken */
     mark(home->bits, at, n, 0);
     home->used -= n;
     home->hint = MEMDIFF__MIN(home->hint, at);
-    unlock();
+    memdiff__unlock();
 }
 
 /* A kept chunk for a mapping of size bytes (cap usable), out of the cache; NULL when none. Below
@@ -341,7 +289,7 @@ static void uncarve(memdiff__chunk *c, size_t size)
 #define GROWN_SLACK 4u
 static memdiff__chunk *cache_take(size_t size, size_t cap, int growable)
 {
-    if (lock())
+    if (memdiff__lock())
         return NULL;
     int best = -1;
     for (int i = 0; i < CACHE_SLOTS; i++) {
@@ -359,7 +307,7 @@ static memdiff__chunk *cache_take(size_t size, size_t cap, int growable)
         cache[best] = NULL;
         cached_bytes -= c->size;
     }
-    unlock();
+    memdiff__unlock();
     return c;
 }
 
@@ -367,7 +315,7 @@ static memdiff__chunk *cache_take(size_t size, size_t cap, int growable)
 static int cache_put(memdiff__chunk *c)
 {
     int kept = 0;
-    if (lock())
+    if (memdiff__lock())
         return 0;
     for (int i = 0; i < CACHE_SLOTS && !kept; i++) {
         if (!cache[i] && cached_bytes + c->size <= CACHE_MAX) {
@@ -376,7 +324,7 @@ static int cache_put(memdiff__chunk *c)
             kept = 1;
         }
     }
-    unlock();
+    memdiff__unlock();
     return kept;
 }
 
@@ -402,12 +350,12 @@ static memdiff__chunk *chunk_new(size_t cap, int dedicated, int growable, int co
         c->next = NULL;
         return c;
     }
-    if (reentered())
+    if (memdiff__lock_reentered())
         return NULL;
     if (size < OWN_MAPPING_MIN)
         c = carve_chunk(size);
     /* No reservation to carve from (the OS refused the address space): a mapping of its own. */
-    if (!c && !reentered()) {
+    if (!c && !memdiff__lock_reentered()) {
         c = memdiff__os_alloc(size);
         if (c) {
             c->home = NULL;
@@ -418,7 +366,7 @@ static memdiff__chunk *chunk_new(size_t cap, int dedicated, int growable, int co
         }
     }
     if (!c) {
-        if (!reentered())
+        if (!memdiff__lock_reentered())
             memdiff__set_error(MEMDIFF_ENOMEM, "arena: cannot map %zu bytes", size);
         return NULL;
     }
@@ -713,7 +661,7 @@ void memdiff__arena_release(memdiff__arena *arena)
 void memdiff_trim(void)
 {
     for (;;) {
-        if (lock())
+        if (memdiff__lock())
             return;
         memdiff__chunk *c = NULL;
         for (int i = 0; i < CACHE_SLOTS && !c; i++) {
@@ -723,7 +671,7 @@ void memdiff_trim(void)
                 cached_bytes -= c->size;
             }
         }
-        unlock();
+        memdiff__unlock();
         if (!c)
             break;
         chunk_free(c);
@@ -731,7 +679,7 @@ void memdiff_trim(void)
     /* Reservations with no chunk left go too (one at a time: unmapping is not done under the
      * lock). What is carved out of the others is in use. */
     for (;;) {
-        if (lock())
+        if (memdiff__lock())
             return;
         reservation **link = &reservations;
         while (*link && (*link)->used > (*link)->head)
@@ -741,7 +689,7 @@ void memdiff_trim(void)
             *link = r->next;
             reserved_bytes -= r->size;
         }
-        unlock();
+        memdiff__unlock();
         if (!r)
             return;
         memdiff__os_unreserve(r, r->size);
@@ -767,20 +715,20 @@ int memdiff__own_ranges(memdiff__arena *arena, memdiff__range **out, size_t *cou
     *count = 0;
     for (;;) {
         size_t n = 0;
-        if (lock())
+        if (memdiff__lock())
             return MEMDIFF_EBUSY;
         for (memdiff__chunk *c = registry; c; c = c->gnext)
             n++;
         for (reservation *v = reservations; v; v = v->next)
             n++;
-        unlock();
+        memdiff__unlock();
         /* Room for chunks and reservations that appear meanwhile, this array's own among them. */
         size_t cap = n + 8;
         memdiff__range *r = memdiff__arena_alloc(arena, cap * sizeof *r);
         if (!r)
             return MEMDIFF_ENOMEM;
         size_t k = 0;
-        if (lock())
+        if (memdiff__lock())
             return MEMDIFF_EBUSY;
         for (memdiff__chunk *c = registry; c && k <= cap; c = c->gnext, k++)
             if (k < cap)
@@ -788,7 +736,7 @@ int memdiff__own_ranges(memdiff__arena *arena, memdiff__range **out, size_t *cou
         for (reservation *v = reservations; v && k <= cap; v = v->next, k++)
             if (k < cap)
                 r[k] = (memdiff__range){(uintptr_t)v, (uint64_t)(uintptr_t)v + v->size};
-        unlock();
+        memdiff__unlock();
         if (k > cap)
             continue;
         /* Insertion sort: the list is short (reservations, chunks of OWN_MAPPING_MIN up). */

@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/lock.h" /* memdiff__arena_busy() and the lock's testing hook */
+
 typedef struct memdiff__chunk memdiff__chunk;
 
 /* A bump allocator over OS memory (chunks carved from memdiff__os_reserve's reservations, large
@@ -90,13 +92,6 @@ int memdiff__own_ranges(memdiff__arena *arena, memdiff__range **out, size_t *cou
  * not counted. */
 size_t memdiff__own_bytes(void);
 
-/* Whether the calling thread is inside the arena's lock: a signal handler interrupted it there,
- * and any memdiff call that allocates would find the lock held by its own thread. */
-int memdiff__arena_busy(void);
-
-/* Testing hook: fn (NULL: none) is called each time the arena's lock is taken, with it held;
- * tests raise signals there to enter memdiff again. */
-void memdiff__test_while_locked(void (*fn)(void));
 
 /* Testing hook: make the nth OS allocation from now fail (1 = the next one); 0 disables. */
 void memdiff__test_fail_alloc_after(long n);
