@@ -415,12 +415,12 @@ typedef struct memdiff_refset_info {
     unsigned sources;          /* MEMDIFF_REFS_*; 0: no reference set */
     const char *degraded;      /* NULL, or what could not be measured and why */
     uint64_t begin_rss_bytes;  /* resident size when the peak was reset */
-    uint64_t end_rss_bytes;    /* resident size when the peak was read (ended brackets) */
-    uint64_t peak_bytes;       /* peak resident size during the bracket (ended brackets) */
+    uint64_t end_rss_bytes;    /* resident size when the peak was read (diffs only) */
+    uint64_t peak_bytes;       /* peak resident size during the bracket (diffs only) */
     uint64_t peak_slack_bytes; /* by how much the OS's peak figure may be off (Linux: the
                                   per-CPU batching of its RSS counters) */
-    uint64_t transient_bytes;  /* peak above both ends: peak - max(begin, end) (ended
-                                  brackets); off by up to 2 * peak_slack_bytes */
+    uint64_t transient_bytes;  /* peak above both ends: peak - max(begin, end) (diffs only);
+                                  off by up to 2 * peak_slack_bytes */
     uint64_t untracked_bytes;  /* per-page tracking: resident bytes at begin whose frames the
                                   kernel does not track; if resident at the end, they count as
                                   touched */
@@ -684,8 +684,8 @@ MEMDIFF_API int memdiff_bracket_end(memdiff_bracket *bracket, memdiff_diff **out
  * as they are). NULL is allowed. */
 MEMDIFF_API void memdiff_bracket_free(memdiff_bracket *bracket);
 
-/* What a reference-set bracket measures: begin's figures (the fields marked "ended brackets"
- * are always 0 here; the diff's memdiff_diff_info.refset has them). All 0 without
+/* What a reference-set bracket measures: begin's figures (the fields marked "diffs only" are
+ * always 0 here; the diff's memdiff_diff_info.refset has them). All 0 without
  * MEMDIFF_BRACKET_REFSET. Errors: MEMDIFF_EINVAL. */
 MEMDIFF_API int memdiff_bracket_get_info(const memdiff_bracket *bracket, memdiff_refset_info *out);
 

@@ -257,7 +257,7 @@ int memdiff_report_json(const memdiff_diff *diff, FILE *out, unsigned flags)
         return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_report_json: unknown flags 0x%x",
                                   flags & ~MEMDIFF_REPORT_NO_HEADER);
     int verbose = (diff->flags & MEMDIFF_COMPARE_VERBOSE) != 0;
-    fputs("{\n  \"version\": 1,\n", out);
+    fputs("{\n  \"version\": 2,\n", out);
     if (!(flags & MEMDIFF_REPORT_NO_HEADER)) {
         put_info(out, "before", &diff->info[0]);
         put_info(out, "after", &diff->info[1]);
