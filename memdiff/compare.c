@@ -6,8 +6,8 @@
  * none), the before page attributes (0 where no run covers the page: mapped, not resident), the
  * after region and the after attributes. Every interval ends at a region or run boundary of one
  * side, so the walk costs O(regions + runs) whatever the size of the address space; it goes page
- * by page only where both snapshots carry frame numbers for the pages, because only there can
- * pages of one interval differ. What each interval means:
+ * by page only where both snapshots carry frame numbers for the pages and exclusivity did not
+ * change, because only there can pages of one interval differ. What each interval means:
  *
  *  - A page costs memory when memdiff__attrs_resident() (present, not the shared zero page).
  *    Pages resident on neither side are left out, swapped or not.
@@ -19,9 +19,14 @@
  *    (before region), after's resident pages are new (after region).
  *  - Same mapping: resident after only: new. Resident before only: freed, swapped out when the
  *    after page is in swap, else discarded (MADV_DONTNEED, reclaim, truncation). Resident in both:
- *    replaced when both sides know the page's frame (nonzero) and the frames differ; else
  *    became-private / became-shared when both snapshots know exclusivity (standard depth and
- *    deeper: memdiff__knows_privacy) and the exclusive bit differs; else unchanged.
+ *    deeper: memdiff__knows_privacy) and the exclusive bit differs, whether or not the frame
+ *    changed too; else replaced when both sides know the page's frame (nonzero) and the frames
+ *    differ; else unchanged. Sharing comes first so that one event has one name with and
+ *    without privilege: a copy-on-write copy is a new frame that became private, and frames
+ *    are known only with CAP_SYS_ADMIN, exclusivity without it. Replaced is thus a frame change
+ *    with sharing unchanged (migration, compaction, a private page discarded and written
+ *    again) or unknown (fast depth).
  *  - New pages are private or shared by the after page's PRIVATE bit when the after snapshot
  *    knows exclusivity. Without it (fast depth) exclusivity is unknown and estimated:
  *    a page the kernel calls file-backed (page cache, shared anonymous: MEMDIFF_PAGE_FILE) counts
@@ -282,7 +287,9 @@ static int piece_to(walk *w, pieces *p, uint64_t addr, memdiff__outcome o)
     return MEMDIFF_OK;
 }
 
-static int compare_frames(walk *w, uint64_t lo, uint64_t hi, memdiff__outcome privacy)
+/* [lo, hi) of one interval whose exclusivity did not change (or is unknown): replaced where
+ * both frames are known and differ, else unchanged. */
+static int compare_frames(walk *w, uint64_t lo, uint64_t hi)
 {
     uint64_t ps = w->page_size;
     const memdiff_snapshot *sb = w->b.snap, *sa = w->a.snap;
@@ -292,7 +299,7 @@ static int compare_frames(walk *w, uint64_t lo, uint64_t hi, memdiff__outcome pr
     pieces p = {lo, MEMDIFF__OUT_NONE};
     for (uint64_t k = 0; k < n;) {
         uint64_t same = memdiff__seq_mismatch(&sb->frames, ib + k, &sa->frames, ia + k, n - k);
-        int rc = same ? piece_to(w, &p, lo + k * ps, privacy) : MEMDIFF_OK;
+        int rc = same ? piece_to(w, &p, lo + k * ps, MEMDIFF__OUT_NONE) : MEMDIFF_OK;
         if (rc)
             return rc;
         k += same;
@@ -309,7 +316,8 @@ static int compare_frames(walk *w, uint64_t lo, uint64_t hi, memdiff__outcome pr
         for (uint64_t j = 0; j < len; j++) {
             uint64_t xb = bb + (uint64_t)((int64_t)stb * (int64_t)j);
             uint64_t xa = ba + (uint64_t)((int64_t)sta * (int64_t)j);
-            memdiff__outcome o = xb && xa && xb != xa ? MEMDIFF__OUT_REPLACED : privacy;
+            memdiff__outcome o =
+                xb && xa && xb != xa ? MEMDIFF__OUT_REPLACED : MEMDIFF__OUT_NONE;
             if ((rc = piece_to(w, &p, lo + (k + j) * ps, o)))
                 return rc;
         }
@@ -349,14 +357,17 @@ static int compare_interval(walk *w, uint64_t lo, uint64_t hi)
     if (!res_b)
         return emit(w, lo, hi, new_outcome(w, aa), 1, both, ab, aa);
 
-    memdiff__outcome privacy = MEMDIFF__OUT_NONE;
+    /* Exclusivity is one per interval (it is in the attrs): when it changed, it names every
+     * page of the interval, frames or not (the header comment says why). */
     if (w->privacy && ((ab ^ aa) & MEMDIFF_PAGE_PRIVATE))
-        privacy = (aa & MEMDIFF_PAGE_PRIVATE) ? MEMDIFF__OUT_BECAME_PRIVATE
-                                              : MEMDIFF__OUT_BECAME_SHARED;
+        return emit(w, lo, hi,
+                    (aa & MEMDIFF_PAGE_PRIVATE) ? MEMDIFF__OUT_BECAME_PRIVATE
+                                                : MEMDIFF__OUT_BECAME_SHARED,
+                    1, both, ab, aa);
     if (w->frames && run_frames(&w->b) && run_frames(&w->a))
-        return compare_frames(w, lo, hi, privacy);
-    if (privacy != MEMDIFF__OUT_NONE || w->refs)
-        return emit(w, lo, hi, privacy, 1, both, ab, aa);
+        return compare_frames(w, lo, hi);
+    if (w->refs)
+        return emit(w, lo, hi, MEMDIFF__OUT_NONE, 1, both, ab, aa);
     return MEMDIFF_OK;
 }
 

@@ -26,7 +26,8 @@
     X(wss)                     \
     X(escape)                  \
     X(hostile)                 \
-    X(moving_pages)
+    X(moving_pages)            \
+    X(cow)
 
 /* UNDER_ASAN: 1 in an AddressSanitizer build (gcc or clang), whose shadow mappings make some
  * measurements slow or meaningless. */

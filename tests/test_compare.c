@@ -361,6 +361,69 @@ START_TEST(became_private_and_shared)
 }
 END_TEST
 
+/* One rule for a page resident in both snapshots whose exclusivity changed: became-private or
+ * became-shared, whether its frame changed too or not. A copy-on-write copy does both (the
+ * writer gets a frame of its own), and frames are known only with CAP_SYS_ADMIN: were the frame
+ * to decide, root would see replaced where everyone else sees became-private (issue 22).
+ * Replaced is a frame change with sharing unchanged. */
+START_TEST(sharing_change_outranks_frame_change)
+{
+    /* Pages 0-3 shared before, private after: 0 and 2 in new frames (the copy-on-write writer),
+     * 1 in its old frame (the other side of the copy, whose page is now its own), 3 with its
+     * frame unknown after. Pages 4-7 private before, shared after: 4 in a new frame (KSM merged
+     * it with an identical page), 5-7 in their old frames (a fork). Pages 8-9 private in both:
+     * 8 in a new frame (migrated, or discarded and written again): replaced; 9 unchanged. */
+    static const synth_run before[] = {{HEAP, 4, PRES}, {HEAP + 4 * PG, 6, PRES | PRIV}};
+    static const synth_run after[] = {{HEAP, 4, PRES | PRIV}, {HEAP + 4 * PG, 4, PRES},
+                                      {HEAP + 8 * PG, 2, PRES | PRIV}};
+    static const uint64_t pfn_before[] = {100, 101, 102, 103, 104, 105, 106, 107, 108, 109};
+    static const uint64_t pfn_after[] = {200, 101, 202, 0, 204, 105, 106, 107, 208, 109};
+    synth_spec b = SPEC(heap_only, before), a = SPEC(heap_only, after);
+    b.pfn = pfn_before;
+    a.pfn = pfn_after;
+    memdiff_diff *d = diff_specs(&b, &a, MEMDIFF_COMPARE_VERBOSE);
+    check_diff_totals(d, (pages){.became_private = 4, .became_shared = 4, .replaced = 1});
+    ck_assert_uint_eq(memdiff_diff_block_count(d), 3);
+    check_block(d, 0, HEAP, HEAP + 4 * PG, MEMDIFF_CAT_HEAP, "[heap]",
+                MEMDIFF_CHANGE_BECAME_PRIVATE, BOTH);
+    check_block(d, 1, HEAP + 4 * PG, HEAP + 8 * PG, MEMDIFF_CAT_HEAP, "[heap]",
+                MEMDIFF_CHANGE_BECAME_SHARED, BOTH);
+    check_block(d, 2, HEAP + 8 * PG, HEAP + 9 * PG, MEMDIFF_CAT_HEAP, "[heap]",
+                MEMDIFF_CHANGE_REPLACED, BOTH);
+    memdiff_diff_free(d);
+
+    /* Without frames (no CAP_SYS_ADMIN) the same sharing changes, page for page: frames add
+     * only the page whose sharing stayed. */
+    b.pfn = a.pfn = NULL;
+    d = diff_specs(&b, &a, MEMDIFF_COMPARE_VERBOSE);
+    check_diff_totals(d, (pages){.became_private = 4, .became_shared = 4});
+    ck_assert_uint_eq(memdiff_diff_block_count(d), 2);
+    check_block(d, 0, HEAP, HEAP + 4 * PG, MEMDIFF_CAT_HEAP, "[heap]",
+                MEMDIFF_CHANGE_BECAME_PRIVATE, BOTH);
+    check_block(d, 1, HEAP + 4 * PG, HEAP + 8 * PG, MEMDIFF_CAT_HEAP, "[heap]",
+                MEMDIFF_CHANGE_BECAME_SHARED, BOTH);
+    memdiff_diff_free(d);
+
+    /* Where one side does not know exclusivity (fast depth: no MEMDIFF_SRC_PAGES), sharing is
+     * not compared, even with exclusive bits in its attrs: every frame change is replaced
+     * (pages 0, 2, 4 and 8; page 3's frame is unknown after). */
+    b.pfn = pfn_before;
+    a.pfn = pfn_after;
+    for (int fast_side = 0; fast_side < 2; fast_side++) {
+        synth_spec fb = b, fa = a;
+        synth_spec *fast = fast_side ? &fa : &fb;
+        fast->sources = MEMDIFF_SRC_REGIONS;
+        fast->depth = MEMDIFF_DEPTH_FAST;
+        d = diff_specs(&fb, &fa, 0);
+        check_diff_totals(d, (pages){.replaced = 4});
+        ck_assert_uint_eq(memdiff_diff_block_count(d), 1);
+        check_block(d, 0, HEAP, HEAP + 9 * PG, MEMDIFF_CAT_HEAP, "[heap]",
+                    MEMDIFF_CHANGE_REPLACED, BOTH);
+        memdiff_diff_free(d);
+    }
+}
+END_TEST
+
 START_TEST(fast_depth_estimates_private_and_shared)
 {
     static const synth_run before[] = {{HEAP, 1, PRES}};
@@ -1270,6 +1333,7 @@ Suite *compare_suite(void)
     tcase_add_test(tc, other_category_at_one_address_sorts_by_category);
     tcase_add_test(tc, replaced_frames);
     tcase_add_test(tc, became_private_and_shared);
+    tcase_add_test(tc, sharing_change_outranks_frame_change);
     tcase_add_test(tc, fast_depth_estimates_private_and_shared);
     tcase_add_test(tc, zero_pages_cost_nothing);
     tcase_add_test(tc, unmapped_and_not_resident_pages_are_left_out);
