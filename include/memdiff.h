@@ -303,9 +303,9 @@ MEMDIFF_API int memdiff_snapshot_find(const memdiff_snapshot *snapshot, uint64_t
 typedef enum memdiff_change {
     MEMDIFF_CHANGE_NEW = 0,        /* resident after, not before */
     MEMDIFF_CHANGE_FREED,          /* resident before, not after */
-    MEMDIFF_CHANGE_REPLACED,       /* resident in both, in another frame (frames known) */
-    MEMDIFF_CHANGE_BECAME_PRIVATE, /* shared before, private after */
-    MEMDIFF_CHANGE_BECAME_SHARED,  /* private before, shared after */
+    MEMDIFF_CHANGE_REPLACED,       /* resident in both, new frame (frames known), same sharing */
+    MEMDIFF_CHANGE_BECAME_PRIVATE, /* shared before, private after, new frame or not (COW) */
+    MEMDIFF_CHANGE_BECAME_SHARED,  /* private before, shared after, new frame or not */
     MEMDIFF_CHANGE_MIXED,          /* a block whose pages changed in several ways */
     MEMDIFF_CHANGE_TOUCHED         /* reference-set diffs only: no page came, went or changed,
                                       but pages resident before and after were accessed */
@@ -518,7 +518,7 @@ typedef enum memdiff_measure {
                                     bracket, above its start: the whole process's, so
                                     MEMDIFF_CAT_ALL only and no filter applies; else
                                     MEMDIFF_ENOTSUP likewise */
-    MEMDIFF_MEASURE_REPLACED,    /* replaced_bytes: resident in both, in another frame */
+    MEMDIFF_MEASURE_REPLACED,    /* replaced_bytes: resident in both, new frame, same sharing */
     MEMDIFF_MEASURE_COUNT
 } memdiff_measure;
 
