@@ -1,6 +1,7 @@
 /*
  * test_cow.c - copy-on-write and other sharing changes in real processes, with frame numbers
- * (root: pagemap shows frames only with CAP_SYS_ADMIN) and without (uid nobody). The rule
+ * (root: pagemap shows frames only with CAP_SYS_ADMIN) and without (uid nobody, or root that
+ * dropped CAP_SYS_ADMIN). The rule
  * (compare.c): a page resident in both snapshots whose exclusivity changed became private or
  * became shared, whether its frame changed too or not; replaced is a frame change with sharing
  * unchanged. So one event has one name at every privilege, which issue 22 found it had not: a
@@ -13,15 +14,18 @@
  * differs from what the test expects. The memory is a mapping between two PROT_NONE guard pages
  * (a VMA of its own, like scn_map()'s) with MADV_NOHUGEPAGE, written page by page; Check's fork
  * mode gives every test a process of its own. The unprivileged runs happen in a child of the
- * test that dropped to nobody (scn_as_nobody()): they report what went wrong instead of
- * asserting.
+ * test that dropped to nobody (scn_as_nobody()) or, still root, dropped CAP_SYS_ADMIN alone
+ * (capset): they report what went wrong instead of asserting.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -248,47 +252,127 @@ static const cow_case root_cases[] = {
 };
 
 /* Without CAP_SYS_ADMIN deep is degraded to standard: both runs have no frame numbers. */
-static const cow_case nobody_cases[] = {
-    {MEMDIFF_DEPTH_STANDARD, 0, "nobody, standard"},
-    {MEMDIFF_DEPTH_DEEP, 0, "nobody, deep"},
+static const cow_case unprivileged_cases[] = {
+    {MEMDIFF_DEPTH_STANDARD, 0, "no CAP_SYS_ADMIN, standard"},
+    {MEMDIFF_DEPTH_DEEP, 0, "no CAP_SYS_ADMIN, deep"},
 };
 
-static const char *nobody_run(void *arg)
+typedef const char *(*cow_fn)(const cow_case *);
+
+static const char *unprivileged_run(void *arg)
 {
-    const char *(*run)(const cow_case *) = *(const char *(**)(const cow_case *))arg;
-    for (size_t i = 0; i < sizeof nobody_cases / sizeof nobody_cases[0]; i++) {
-        const char *err = run(&nobody_cases[i]);
+    cow_fn run = *(const cow_fn *)arg;
+    for (size_t i = 0; i < sizeof unprivileged_cases / sizeof unprivileged_cases[0]; i++) {
+        const char *err = run(&unprivileged_cases[i]);
         if (err)
             return err;
     }
     return NULL;
 }
 
-static int skip_unless_root(const char *test)
+/* Runs fn(arg) in a forked child that stays uid 0 but drops CAP_SYS_ADMIN from its bounding,
+ * effective, permitted and inheritable sets (prctl(2) PR_CAPBSET_DROP, capset(2)), as
+ * `setpriv --inh-caps=-sys_admin --bounding-set=-sys_admin` does: the other way a user takes
+ * the privilege away. Returns NULL when fn returned NULL, else its message (static storage). */
+static const char *without_cap_sys_admin(const char *(*fn)(void *), void *arg)
 {
-    if (geteuid() == 0)
+    static char msg[sizeof why];
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        close(fds[0]);
+        struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+        struct __user_cap_data_struct c[2];
+        const unsigned word = CAP_SYS_ADMIN / 32, bit = 1u << (CAP_SYS_ADMIN % 32);
+        const char *err = NULL;
+        if (prctl(PR_CAPBSET_DROP, CAP_SYS_ADMIN, 0, 0, 0) != 0 ||
+            syscall(SYS_capget, &h, c) != 0)
+            err = "cannot drop CAP_SYS_ADMIN from the bounding set, or read the capabilities";
+        if (!err) {
+            c[word].effective &= ~bit;
+            c[word].permitted &= ~bit;
+            c[word].inheritable &= ~bit;
+            if (syscall(SYS_capset, &h, c) != 0 || syscall(SYS_capget, &h, c) != 0 ||
+                (c[word].effective | c[word].permitted) & bit)
+                err = "cannot drop CAP_SYS_ADMIN with capset";
+        }
+        if (!err)
+            err = fn(arg);
+        if (err && write(fds[1], err, strlen(err)) < 0)
+            _exit(3);
+        _exit(err ? 1 : 0);
+    }
+    close(fds[1]);
+    size_t len = 0;
+    ssize_t n;
+    while (len < sizeof msg - 1 && (n = read(fds[0], msg + len, sizeof msg - 1 - len)) > 0)
+        len += (size_t)n;
+    msg[len] = '\0';
+    close(fds[0]);
+    int status = 0;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        return NULL;
+    if (len == 0)
+        snprintf(msg, sizeof msg, "child failed (wait status 0x%x)", (unsigned)status);
+    return msg;
+}
+
+/* Whether this process has CAP_SYS_ADMIN, which pagemap's frame numbers need (root can lack
+ * it: the whole test run may be under setpriv); the tests that need it skip without it. */
+static int skip_without_cap_sys_admin(const char *test)
+{
+    struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct c[2];
+    ck_assert_int_eq(syscall(SYS_capget, &h, c), 0);
+    if (c[CAP_SYS_ADMIN / 32].effective & 1u << (CAP_SYS_ADMIN % 32))
         return 0;
-    fprintf(stderr, "%s: skipped, not root (the test's unprivileged twin covers this user)\n",
+    fprintf(stderr, "%s: skipped, no CAP_SYS_ADMIN (the unprivileged tests cover this process)\n",
             test);
     return 1;
 }
 
-START_TEST(cow_child_became_private_with_frames)
+/* fn's runs as root with CAP_SYS_ADMIN: with frame numbers. */
+static void check_as_root(cow_fn fn, const char *test)
 {
-    if (skip_unless_root("cow_child_became_private_with_frames"))
+    if (skip_without_cap_sys_admin(test))
         return;
     for (size_t i = 0; i < sizeof root_cases / sizeof root_cases[0]; i++) {
-        const char *err = cow_run(&root_cases[i]);
+        const char *err = fn(&root_cases[i]);
         ck_assert_msg(err == NULL, "%s", err);
     }
 }
+
+/* fn's runs without frame numbers: as nobody (as the caller when not root), or as root that
+ * dropped CAP_SYS_ADMIN (only from a process that has it). */
+static void check_unprivileged(cow_fn fn, int by_capset, const char *test)
+{
+    if (by_capset && skip_without_cap_sys_admin(test))
+        return;
+    const char *err = by_capset ? without_cap_sys_admin(unprivileged_run, &fn)
+                                : scn_as_nobody(unprivileged_run, &fn);
+    ck_assert_msg(err == NULL, "%s: %s", by_capset ? "root without CAP_SYS_ADMIN" : "as nobody",
+                  err);
+}
+
+START_TEST(cow_child_became_private_with_frames)
+{
+    check_as_root(cow_run, "cow_child_became_private_with_frames");
+}
 END_TEST
 
-START_TEST(cow_child_became_private_without_frames)
+START_TEST(cow_child_became_private_as_nobody)
 {
-    const char *(*run)(const cow_case *) = cow_run;
-    const char *err = scn_as_nobody(nobody_run, &run);
-    ck_assert_msg(err == NULL, "as nobody: %s", err);
+    check_unprivileged(cow_run, 0, "cow_child_became_private_as_nobody");
+}
+END_TEST
+
+START_TEST(cow_child_became_private_without_cap_sys_admin)
+{
+    check_unprivileged(cow_run, 1, "cow_child_became_private_without_cap_sys_admin");
 }
 END_TEST
 
@@ -367,20 +451,19 @@ static const char *copy_run(const cow_case *c)
 
 START_TEST(private_copy_of_a_file_page_is_replaced)
 {
-    if (skip_unless_root("private_copy_of_a_file_page_is_replaced"))
-        return;
-    for (size_t i = 0; i < sizeof root_cases / sizeof root_cases[0]; i++) {
-        const char *err = copy_run(&root_cases[i]);
-        ck_assert_msg(err == NULL, "%s", err);
-    }
+    check_as_root(copy_run, "private_copy_of_a_file_page_is_replaced");
 }
 END_TEST
 
-START_TEST(private_copy_of_a_file_page_unseen_without_frames)
+START_TEST(private_copy_of_a_file_page_unseen_as_nobody)
 {
-    const char *(*run)(const cow_case *) = copy_run;
-    const char *err = scn_as_nobody(nobody_run, &run);
-    ck_assert_msg(err == NULL, "as nobody: %s", err);
+    check_unprivileged(copy_run, 0, "private_copy_of_a_file_page_unseen_as_nobody");
+}
+END_TEST
+
+START_TEST(private_copy_of_a_file_page_unseen_without_cap_sys_admin)
+{
+    check_unprivileged(copy_run, 1, "private_copy_of_a_file_page_unseen_without_cap_sys_admin");
 }
 END_TEST
 
@@ -390,12 +473,14 @@ Suite *cow_suite(void)
     TCase *tc = tcase_create("Fork");
     tcase_set_timeout(tc, 120); /* deep snapshots read kpageflags; sanitizer builds are slower */
     tcase_add_test(tc, cow_child_became_private_with_frames);
-    tcase_add_test(tc, cow_child_became_private_without_frames);
+    tcase_add_test(tc, cow_child_became_private_as_nobody);
+    tcase_add_test(tc, cow_child_became_private_without_cap_sys_admin);
     suite_add_tcase(s, tc);
     tc = tcase_create("Copy");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, private_copy_of_a_file_page_is_replaced);
-    tcase_add_test(tc, private_copy_of_a_file_page_unseen_without_frames);
+    tcase_add_test(tc, private_copy_of_a_file_page_unseen_as_nobody);
+    tcase_add_test(tc, private_copy_of_a_file_page_unseen_without_cap_sys_admin);
     suite_add_tcase(s, tc);
     return s;
 }
