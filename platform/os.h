@@ -13,8 +13,11 @@
 #include <stdint.h>
 
 /* size bytes (a multiple of memdiff__os_page_size()) of zeroed, read-write, page-aligned memory
- * that no allocator of the process owns; NULL on failure. Where the OS allows, the memory is
- * named as memdiff's (Linux: [anon:memdiff]) so that it is recognisable and not merged. */
+ * that no allocator of the process owns; NULL on failure. It shares no OS mapping with the
+ * program's memory next to it, so that the OS's figures per mapping are the program's alone
+ * (Linux: flagged out of core dumps, so the kernel merges it only with memory the program left
+ * out of its core dumps too, and named [anon:memdiff] where the kernel can; Windows never merges
+ * two allocations). */
 void *memdiff__os_alloc(size_t size);
 
 /* Returns memory from memdiff__os_alloc; size as it was allocated. */
@@ -22,15 +25,16 @@ void memdiff__os_free(void *p, size_t size);
 
 /* Grows memory from memdiff__os_alloc from old_size to new_size bytes (multiples of the page
  * size, new_size the larger), keeping its contents, the rest zeroed, by moving pages instead of
- * copying them where the OS can (Linux mremap). The memory may move. NULL when the OS cannot: the
- * old memory is then untouched, and the caller allocates and copies. */
+ * copying them where the OS can (Linux mremap). The memory may move, and stays apart as
+ * memdiff__os_alloc's is. NULL when the OS cannot: the old memory is then untouched, and the
+ * caller allocates and copies. */
 void *memdiff__os_grow(void *p, size_t old_size, size_t new_size);
 
 /* Address space for memdiff's small chunks: size bytes (a multiple of the page size), page
  * aligned, in one piece, of which memdiff__os_commit() makes parts usable; NULL on failure. The
  * reservation counts as one mapping however it is used, so that the OS's list of mappings (Linux
- * /proc/PID/maps, read by every snapshot) does not grow with the chunks carved from it. Named as
- * memdiff's where the OS allows, as memdiff__os_alloc names its memory. */
+ * /proc/PID/maps, read by every snapshot) does not grow with the chunks carved from it. Apart
+ * from the program's memory and named as memdiff__os_alloc's memory is. */
 void *memdiff__os_reserve(size_t size);
 
 /* Makes size bytes at p (page aligned, inside a reservation, not committed now) usable: read-write

@@ -1,15 +1,19 @@
 /* test_arena.c - memdiff's own storage: alignment, growth, release, registry, forced failure,
- * its cost with many live snapshots, and reentry from signal handlers. */
+ * its cost with many live snapshots, its mappings apart from the program's, and reentry from
+ * signal handlers. */
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
+#include "smaps.h"
 #include "suites.h"
 
 static int own_contains(const memdiff__range *r, size_t n, const void *p)
@@ -436,6 +440,171 @@ START_TEST(live_snapshots_do_not_raise_the_cost)
 }
 END_TEST
 
+/* ---- apart from the program's memory --------------------------------------------------------- */
+
+#define NEIGHBOURS_MAX 512
+static struct {
+    uint64_t start, end;
+} neighbour[NEIGHBOURS_MAX];
+static size_t neighbours;
+
+/* Maps pages of program memory at at, unless anything is mapped there (MAP_FIXED_NOREPLACE,
+ * Linux 4.17), with what a program gets when it asks mmap and madvise what memdiff asked for
+ * the VMA like: MAP_NORESERVE ("nr"), huge-page advice ("hg", "nh"). Not "dd": a program's
+ * memory goes into its core dumps. The worst neighbour: the kernel merges VMAs whose flags are
+ * equal, and these differ from memdiff's in nothing memdiff does not add to keep them apart
+ * (platform/linux/os.c keep_apart). Advised before it is written, as a program does: written
+ * first, it would have an anon_vma of its own, which alone would keep it from merging. 1 when
+ * placed, 0 when the place is taken. */
+static int place(uint64_t at, size_t pages, const smaps_vma *like)
+{
+    size_t len = pages * memdiff__os_page_size();
+    int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE |
+                (smaps_has_flag(like, "nr") ? MAP_NORESERVE : 0);
+    void *p = mmap((void *)(uintptr_t)at, len, PROT_READ | PROT_WRITE, flags, -1, 0);
+    if (p == MAP_FAILED) {
+        ck_assert_msg(errno == EEXIST, "mmap at 0x%llx: %s", (unsigned long long)at,
+                      strerror(errno));
+        return 0;
+    }
+    ck_assert_msg((uint64_t)(uintptr_t)p == at, "MAP_FIXED_NOREPLACE ignored (Linux < 4.17)");
+    if (smaps_has_flag(like, "hg"))
+        ck_assert_int_eq(madvise(p, len, MADV_HUGEPAGE), 0);
+    if (smaps_has_flag(like, "nh"))
+        ck_assert_int_eq(madvise(p, len, MADV_NOHUGEPAGE), 0);
+    memset(p, 0x5a, len);
+    ck_assert_uint_lt(neighbours, NEIGHBOURS_MAX);
+    neighbour[neighbours].start = at;
+    neighbour[neighbours++].end = at + len;
+    return 1;
+}
+
+/* Program memory right below and right above each range of memdiff's storage, where the place
+ * is free: 16 pages, or one where 16 do not fit. Returns how many were placed. */
+static int surround(void)
+{
+    uint64_t page = memdiff__os_page_size();
+    memdiff__arena scratch = MEMDIFF__ARENA_INIT;
+    memdiff__range *own = NULL;
+    size_t n = 0;
+    ck_assert_int_eq(memdiff__own_ranges(&scratch, &own, &n), MEMDIFF_OK);
+    smaps sm;
+    ck_assert_int_eq(smaps_read(getpid(), &sm), 0);
+    int placed = 0;
+    for (size_t i = 0; i < n; i++) {
+        const smaps_vma *low = smaps_find(&sm, own[i].start);
+        const smaps_vma *high = smaps_find(&sm, own[i].end - 1);
+        ck_assert(low && high);
+        placed += place(own[i].start - 16 * page, 16, low) ||
+                  place(own[i].start - page, 1, low);
+        placed += place(own[i].end, 16, high) || place(own[i].end, 1, high);
+    }
+    smaps_free(&sm);
+    memdiff__arena_release(&scratch);
+    return placed;
+}
+
+/* Every VMA smaps shows in memdiff's storage lies wholly inside it: none holds program memory
+ * too. Returns the number of VMAs of memdiff's storage. */
+static size_t assert_apart(int round)
+{
+    memdiff__arena scratch = MEMDIFF__ARENA_INIT;
+    memdiff__range *own = NULL;
+    size_t n = 0, inside = 0;
+    ck_assert_int_eq(memdiff__own_ranges(&scratch, &own, &n), MEMDIFF_OK);
+    smaps sm;
+    ck_assert_int_eq(smaps_read(getpid(), &sm), 0);
+    for (size_t v = 0; v < sm.count; v++) {
+        const smaps_vma *m = &sm.vma[v];
+        for (size_t i = 0; i < n; i++) {
+            if (m->end <= own[i].start || own[i].end <= m->start)
+                continue;
+            ck_assert_msg(own[i].start <= m->start && m->end <= own[i].end,
+                          "round %d: VMA %llx-%llx (%s) holds memdiff's storage %llx-%llx and "
+                          "program memory", round, (unsigned long long)m->start,
+                          (unsigned long long)m->end, m->vmflags,
+                          (unsigned long long)own[i].start, (unsigned long long)own[i].end);
+            inside++;
+        }
+    }
+    smaps_free(&sm);
+    memdiff__arena_release(&scratch);
+    return inside;
+}
+
+/* memdiff's storage is in VMAs of its own, never merged with the program's anonymous memory,
+ * however close the program maps it: 40 snapshots, kept live so that storage keeps growing, and
+ * a block grown by doubling from 2 MiB to 32 MiB (a mapping of its own, moved by mremap once
+ * program memory sits right above it), with program memory mapped on both sides of every range
+ * of storage after each step, so that new storage also lands between program mappings. smaps'
+ * figures per VMA (Rss, Referenced: the reference set's per-mapping source) are then the
+ * program's alone, and a snapshot's Own regions are exactly memdiff's. On a kernel without
+ * CONFIG_ANON_VMA_NAME and without MADV_DONTDUMP in platform/linux/os.c, round 0 failed: the
+ * 2 MiB block and the program memory below it were one VMA ("ac hg"); with it on the block
+ * alone, the first reservation (64 MiB) and the program memory above it ("nr nh"). */
+START_TEST(own_storage_stays_apart_from_program_memory)
+{
+    enum { ROUNDS = 40 };
+    memdiff_depth depth = UNDER_ASAN ? MEMDIFF_DEPTH_FAST : MEMDIFF_DEPTH_STANDARD;
+    memdiff_snapshot *snaps[ROUNDS];
+    memdiff__arena a = MEMDIFF__ARENA_INIT; /* not recycling: a block grows by moving pages */
+    unsigned char *block = NULL;
+    size_t block_size = 0;
+    int placed = 0, moved = 0;
+    neighbours = 0;
+    for (int i = 0; i < ROUNDS; i++) {
+        ck_assert_int_eq(memdiff_snapshot_self(depth, &snaps[i]), MEMDIFF_OK);
+        if (i % 8 == 0) {
+            size_t size = block_size ? block_size * 2 : (size_t)2 << 20;
+            unsigned char *b = memdiff__arena_grow(&a, block, block_size, size);
+            ck_assert_ptr_nonnull(b);
+            b[size - 1] = 1;
+            moved += block && b != block;
+            block = b;
+            block_size = size;
+        }
+        placed += surround();
+        ck_assert_uint_gt(assert_apart(i), 0);
+    }
+    /* Program memory did lie right next to the storage, and the block moved (its old place had
+     * program memory right above it). */
+    ck_assert_int_ge(placed, 4);
+    ck_assert_int_ge(moved, 1);
+
+    /* A snapshot tells them apart as before: the program's memory is not Own, and every region
+     * in memdiff's storage is Own and inside it. */
+    memdiff_snapshot *s = NULL;
+    ck_assert_int_eq(memdiff_snapshot_self(depth, &s), MEMDIFF_OK);
+    memdiff__arena scratch = MEMDIFF__ARENA_INIT;
+    memdiff__range *own = NULL;
+    size_t n = 0;
+    ck_assert_int_eq(memdiff__own_ranges(&scratch, &own, &n), MEMDIFF_OK);
+    for (size_t k = 0; k < neighbours; k++) {
+        memdiff_region r;
+        ck_assert_int_eq(memdiff_snapshot_find(s, neighbour[k].start, &r), MEMDIFF_OK);
+        ck_assert_int_ne(r.category, MEMDIFF_CAT_OWN);
+        ck_assert(!own_contains(own, n, (void *)(uintptr_t)neighbour[k].start));
+    }
+    for (size_t k = 0; k < memdiff_snapshot_region_count(s); k++) {
+        memdiff_region r;
+        ck_assert_int_eq(memdiff_snapshot_region(s, k, &r), MEMDIFF_OK);
+        for (size_t i = 0; i < n; i++) {
+            if (r.end <= own[i].start || own[i].end <= r.start)
+                continue;
+            ck_assert_int_eq(r.category, MEMDIFF_CAT_OWN);
+            ck_assert(own[i].start <= r.start && r.end <= own[i].end);
+        }
+    }
+    memdiff__arena_release(&scratch);
+    memdiff_snapshot_free(s);
+    for (int i = 0; i < ROUNDS; i++)
+        memdiff_snapshot_free(snaps[i]);
+    memdiff__arena_release(&a);
+    for (size_t k = 0; k < neighbours; k++)
+        munmap((void *)(uintptr_t)neighbour[k].start, neighbour[k].end - neighbour[k].start);
+}
+END_TEST
+
 /* ---- reentry from a signal handler ----------------------------------------------------------- */
 
 static volatile sig_atomic_t handler_ran;
@@ -620,6 +789,7 @@ Suite *arena_suite(void)
     TCase *live = tcase_create("Live snapshots");
     tcase_set_timeout(live, 120);
     tcase_add_test(live, live_snapshots_do_not_raise_the_cost);
+    tcase_add_test(live, own_storage_stays_apart_from_program_memory);
     suite_add_tcase(s, live);
     TCase *reentry = tcase_create("Reentry");
     tcase_set_timeout(reentry, 30);

@@ -46,16 +46,36 @@ static void name_chunk(void *p, size_t size)
         atomic_store_explicit(&naming_refused, 1, memory_order_relaxed);
 }
 
+/* Every mapping memdiff makes is kept out of core dumps (MADV_DONTDUMP, Linux 3.4: VM_DONTDUMP,
+ * "dd" in smaps' VmFlags), first of all to keep it apart from the program's memory. The kernel
+ * merges adjacent anonymous mappings whose flags are equal (mm/vma.c is_mergeable_vma: all of
+ * vm_flags but soft-dirty), and smaps then reports one VMA, with one Rss and one Referenced, for
+ * memdiff's storage and the program's memory together. The name keeps them apart where the
+ * kernel has CONFIG_ANON_VMA_NAME; this flag does on every kernel, and changes nothing else (the
+ * kernel reads it only to leave the mapping out of a core dump, fs/binfmt_elf.c vma_dump_size).
+ * Without it, on a kernel without names, a reservation (MAP_NORESERVE, MADV_NOHUGEPAGE) merged
+ * with program memory of those flags, a large chunk (MADV_HUGEPAGE) with huge-page advised memory
+ * such as glibc's mmapped malloc chunks under GLIBC_TUNABLES=glibc.malloc.hugetlb=1, and where
+ * the kernel has no transparent huge pages, any chunk with plain anonymous memory
+ * (tests/test_arena.c). The flag moves with the pages when mremap grows or moves them. Where
+ * madvise fails (ENOMEM: no VMA to split off what mmap had just merged) the storage is usable,
+ * and merged as it would have been without the flag. */
+static void keep_apart(void *p, size_t size)
+{
+    (void)madvise(p, size, MADV_DONTDUMP);
+}
+
 void *memdiff__os_alloc(size_t size)
 {
     void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
         return NULL;
+    keep_apart(p, size);
     if (size >= HUGE_ADVICE_MIN)
         (void)madvise(p, size, MADV_HUGEPAGE);
-    /* The name shows as [anon:memdiff] in maps, which tells memdiff's storage apart, and keeps
-     * the kernel from merging our chunks with the program's own anonymous mappings (VMAs with
-     * different names never merge). Kernels without the feature just leave it unnamed. */
+    /* The name shows as [anon:memdiff] in maps, which tells memdiff's storage apart, and also
+     * keeps the kernel from merging it with the program's mappings (VMAs with different names
+     * never merge). Kernels without the feature just leave it unnamed. */
     name_chunk(p, size);
     return p;
 }
@@ -68,7 +88,8 @@ void memdiff__os_free(void *p, size_t size)
 
 void *memdiff__os_grow(void *p, size_t old_size, size_t new_size)
 {
-    /* The mapping keeps its name when it grows in place and when it moves (the VMA moves). */
+    /* The mapping keeps its name and its flags (keep_apart) when it grows in place and when it
+     * moves (the VMA moves). */
     void *q = mremap(p, old_size, new_size, MREMAP_MAYMOVE);
     if (q == MAP_FAILED)
         return NULL;
@@ -89,6 +110,7 @@ void *memdiff__os_reserve(size_t size)
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED)
         return NULL;
+    keep_apart(p, size);
     (void)madvise(p, size, MADV_NOHUGEPAGE);
     name_chunk(p, size);
     return p;

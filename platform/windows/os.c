@@ -16,7 +16,8 @@ void *memdiff__os_alloc(size_t size)
     /* VirtualAlloc, not HeapAlloc: memdiff's storage must stay out of the heaps it measures.
      * Chunks of 2 MiB and more are allocations of their own, the others are carved from
      * reservations (memdiff__os_reserve); the arena lists both as Own, since Windows has no way
-     * to name private memory. */
+     * to name private memory. Nothing keeps them apart from the program's memory: Windows never
+     * merges two allocations, and VirtualQuery ends a region where its allocation ends. */
     return VirtualAlloc(NULL, size, MEM_COMMIT | MEM_RESERVE, PAGE_READWRITE);
 }
 
