@@ -46,11 +46,12 @@ static void name_chunk(void *p, size_t size)
         atomic_store_explicit(&naming_refused, 1, memory_order_relaxed);
 }
 
-/* Every mapping memdiff makes is kept out of core dumps (MADV_DONTDUMP, Linux 3.4: VM_DONTDUMP,
- * "dd" in smaps' VmFlags), first of all to keep it apart from the program's memory. The kernel
- * merges adjacent anonymous mappings whose flags are equal (mm/vma.c is_mergeable_vma: all of
- * vm_flags but soft-dirty), and smaps then reports one VMA, with one Rss and one Referenced, for
- * memdiff's storage and the program's memory together. The name keeps them apart where the
+/* Every mapping of memdiff's storage is kept out of core dumps (MADV_DONTDUMP, Linux 3.4:
+ * VM_DONTDUMP, "dd" in smaps' VmFlags), first of all to keep it apart from the program's memory
+ * (the one-page probes in proc.c and refs.c are unmapped by the function that maps them). The
+ * kernel merges adjacent anonymous mappings whose flags are equal (mm/vma.c is_mergeable_vma: all
+ * of vm_flags but soft-dirty), and smaps then reports one VMA, with one Rss and one Referenced,
+ * for memdiff's storage and the program's memory together. The name keeps them apart where the
  * kernel has CONFIG_ANON_VMA_NAME; this flag does on every kernel, and changes nothing else (the
  * kernel reads it only to leave the mapping out of a core dump, fs/binfmt_elf.c vma_dump_size).
  * Without it, on a kernel without names, a reservation (MAP_NORESERVE, MADV_NOHUGEPAGE) merged
