@@ -54,18 +54,14 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* MEMDIFF_API marks the library's exported functions. The library is built with hidden
- * visibility (nothing internal is exported from a shared build); on Windows a shared build
- * (CMake's BUILD_SHARED_LIBS) defines MEMDIFF_BUILD_DLL while compiling the library, and
- * programs using the DLL need nothing (functions link through the import library). */
+/* MEMDIFF_API marks the exported functions; the library is built with hidden visibility (a
+ * shared build exports nothing internal). On Windows a shared build (CMake's BUILD_SHARED_LIBS)
+ * defines MEMDIFF_BUILD_DLL while compiling the library; programs using the DLL need nothing
+ * (functions link through the import library). */
 #ifndef MEMDIFF_API
-#if defined(_WIN32) || defined(__CYGWIN__)
-#ifdef MEMDIFF_BUILD_DLL
+#if (defined(_WIN32) || defined(__CYGWIN__)) && defined(MEMDIFF_BUILD_DLL)
 #define MEMDIFF_API __declspec(dllexport)
-#else
-#define MEMDIFF_API
-#endif
-#elif defined(__GNUC__) || defined(__clang__)
+#elif (defined(__GNUC__) || defined(__clang__)) && !defined(_WIN32) && !defined(__CYGWIN__)
 #define MEMDIFF_API __attribute__((visibility("default")))
 #else
 #define MEMDIFF_API
@@ -83,9 +79,8 @@ extern "C" {
 #define MEMDIFF_VERSION_PATCH 0
 #define MEMDIFF_VERSION_STRING "0.2.0"
 
-/* The version of the library linked at run time, "major.minor.patch" (MEMDIFF_VERSION_STRING
- * of the header it was built with): with a shared library it can differ from the header a
- * program was compiled against. A static string, never NULL, never to be freed. */
+/* The version of the library linked at run time, "major.minor.patch" (the MEMDIFF_VERSION_STRING
+ * it was built with; a shared library's can differ from the program's): static, never NULL. */
 MEMDIFF_API const char *memdiff_version(void);
 
 /* ---------------------------------------------------------------------------------------------
@@ -118,9 +113,8 @@ MEMDIFF_API const char *memdiff_status_name(int status);
 /* A short English description of the status; never NULL. */
 MEMDIFF_API const char *memdiff_strerror(int status);
 
-/* The detail message of the calling thread's last failure ("open /proc/4242/maps: no such
- * process"), or "" when the thread has had none. The string is thread-local and valid until the
- * thread's next call into memdiff. */
+/* The detail of the calling thread's last failure ("open /proc/4242/maps: no such process"), or
+ * "" when it has had none: thread-local, valid until the thread's next call into memdiff. */
 MEMDIFF_API const char *memdiff_last_error(void);
 
 /* ---------------------------------------------------------------------------------------------
@@ -161,8 +155,7 @@ typedef enum memdiff_depth {
 /* "fast", "standard", "deep". */
 MEMDIFF_API const char *memdiff_depth_name(memdiff_depth depth);
 
-/* Where the figures of a snapshot came from (memdiff_snapshot_info.sources); docs/categories.md
- * names each one's source per OS. */
+/* Where a snapshot's figures came from (memdiff_snapshot_info.sources; per OS: categories.md). */
 #define MEMDIFF_SRC_REGIONS 0x0001u        /* the region list */
 #define MEMDIFF_SRC_PAGES 0x0002u          /* per-page presence, swap; exclusivity beyond fast */
 #define MEMDIFF_SRC_FRAMES 0x0008u         /* physical frame numbers (privileged) */
@@ -203,10 +196,9 @@ MEMDIFF_API int memdiff_snapshot_self(memdiff_depth depth, memdiff_snapshot **ou
 
 MEMDIFF_API void memdiff_snapshot_free(memdiff_snapshot *snapshot); /* NULL is allowed */
 
-/* Unmaps the scratch memory memdiff keeps between snapshots (working buffers and the storage of
- * freed snapshots, 8 MiB at most, counted as Own, never as the program's: docs/api.md) and the
- * address space it reserved where nothing live is left. Any thread, any time; snapshots are not
- * affected. */
+/* Unmaps the scratch memory memdiff keeps between snapshots (working buffers, freed snapshots'
+ * storage: 8 MiB at most, counted as Own, never as the program's: docs/api.md) and the address
+ * space it reserved where nothing live is left. Any thread, any time; snapshots are unaffected. */
 MEMDIFF_API void memdiff_trim(void);
 
 /* Figures the process itself reports (Linux: /proc/PID/status), in bytes; 0 when unknown. */
@@ -314,11 +306,11 @@ typedef enum memdiff_change {
 /* "new", "freed", "replaced", "became-private", "became-shared", "mixed", "touched". */
 MEMDIFF_API const char *memdiff_change_name(memdiff_change change);
 
-/* memdiff_compare() flags. */
-#define MEMDIFF_COMPARE_VERBOSE 0x1u /* coalesce contiguous pages with identical attributes,
-                                        not allocation units, and keep the attributes */
-#define MEMDIFF_COMPARE_FORCE 0x2u   /* compare snapshots of different processes or hosts
-                                        (refused with MEMDIFF_EMISMATCH otherwise) */
+/* memdiff_compare() flags. VERBOSE: blocks of contiguous pages with identical attributes, not
+ * allocation units, with the attributes kept. FORCE: compare snapshots of different processes or
+ * hosts (else refused with MEMDIFF_EMISMATCH). */
+#define MEMDIFF_COMPARE_VERBOSE 0x1u
+#define MEMDIFF_COMPARE_FORCE 0x2u
 
 /* Whether a block's mapping exists in one snapshot only (memdiff_block.presence). */
 #define MEMDIFF_IN_BEFORE 0x1u
@@ -372,18 +364,16 @@ typedef struct memdiff_block {
 
 typedef struct memdiff_diff memdiff_diff;
 
-/* Compares two snapshots of the same process. Both stay untouched and usable. The diff does not
- * refer to the snapshots: they may be freed before it.
- * Errors: MEMDIFF_EINVAL (a NULL argument, unknown flag), MEMDIFF_EMISMATCH (different page
- * sizes; or different pids or host names without MEMDIFF_COMPARE_FORCE, the detail naming
- * both), MEMDIFF_ERANGE (a byte count of the diff, of all categories or of one, would be above
- * INT64_MAX; a loaded file maps less than 2^63 bytes, so this is a guard, not a case met in
- * practice; the detail names the count and its value), MEMDIFF_ENOMEM. */
+/* Compares two snapshots of the same process. Both stay untouched and usable; the diff does not
+ * refer to them (they may be freed before it). Errors: MEMDIFF_EINVAL (a NULL argument, unknown
+ * flag), MEMDIFF_EMISMATCH (different page sizes; or different pids or host names without
+ * MEMDIFF_COMPARE_FORCE, the detail naming both), MEMDIFF_ERANGE (a byte count of the diff, of
+ * all categories or of one, would be above INT64_MAX, the detail naming the count and its value:
+ * a guard, not a case met in practice: a loaded file maps under 2^63 bytes), MEMDIFF_ENOMEM. */
 MEMDIFF_API int memdiff_compare(const memdiff_snapshot *before, const memdiff_snapshot *after,
                                 unsigned flags, memdiff_diff **out);
 
-/* Releases a diff. NULL is allowed. */
-MEMDIFF_API void memdiff_diff_free(memdiff_diff *diff);
+MEMDIFF_API void memdiff_diff_free(memdiff_diff *diff); /* NULL is allowed */
 
 /* Totals of category, or of every category but Own (MEMDIFF_CAT_ALL). Own's own totals are empty
  * for snapshots taken by this version, which do not read Own's pages (memdiff's cost is
@@ -401,11 +391,17 @@ MEMDIFF_API int memdiff_diff_impact(const memdiff_diff *diff, memdiff_category c
 MEMDIFF_API size_t memdiff_diff_block_count(const memdiff_diff *diff);
 MEMDIFF_API int memdiff_diff_block(const memdiff_diff *diff, size_t index, memdiff_block *out);
 
-/* What a reference-set bracket measured, and the process-wide figures of its end
- * (docs/reference-set.md says how each OS measures each source). Sizes are the process's own
- * resident-size figures (memdiff's storage included, unlike the diff's page counts), in bytes;
- * 0 when unknown. All 0 for a bracket without MEMDIFF_BRACKET_REFSET and for
- * memdiff_compare()'s diffs. */
+/* Copies into *out the block whose span [start, end) holds addr. Spans can nest (a default diff's
+ * unit spans the mappings between its own) or share a start (a freed mapping and the next): the
+ * last of them in block order wins, of nested spans the innermost; O(log blocks) unless nested.
+ * Errors: MEMDIFF_EINVAL (NULL), MEMDIFF_ERANGE (no span holds addr; *out is left as it was). */
+MEMDIFF_API int memdiff_diff_find_block(const memdiff_diff *diff, uint64_t addr,
+                                        memdiff_block *out);
+
+/* What a reference-set bracket measured, and the process-wide figures of its end (how each OS
+ * measures each source: docs/reference-set.md). Sizes are the process's own resident-size figures
+ * (memdiff's storage included, unlike the diff's page counts) in bytes, 0 when unknown. All 0 for
+ * a bracket without MEMDIFF_BRACKET_REFSET and for memdiff_compare()'s diffs. */
 #define MEMDIFF_REFS_CLEARED 0x1u  /* the referenced state was cleared at begin */
 #define MEMDIFF_REFS_MAPPINGS 0x2u /* touched bytes per mapping */
 #define MEMDIFF_REFS_PAGES 0x4u    /* touched per page */
@@ -421,9 +417,8 @@ typedef struct memdiff_refset_info {
                                   per-CPU batching of its RSS counters) */
     uint64_t transient_bytes;  /* peak above both ends: peak - max(begin, end) (diffs only);
                                   off by up to 2 * peak_slack_bytes */
-    uint64_t untracked_bytes;  /* per-page tracking: resident bytes at begin whose frames the
-                                  kernel does not track; if resident at the end, they count as
-                                  touched */
+    uint64_t untracked_bytes;  /* per-page tracking: bytes resident at begin in frames the
+                                  kernel does not track; touched if resident at the end */
 } memdiff_refset_info;
 
 /* Where a diff came from. Strings point into the diff. */
@@ -514,17 +509,15 @@ typedef enum memdiff_measure {
     MEMDIFF_MEASURE_TOUCHED,     /* the reference set: pages accessed in a reference-set bracket
                                     (MEMDIFF_BRACKET_REFSET), resident before or not; the diff
                                     of anything else: MEMDIFF_ENOTSUP */
-    MEMDIFF_MEASURE_PEAK,        /* the peak resident size reached inside a reference-set
-                                    bracket, above its start: the whole process's, so
-                                    MEMDIFF_CAT_ALL only and no filter applies; else
-                                    MEMDIFF_ENOTSUP likewise */
+    MEMDIFF_MEASURE_PEAK,        /* the peak resident size inside a reference-set bracket,
+                                    above its start: the whole process's (MEMDIFF_CAT_ALL
+                                    only, no filter applies); else MEMDIFF_ENOTSUP likewise */
     MEMDIFF_MEASURE_REPLACED,    /* replaced_bytes: resident in both, new frame, same sharing */
     MEMDIFF_MEASURE_COUNT
 } memdiff_measure;
 
 /* "new", "freed", "net", "new private", "new shared", "net private", "touched", "peak",
- * "replaced";
- * "invalid" for a value out of range. */
+ * "replaced"; "invalid" for a value out of range. */
 MEMDIFF_API const char *memdiff_measure_name(memdiff_measure measure);
 
 /* How a figure is compared with a bound: "figure <= bound" for MEMDIFF_CMP_LE. */
@@ -547,19 +540,16 @@ MEMDIFF_API int memdiff_cmp_parse(const char *symbol, memdiff_cmp *out);
 /* The bit of category c in memdiff_filter.ignore_categories. */
 #define MEMDIFF_CAT_BIT(c) (1u << (unsigned)(c))
 
-/* memdiff_filter.flags.
- * MEMDIFF_FILTER_IGNORE_IMAGE_FILE leaves out the pages of module images that come and go with
- * the page cache: code, read-only data and unwritten data, which the first call of a function
- * pages in (demand paging) and the kernel may reclaim at any time. What a module's writable data
- * and bss gain still counts. A verbose diff knows each page's kind (MEMDIFF_PAGE_FILE) and
- * leaves out exactly those; a default diff leaves out an image block's new shared pages and its
- * discarded pages, so that a module mapped by this process alone (the test program itself)
- * still counts its code pages as private there: warm up, or compare with
- * MEMDIFF_COMPARE_VERBOSE. */
+/* memdiff_filter.flags. MEMDIFF_FILTER_IGNORE_IMAGE_FILE leaves out module image pages that come
+ * and go with the page cache: code, read-only and unwritten data, which a function's first call
+ * pages in (demand paging) and the kernel may reclaim at any time; what a module's writable data
+ * and bss gain still counts. A verbose diff knows each page's kind (MEMDIFF_PAGE_FILE) and leaves
+ * out exactly those; a default diff leaves out an image block's new shared and its discarded
+ * pages, so a module mapped by this process alone (the test program) still counts its code
+ * pages as private there: warm up, or compare with MEMDIFF_COMPARE_VERBOSE. */
 #define MEMDIFF_FILTER_IGNORE_IMAGE_FILE 0x1u
 
-/* Noise control: what a figure leaves out. Initialise with MEMDIFF_FILTER_INIT (leaves out
- * nothing). A NULL filter pointer means the same. The filter is only read. */
+/* Noise control: what a figure leaves out; only read. MEMDIFF_FILTER_INIT or NULL: nothing. */
 typedef struct memdiff_filter {
     unsigned ignore_categories;       /* MEMDIFF_CAT_BIT()s of categories left out */
     unsigned flags;                   /* MEMDIFF_FILTER_* */
@@ -581,9 +571,9 @@ typedef struct memdiff_figure {
 
 #define MEMDIFF_FIGURE_INIT {MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_NET, NULL}
 
-/* The value of figure (NULL: MEMDIFF_FIGURE_INIT) in diff. Errors: MEMDIFF_EINVAL (NULL diff
- * or out, category, measure or filter flags out of range), MEMDIFF_ENOTSUP (touched or peak of
- * a diff of no reference-set bracket). */
+/* The value of figure (NULL: MEMDIFF_FIGURE_INIT) in diff. Errors: MEMDIFF_EINVAL (NULL diff or
+ * out; category, measure or filter flags out of range), MEMDIFF_ENOTSUP (touched or peak of a
+ * diff of no reference-set bracket). */
 MEMDIFF_API int memdiff_diff_figure(const memdiff_diff *diff, const memdiff_figure *figure,
                                     int64_t *out);
 
@@ -591,12 +581,12 @@ MEMDIFF_API int memdiff_diff_figure(const memdiff_diff *diff, const memdiff_figu
 #define MEMDIFF_CHECK_MAX_BLOCKS 10
 
 /* Checks "figure cmp bound" (figure NULL: MEMDIFF_FIGURE_INIT). Returns 1 when it holds, 0 when
- * it does not, or a negative status (as memdiff_diff_figure(); MEMDIFF_EINVAL for cmp).
- * msg receives at most msg_size bytes, NUL included (msg may be NULL when msg_size is 0): a
- * first line with the figure, the comparison and the bound; on failure, the filter, the blocks
- * behind the figure (largest first, at most MEMDIFF_CHECK_MAX_BLOCKS), the figure per category
- * and what the filter left out; on an error, the error. A message that does not fit is cut
- * after a whole line and ends with "...". */
+ * not, or a negative status (as memdiff_diff_figure(); MEMDIFF_EINVAL for cmp). msg receives at
+ * most msg_size bytes, NUL included (msg may be NULL when msg_size is 0): a first line with the
+ * figure, the comparison and the bound; on failure, the filter, the blocks behind the figure
+ * (largest first, at most MEMDIFF_CHECK_MAX_BLOCKS), the figure per category and what the filter
+ * left out; on an error, the error. A message that does not fit is cut after a whole line and
+ * ends with "...". */
 MEMDIFF_API int memdiff_check(const memdiff_diff *diff, const memdiff_figure *figure,
                               memdiff_cmp cmp, int64_t bound, char *msg, size_t msg_size);
 
@@ -608,13 +598,12 @@ typedef enum memdiff_match {
     MEMDIFF_MATCH_SUBSTRING
 } memdiff_match;
 
-/* Checks that blocks whose label matches pattern exist in figure's category (or
- * MEMDIFF_CAT_ALL), of those its filter keeps, and together have at least min_bytes of its
- * measure (INT64_MIN: that one exists at all); figure NULL: MEMDIFF_FIGURE_INIT. Returns 1, 0
- * or a negative status as memdiff_check(), and writes msg likewise; on failure it lists the
- * matching blocks, or when none matches, the category's largest blocks, so that the labels
- * there are seen. Errors: MEMDIFF_EINVAL (NULL diff or pattern, an argument out of range),
- * MEMDIFF_ENOTSUP (touched or peak, as memdiff_diff_figure()). */
+/* Checks that blocks whose label matches pattern exist in figure's category (or MEMDIFF_CAT_ALL),
+ * of those its filter keeps, and together have at least min_bytes of its measure (INT64_MIN: that
+ * one exists at all); figure NULL: MEMDIFF_FIGURE_INIT. Returns 1, 0 or a negative status and
+ * writes msg as memdiff_check(); on failure it lists the matching blocks, or when none matches,
+ * the category's largest blocks, so that their labels are seen. Errors: MEMDIFF_EINVAL (NULL
+ * diff or pattern, an argument out of range), MEMDIFF_ENOTSUP (as memdiff_diff_figure()). */
 MEMDIFF_API int memdiff_check_label(const memdiff_diff *diff, const memdiff_figure *figure,
                                     const char *pattern, memdiff_match match, int64_t min_bytes,
                                     char *msg, size_t msg_size);
@@ -627,9 +616,8 @@ MEMDIFF_API int memdiff_check_label(const memdiff_diff *diff, const memdiff_figu
  * freed from counting as retained. Never allocates; safe from any thread. */
 MEMDIFF_API void memdiff_settle_heap(void);
 
-/* Calls fn(arg) `times` times: runs code before measuring it, so that its first-call costs (code
- * paged in, lazy binding, caches filled, allocator arenas set up) fall outside the bracket.
- * Errors: MEMDIFF_EINVAL (fn NULL). */
+/* Calls fn(arg) `times` times before measuring, so that first-call costs (code paged in, lazy
+ * binding, caches filled, allocator arenas) fall outside the bracket. Errors: MEMDIFF_EINVAL. */
 MEMDIFF_API int memdiff_warm_up(void (*fn)(void *arg), void *arg, unsigned times);
 
 /* ---- brackets ----------------------------------------------------------------------------
@@ -647,11 +635,9 @@ MEMDIFF_API int memdiff_warm_up(void (*fn)(void *arg), void *arg, unsigned times
  * recorded (memdiff_refset_info.degraded), never guessed. */
 
 #define MEMDIFF_BRACKET_REFSET 0x1u    /* a reference-set bracket: touched, peak and impact */
-#define MEMDIFF_BRACKET_NO_SETTLE 0x2u /* the calling process: no memdiff_settle_heap() before
-                                          each snapshot */
+#define MEMDIFF_BRACKET_NO_SETTLE 0x2u /* the calling process: no memdiff_settle_heap() */
 
-/* Initialise with MEMDIFF_BRACKET_OPTIONS_INIT: the calling process, standard depth, settled,
- * a plain diff. */
+/* Initialise with MEMDIFF_BRACKET_OPTIONS_INIT: this process, standard depth, settled, plain. */
 typedef struct memdiff_bracket_options {
     memdiff_options snapshot; /* the process, depth (and fixture) of both snapshots */
     unsigned flags;           /* MEMDIFF_BRACKET_* */
@@ -680,13 +666,11 @@ MEMDIFF_API int memdiff_bracket_begin(const memdiff_bracket_options *options,
  * those of memdiff_snapshot_take() and memdiff_compare(). */
 MEMDIFF_API int memdiff_bracket_end(memdiff_bracket *bracket, memdiff_diff **out);
 
-/* Releases a bracket, ended or not (an unended reference-set bracket leaves the process's bits
- * as they are). NULL is allowed. */
-MEMDIFF_API void memdiff_bracket_free(memdiff_bracket *bracket);
+/* Releases a bracket, ended or not (unended, a reference-set one leaves the process's bits). */
+MEMDIFF_API void memdiff_bracket_free(memdiff_bracket *bracket); /* NULL is allowed */
 
-/* What a reference-set bracket measures: begin's figures (the fields marked "diffs only" are
- * always 0 here; the diff's memdiff_diff_info.refset has them). All 0 without
- * MEMDIFF_BRACKET_REFSET. Errors: MEMDIFF_EINVAL. */
+/* Begin's figures of a reference-set bracket (all 0 without MEMDIFF_BRACKET_REFSET; those marked
+ * "diffs only" are 0: see memdiff_diff_info.refset). Errors: MEMDIFF_EINVAL. */
 MEMDIFF_API int memdiff_bracket_get_info(const memdiff_bracket *bracket, memdiff_refset_info *out);
 
 /* ---- leak slopes ------------------------------------------------------------------------- */
@@ -713,20 +697,19 @@ typedef struct memdiff_slope {
     int64_t first;              /* the figure at the first sample (after sample_every calls) */
     int64_t last;               /* the figure after the last call: all that was retained */
     unsigned warmup, iterations, samples;
-    memdiff_figure figure;      /* as in the options: its filter pointer is read again by
-                                   memdiff_check_slope() */
+    memdiff_figure figure;      /* as in the options (memdiff_check_slope() reads its filter) */
 } memdiff_slope;
 
-/* Runs fn(arg) warmup times, begins a bracket, then runs it iterations times, sampling the
- * figure (against the before snapshot) after every sample_every-th call, and fits a line
- * through the samples. Because the fit starts at the first sample, growth in the first
- * measured call alone (one-time growth the warm-up missed) moves `first` but not the slope.
- * Snapshots are freed as soon as sampled; memdiff's storage is its own (category Own), so
- * sampling does not disturb what it measures. diff (may be NULL) receives the diff from the
- * before snapshot to the last: the blocks that grew; the caller frees it.
- * Errors: MEMDIFF_EINVAL (fn or out NULL, iterations < 2, sample_every 0 or above iterations,
- * bad figure, another process), MEMDIFF_ENOTSUP (touched or peak, MEMDIFF_BRACKET_REFSET:
- * slopes are of plain diffs), and those of snapshots and compares. */
+/* Runs fn(arg) warmup times, begins a bracket, then runs it iterations times, sampling the figure
+ * (against the before snapshot) after every sample_every-th call, and fits a line through the
+ * samples. As the fit starts at the first sample, growth in the first measured call alone
+ * (one-time growth the warm-up missed) moves `first` but not the slope. Snapshots are freed as
+ * soon as sampled; memdiff's storage is its own (category Own), so sampling does not disturb
+ * what it measures. diff (may be NULL) receives the diff from the before snapshot to the last:
+ * the blocks that grew; the caller frees it. Errors: MEMDIFF_EINVAL (fn or out NULL, iterations
+ * < 2, sample_every 0 or above iterations, bad figure, another process), MEMDIFF_ENOTSUP
+ * (touched or peak, MEMDIFF_BRACKET_REFSET: slopes are of plain diffs), those of snapshots and
+ * compares. */
 MEMDIFF_API int memdiff_leak_slope(void (*fn)(void *arg), void *arg,
                                    const memdiff_slope_options *options, memdiff_slope *out,
                                    memdiff_diff **diff);
@@ -752,8 +735,7 @@ typedef enum memdiff_wss_mode {
 /* Initialise with MEMDIFF_WSS_OPTIONS_INIT. */
 typedef struct memdiff_wss_options {
     int pid;                  /* 0: the calling process */
-    const char *fixture_root; /* NULL: the live system; tests: a recorded tree as in
-                                 memdiff_options (Windows: MEMDIFF_ENOTSUP) */
+    const char *fixture_root; /* as in memdiff_options (Windows: MEMDIFF_ENOTSUP) */
     memdiff_wss_mode mode;
     uint64_t interval_ns;  /* the sleep per sample; in profile mode, the first step */
     unsigned count;        /* samples (profile: steps); 0: until the callback stops the run */
@@ -764,9 +746,8 @@ typedef struct memdiff_wss_options {
 /* One measurement. Sizes in bytes, times in nanoseconds. */
 typedef struct memdiff_wss_sample {
     unsigned index;            /* 0, 1, ... */
-    uint64_t span_ns;          /* estimated measurement span (wss.pl's Est): from the middle of
-                                  clearing to the middle of reading, since pages are touched
-                                  while the kernel clears and reads too */
+    uint64_t span_ns;          /* estimated span (wss.pl's Est): middle of clearing to middle
+                                  of reading, as pages are touched during both too */
     uint64_t duration_ns;      /* from the start of the clear to the end of the read (Dur) */
     uint64_t slept_ns;         /* time slept since the clear (Slp) */
     uint64_t clear_ns;         /* time the clear took */
@@ -776,8 +757,7 @@ typedef struct memdiff_wss_sample {
     uint64_t referenced_bytes; /* accessed during the span: the working-set size (Referenced) */
 } memdiff_wss_sample;
 
-/* Receives each sample as it is measured; returns 0 to go on, anything else to stop the run
- * (memdiff_wss_run() then returns that value). */
+/* Receives each sample as measured; returns 0 to go on, else stops the run (returned by it). */
 typedef int (*memdiff_wss_callback)(void *ctx, const memdiff_wss_sample *sample);
 
 /* Measures as options say, handing every sample to callback. Errors: MEMDIFF_EINVAL (NULL
@@ -787,9 +767,9 @@ typedef int (*memdiff_wss_callback)(void *ctx, const memdiff_wss_sample *sample)
 MEMDIFF_API int memdiff_wss_run(const memdiff_wss_options *options, memdiff_wss_callback callback,
                                 void *ctx);
 
-/* The same into the caller's array: measures min(options->count, capacity) samples (count 0:
- * capacity) and stores how many into *count. Errors: as memdiff_wss_run(); MEMDIFF_EINVAL for
- * NULL samples or capacity 0. Samples measured before an error are kept in *count. */
+/* The same into the caller's array: min(options->count, capacity) samples (count 0: capacity),
+ * how many into *count, also those measured before an error. Errors: as memdiff_wss_run();
+ * MEMDIFF_EINVAL for NULL samples or capacity 0. */
 MEMDIFF_API int memdiff_wss_measure(const memdiff_wss_options *options, memdiff_wss_sample *samples,
                                     size_t capacity, size_t *count);
 

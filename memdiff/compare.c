@@ -497,6 +497,26 @@ static int check_range(const memdiff_diff *d)
                               memdiff__fmt_count(max, MEMDIFF__FIGURE_MAX, 0));
 }
 
+/* Fills d->outer for memdiff_diff_find_block(): for each block, the nearest earlier block that
+ * ends later (blocks are in order of start, but a default diff's unit spans the mappings between
+ * its own, so ends are in no order). Following the links from a block visits only blocks that
+ * end later and skips only blocks that end no later, each link at most once: O(blocks) here. */
+static int link_outer(memdiff_diff *d)
+{
+    if (d->block_count == 0)
+        return MEMDIFF_OK;
+    d->outer = memdiff__arena_alloc(&d->arena, d->block_count * sizeof *d->outer);
+    if (!d->outer)
+        return MEMDIFF_ENOMEM;
+    for (size_t i = 0; i < d->block_count; i++) {
+        size_t j = i - 1; /* SIZE_MAX for the first */
+        while (j != SIZE_MAX && d->blocks[j].end <= d->blocks[i].end)
+            j = d->outer[j];
+        d->outer[i] = j;
+    }
+    return MEMDIFF_OK;
+}
+
 static int compare(walk *w)
 {
     memdiff_diff *d = w->diff;
@@ -523,6 +543,8 @@ static int compare(walk *w)
     if (!rc)
         rc = memdiff__blocks_finish(w->blocks, &d->blocks, w->refs != NULL,
                                     &d->block_count);
+    if (!rc)
+        rc = link_outer(d);
     if (rc)
         return rc;
     for (int c = 0; c < MEMDIFF_CAT_COUNT; c++) {
@@ -648,6 +670,31 @@ int memdiff_diff_block(const memdiff_diff *diff, size_t index, memdiff_block *ou
         return memdiff__set_error(MEMDIFF_ERANGE, "memdiff_diff_block: index %zu of %zu blocks",
                                   index, diff->block_count);
     *out = diff->blocks[index];
+    return MEMDIFF_OK;
+}
+
+/* The last block in order that starts at or below addr, then back along the outer links past
+ * blocks that end at or below it: a block skipped ends no later than the one skipped from, so
+ * none of them holds addr. O(log blocks + nesting depth). */
+int memdiff_diff_find_block(const memdiff_diff *diff, uint64_t addr, memdiff_block *out)
+{
+    if (!diff || !out)
+        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_diff_find_block: NULL argument");
+    size_t lo = 0, hi = diff->block_count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (diff->blocks[mid].start <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    size_t i = lo - 1; /* SIZE_MAX when every block starts above addr */
+    while (i != SIZE_MAX && diff->blocks[i].end <= addr)
+        i = diff->outer[i];
+    if (i == SIZE_MAX)
+        return memdiff__set_error(MEMDIFF_ERANGE, "memdiff_diff_find_block: no block holds 0x%llx",
+                                  (unsigned long long)addr);
+    *out = diff->blocks[i];
     return MEMDIFF_OK;
 }
 

@@ -313,6 +313,8 @@ struct memdiff_diff {
     memdiff_totals category[MEMDIFF_CAT_COUNT];
     memdiff_block *blocks;
     size_t block_count;
+    size_t *outer; /* per block: the nearest earlier block that ends later, or SIZE_MAX
+                      (memdiff_diff_find_block() skips along it) */
     /* Reference-set brackets only (refset.c): bracket is nonzero and the rest is set. */
     int bracket;
     memdiff_refset_info refs;       /* strings in arena */

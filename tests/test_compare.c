@@ -624,6 +624,190 @@ static uint64_t live_arena_bytes(void)
     return memdiff__own_bytes();
 }
 
+/* ---- finding the block at an address (memdiff_diff_find_block) ------------------------------ */
+
+/* A malloc arena of two mappings with an anonymous mapping between them, and a module further
+ * up, each with 2 new pages. The default diff's arena block spans [HEAP + 2, HEAP + 22) pages,
+ * over the anonymous block [HEAP + 10, HEAP + 12): nested spans. The verbose diff has one block
+ * per run; the arena's first run is split by attributes into two blocks whose spans touch. */
+static const synth_region nest_regs[] = {
+    {HEAP, HEAP + 8 * PG, MEMDIFF_CAT_HEAP, "malloc arena 0x10000000", 1, 0, 0, 0, 0},
+    {HEAP + 8 * PG, HEAP + 16 * PG, MEMDIFF_CAT_PRIVATE, "anonymous", 7, 0, 0, 0, 0},
+    {HEAP + 16 * PG, HEAP + 24 * PG, MEMDIFF_CAT_HEAP, "malloc arena 0x10000000", 1, 0, 0, 0, 0},
+    {LIB, LIB + 4 * PG, MEMDIFF_CAT_IMAGE, "/usr/lib/libfoo.so", LIB, 0, 0, 0, 0},
+};
+static const synth_run nest_after[] = {
+    {HEAP + 2 * PG, 1, PRES | PRIV},
+    {HEAP + 3 * PG, 1, PRES | PRIV | MEMDIFF_PAGE_SOFT_DIRTY},
+    {HEAP + 10 * PG, 2, PRES | PRIV},
+    {HEAP + 20 * PG, 2, PRES | PRIV},
+    {LIB + PG, 2, PRES | FILEPG},
+};
+
+/* The block at addr must be the one spanning [start, end) with label; *out is written. */
+static void check_found(const memdiff_diff *d, uint64_t addr, uint64_t start, uint64_t end,
+                        const char *label)
+{
+    memdiff_block k;
+    int rc = memdiff_diff_find_block(d, addr, &k);
+    ck_assert_msg(rc == MEMDIFF_OK, "0x%llx: %s: %s", (unsigned long long)addr,
+                  memdiff_status_name(rc), memdiff_last_error());
+    ck_assert_msg(k.start == start && k.end == end && strcmp(k.label, label) == 0,
+                  "0x%llx: found [0x%llx, 0x%llx) %s, want [0x%llx, 0x%llx) %s",
+                  (unsigned long long)addr, (unsigned long long)k.start,
+                  (unsigned long long)k.end, k.label, (unsigned long long)start,
+                  (unsigned long long)end, label);
+}
+
+/* No block at addr: MEMDIFF_ERANGE with a detail, *out left as it was. */
+static void check_not_found(const memdiff_diff *d, uint64_t addr)
+{
+    memdiff_block k, untouched;
+    memset(&k, 0xA5, sizeof k);
+    memcpy(&untouched, &k, sizeof k);
+    memdiff__set_error(MEMDIFF_OK, "%s", "none yet"); /* the miss must write its own */
+    ck_assert_msg(memdiff_diff_find_block(d, addr, &k) == MEMDIFF_ERANGE, "0x%llx found",
+                  (unsigned long long)addr);
+    ck_assert_ptr_nonnull(strstr(memdiff_last_error(), "no block holds"));
+    ck_assert_int_eq(memcmp(&k, &untouched, sizeof k), 0);
+}
+
+/* The rule by definition: the last block in order whose span holds addr, by a linear scan. */
+static int last_holding(const memdiff_diff *d, uint64_t addr, memdiff_block *out)
+{
+    int found = 0;
+    for (size_t i = 0; i < memdiff_diff_block_count(d); i++) {
+        memdiff_block k = block_of(d, i);
+        if (k.start <= addr && addr < k.end) {
+            *out = k;
+            found = 1;
+        }
+    }
+    return found;
+}
+
+/* find_block agrees with the linear scan at every page boundary, and one byte either side, from
+ * below the first block to above the last. */
+static void check_every_address(const memdiff_diff *d, uint64_t from, uint64_t to)
+{
+    for (uint64_t page = from; page <= to; page += PG) {
+        for (uint64_t addr = page - 1; addr <= page + 1; addr++) {
+            memdiff_block want, got;
+            int rc = memdiff_diff_find_block(d, addr, &got);
+            if (!last_holding(d, addr, &want)) {
+                ck_assert_msg(rc == MEMDIFF_ERANGE, "0x%llx: %s", (unsigned long long)addr,
+                              memdiff_status_name(rc));
+                continue;
+            }
+            ck_assert_msg(rc == MEMDIFF_OK && got.start == want.start && got.end == want.end &&
+                              got.category == want.category && got.label == want.label,
+                          "0x%llx: not the last block holding it", (unsigned long long)addr);
+        }
+    }
+}
+
+START_TEST(find_block_in_nested_spans)
+{
+    memdiff_diff *d = diff_specs(&SPEC_NORUNS(nest_regs), &SPEC(nest_regs, nest_after), 0);
+    ck_assert_uint_eq(memdiff_diff_block_count(d), 3);
+    check_block(d, 0, HEAP + 2 * PG, HEAP + 22 * PG, MEMDIFF_CAT_HEAP, "malloc arena 0x10000000",
+                MEMDIFF_CHANGE_NEW, BOTH);
+    check_block(d, 1, HEAP + 10 * PG, HEAP + 12 * PG, MEMDIFF_CAT_PRIVATE, "anonymous",
+                MEMDIFF_CHANGE_NEW, BOTH);
+    const char *arena = "malloc arena 0x10000000";
+    /* The arena's own pages: at its start, inside, and at its last byte. */
+    check_found(d, HEAP + 2 * PG, HEAP + 2 * PG, HEAP + 22 * PG, arena);
+    check_found(d, HEAP + 3 * PG + 17, HEAP + 2 * PG, HEAP + 22 * PG, arena);
+    check_found(d, HEAP + 22 * PG - 1, HEAP + 2 * PG, HEAP + 22 * PG, arena);
+    /* The anonymous block nested in the arena's span wins inside its own span (the innermost),
+     * from its first to its last byte; past its end the arena holds the address again. */
+    check_found(d, HEAP + 10 * PG, HEAP + 10 * PG, HEAP + 12 * PG, "anonymous");
+    check_found(d, HEAP + 12 * PG - 1, HEAP + 10 * PG, HEAP + 12 * PG, "anonymous");
+    check_found(d, HEAP + 12 * PG, HEAP + 2 * PG, HEAP + 22 * PG, arena);
+    /* Inside a span, though no changed page is there: the span is what counts. */
+    check_found(d, HEAP + 15 * PG, HEAP + 2 * PG, HEAP + 22 * PG, arena);
+    /* The module's block, last in order. */
+    check_found(d, LIB + PG, LIB + PG, LIB + 3 * PG, "/usr/lib/libfoo.so");
+    check_found(d, LIB + 3 * PG - 1, LIB + PG, LIB + 3 * PG, "/usr/lib/libfoo.so");
+    /* Misses: below every block, in the gap between the arena and the module (its first byte and
+     * the module's first unchanged page), past the last block, and the top of the space. */
+    check_not_found(d, 0);
+    check_not_found(d, HEAP + 2 * PG - 1);
+    check_not_found(d, HEAP + 22 * PG);
+    check_not_found(d, LIB);
+    check_not_found(d, LIB + 3 * PG);
+    check_not_found(d, UINT64_MAX);
+    check_every_address(d, HEAP, HEAP + 24 * PG);
+    check_every_address(d, LIB, LIB + 4 * PG);
+    memdiff_diff_free(d);
+}
+END_TEST
+
+START_TEST(find_block_in_touching_verbose_spans)
+{
+    memdiff_diff *d = diff_specs(&SPEC_NORUNS(nest_regs), &SPEC(nest_regs, nest_after),
+                                 MEMDIFF_COMPARE_VERBOSE);
+    ck_assert_uint_eq(memdiff_diff_block_count(d), 5);
+    /* [HEAP + 2, HEAP + 3) and [HEAP + 3, HEAP + 4) pages touch: each holds only its own. */
+    check_block(d, 0, HEAP + 2 * PG, HEAP + 3 * PG, MEMDIFF_CAT_HEAP, "malloc arena 0x10000000",
+                MEMDIFF_CHANGE_NEW, BOTH);
+    check_block(d, 1, HEAP + 3 * PG, HEAP + 4 * PG, MEMDIFF_CAT_HEAP, "malloc arena 0x10000000",
+                MEMDIFF_CHANGE_NEW, BOTH);
+    memdiff_block k;
+    ck_assert_int_eq(memdiff_diff_find_block(d, HEAP + 3 * PG - 1, &k), MEMDIFF_OK);
+    ck_assert_uint_eq(k.attrs_after, PRES | PRIV);
+    ck_assert_int_eq(memdiff_diff_find_block(d, HEAP + 3 * PG, &k), MEMDIFF_OK);
+    ck_assert_uint_eq(k.attrs_after, PRES | PRIV | MEMDIFF_PAGE_SOFT_DIRTY);
+    ck_assert_uint_eq(k.start, HEAP + 3 * PG);
+    /* The verbose arena is two blocks: between them, nothing but the anonymous run. */
+    check_found(d, HEAP + 21 * PG, HEAP + 20 * PG, HEAP + 22 * PG, "malloc arena 0x10000000");
+    check_not_found(d, HEAP + 4 * PG);
+    check_not_found(d, HEAP + 15 * PG);
+    check_every_address(d, HEAP, HEAP + 24 * PG);
+    check_every_address(d, LIB, LIB + 4 * PG);
+    memdiff_diff_free(d);
+}
+END_TEST
+
+/* A freed mapping and the new one in its place start at one address: the last in order, the new
+ * module's block (category order, then the order the walk made them), holds it. */
+START_TEST(find_block_of_one_start)
+{
+    static const synth_region old_bss[] = {
+        {FILEMAP, FILEMAP + 4 * PG, MEMDIFF_CAT_IMAGE, "/lib/old.so", FILEMAP, 0, 0, 0, 0},
+    };
+    static const synth_region new_bss[] = {
+        {FILEMAP, FILEMAP + 4 * PG, MEMDIFF_CAT_IMAGE, "/lib/new.so", FILEMAP, 0, 0, 0, 0},
+    };
+    static const synth_run runs[] = {{FILEMAP, 4, PRES | PRIV}};
+    memdiff_diff *d = diff_specs(&SPEC(old_bss, runs), &SPEC(new_bss, runs), 0);
+    ck_assert_uint_eq(memdiff_diff_block_count(d), 2);
+    check_found(d, FILEMAP, FILEMAP, FILEMAP + 4 * PG, "/lib/new.so");
+    check_found(d, FILEMAP + 4 * PG - 1, FILEMAP, FILEMAP + 4 * PG, "/lib/new.so");
+    check_not_found(d, FILEMAP + 4 * PG);
+    check_every_address(d, FILEMAP - PG, FILEMAP + 5 * PG);
+    memdiff_diff_free(d);
+}
+END_TEST
+
+START_TEST(find_block_invalid_arguments)
+{
+    memdiff_diff *d = diff_specs(&SPEC_NORUNS(nest_regs), &SPEC(nest_regs, nest_after), 0);
+    memdiff_block k;
+    ck_assert_int_eq(memdiff_diff_find_block(NULL, HEAP + 2 * PG, &k), MEMDIFF_EINVAL);
+    ck_assert_str_ne(memdiff_last_error(), "");
+    ck_assert_int_eq(memdiff_diff_find_block(d, HEAP + 2 * PG, NULL), MEMDIFF_EINVAL);
+    ck_assert_int_eq(memdiff_diff_find_block(NULL, 0, NULL), MEMDIFF_EINVAL);
+    memdiff_diff_free(d);
+    /* A diff without blocks holds no address. */
+    d = diff_specs(&SPEC_NORUNS(nest_regs), &SPEC_NORUNS(nest_regs), 0);
+    ck_assert_uint_eq(memdiff_diff_block_count(d), 0);
+    check_not_found(d, HEAP + 2 * PG);
+    check_not_found(d, 0);
+    memdiff_diff_free(d);
+}
+END_TEST
+
 /* ---- snapshots as const inputs, diff lifetime ---------------------------------------------- */
 
 static void check_same_diff(const memdiff_diff *x, const memdiff_diff *y)
@@ -1348,6 +1532,10 @@ Suite *compare_suite(void)
     tcase_add_test(tc, default_blocks_group_a_module);
     tcase_add_test(tc, verbose_blocks_split_by_attributes);
     tcase_add_test(tc, verbose_keeps_freed_kinds_apart);
+    tcase_add_test(tc, find_block_in_nested_spans);
+    tcase_add_test(tc, find_block_in_touching_verbose_spans);
+    tcase_add_test(tc, find_block_of_one_start);
+    tcase_add_test(tc, find_block_invalid_arguments);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("Lifetime");
