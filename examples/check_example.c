@@ -179,6 +179,26 @@ START_TEST(filling_the_cache_uses_the_heap)
 }
 END_TEST
 
+/* A control: a leak made on purpose inside a bracket must show, or passing tests prove nothing.
+ * Nothing reads the buffer, so an optimizing compiler (GCC and Clang at -O1 and up) deletes its
+ * malloc, memset and free altogether, and this test fails, unless memdiff_keep() tells it that
+ * the buffer is read there (docs/testing-with-memdiff.md, "The optimizer"). */
+START_TEST(a_leak_made_on_purpose_shows)
+{
+    enum { LEAK_BYTES = 256 * 1024 }; /* above malloc's mmap threshold: a mapping of its own */
+    MEMDIFF_CK_BRACKET_BEGIN();
+    char *leak = malloc(LEAK_BYTES);
+    if (leak)
+        memset(leak, 0x5a, LEAK_BYTES);
+    memdiff_keep(leak);
+    MEMDIFF_CK_BRACKET_END(diff);
+    free(leak);
+    ck_assert_memdiff(diff, MEMDIFF_CK_FILTER, MEMDIFF_CAT_HEAP, MEMDIFF_MEASURE_NET_PRIVATE, >=,
+                      LEAK_BYTES);
+    memdiff_diff_free(diff);
+}
+END_TEST
+
 static Suite *cache_suite(void)
 {
     Suite *s = suite_create(evicting ? "fixed" : "leaky");
@@ -187,6 +207,7 @@ static Suite *cache_suite(void)
     tcase_add_test(tc, requests_leave_nothing_behind);
     tcase_add_test(tc, requests_retain_nothing_per_call);
     tcase_add_test(tc, filling_the_cache_uses_the_heap);
+    tcase_add_test(tc, a_leak_made_on_purpose_shows);
     suite_add_tcase(s, tc);
     return s;
 }

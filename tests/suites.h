@@ -27,7 +27,8 @@
     X(escape)                  \
     X(hostile)                 \
     X(moving_pages)            \
-    X(cow)
+    X(cow)                     \
+    X(optimizer)
 
 /* UNDER_ASAN: 1 in an AddressSanitizer build (gcc or clang), whose shadow mappings make some
  * measurements slow or meaningless. */
