@@ -1964,6 +1964,9 @@ Suite *linux_pages_suite(void)
     tcase_add_test(tc, fixture_deep_facts_follow_frames);
     tcase_add_test(tc, fixture_deep_counts_from_pagemap);
     tcase_add_test(tc, recorded_stretches_match_arrays);
+    /* Check's 4 s default: a sanitizer build walking the 70,000-page fixtures on a loaded
+     * machine took longer (stretches_match_arrays_fixture). */
+    tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     tc = tcase_create("Kernel");
     tcase_add_checked_fixture(tc, setup, teardown);
