@@ -345,6 +345,9 @@ typedef struct memdiff_impact {
                                   (new_bytes + freed_bytes of the totals) */
     uint64_t transient_bytes;  /* the whole diff only (0 per category and block): the peak
                                   above both ends, memory allocated and freed inside */
+    uint64_t touched_estimated_bytes; /* of touched_bytes, what was divided out of a mapping's
+                                  figure among the regions sharing it: an estimate; 0: exact */
+    uint64_t touched_max_bytes; /* at most this many touched (mapping figures, resident sizes) */
 } memdiff_impact;
 
 /* A group of changed pages: by default one allocation unit (a module with all its segments, a

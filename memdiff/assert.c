@@ -256,6 +256,8 @@ int memdiff_diff_figure(const memdiff_diff *diff, const memdiff_figure *figure, 
     return MEMDIFF_OK;
 }
 
+#define APPROX "\xe2\x89\x88" /* "≈" in UTF-8, before an estimated figure */
+
 /* ---- messages --------------------------------------------------------------------------- */
 
 typedef struct msg {
@@ -529,6 +531,51 @@ static void put_by_category(msg *m, const memdiff_diff *d, const selection *s)
         msg_line(m, "%s", line);
 }
 
+/* Of a touched figure (blocks: of the blocks s selects, else of s's category and filter, as
+ * figure_tally counts it), the part that is an estimate, 0 when it is exact, and the figure's
+ * upper bound (docs/reference-set.md). */
+static uint64_t touched_estimate(const memdiff_diff *d, const selection *s, int blocks,
+                                 uint64_t *bound)
+{
+    *bound = 0;
+    if (s->measure != MEMDIFF_MEASURE_TOUCHED || !d->bracket)
+        return 0;
+    const memdiff_impact *whole =
+        s->category == MEMDIFF_CAT_ALL ? &d->impact : &d->impact_category[s->category];
+    uint64_t est = whole->touched_estimated_bytes, max = whole->touched_max_bytes;
+    if (s->category != MEMDIFF_CAT_OWN) {
+        int64_t v;
+        uint64_t e = 0, x = 0;
+        int all = !blocks;
+        for (size_t i = 0; i < d->block_count; i++) {
+            const memdiff_block *k = &d->blocks[i];
+            memdiff_totals kept;
+            if (blocks ? !selected_value(d, s, k, &v)
+                       : !in_category(k, s->category) ||
+                             !memdiff__filter_block(s->filter, k, verbose_diff(d), &kept)) {
+                all = all && (!in_category(k, s->category) || !k->impact.touched_bytes);
+                continue;
+            }
+            e = memdiff__add_sat(e, k->impact.touched_estimated_bytes);
+            x = memdiff__add_sat(x, k->impact.touched_max_bytes);
+        }
+        est = e;
+        max = all ? MEMDIFF__MIN(x, max) : x; /* the category's bound is capped: when whole */
+    }
+    *bound = max;
+    return est;
+}
+
+/* The line after the first when a touched figure is an estimate. */
+static void put_estimate(msg *m, uint64_t est, uint64_t bound)
+{
+    char e[MEMDIFF__NUM_MAX], x[MEMDIFF__NUM_MAX];
+    if (est)
+        msg_line(m, "  estimated: %s of these bytes were divided out of mappings that several "
+                    "blocks share (touched per mapping); the touched bytes are at most %s",
+                 memdiff__fmt_count(e, est, 0), memdiff__fmt_count(x, bound, 0));
+}
+
 /* The lines after the first of a failed check's message: what makes up the figure. */
 static void put_detail(msg *m, const memdiff_diff *d, const selection *s)
 {
@@ -573,13 +620,14 @@ int memdiff_check(const memdiff_diff *diff, const memdiff_figure *figure, memdif
     int64_t v = figure_tally(diff, filter, category, measure).kept;
     int ok = holds(ORDER(v, bound), cmp);
     char num[MEMDIFF__NUM_MAX], lim[MEMDIFF__NUM_MAX];
-    msg_line(&m, "memdiff check %s: %s bytes in %s = %s, want %s %s", ok ? "holds" : "failed",
-             memdiff_measure_name(measure), category_text(category),
+    selection s = {category, measure, filter, NULL, MEMDIFF_MATCH_EXACT};
+    uint64_t most, est = touched_estimate(diff, &s, 0, &most);
+    msg_line(&m, "memdiff check %s: %s bytes in %s = %s%s, want %s %s", ok ? "holds" : "failed",
+             memdiff_measure_name(measure), category_text(category), est ? APPROX : "",
              fmt_figure(num, v, measure), memdiff_cmp_symbol(cmp), fmt_bound(lim, bound));
-    if (!ok) {
-        selection s = {category, measure, filter, NULL, MEMDIFF_MATCH_EXACT};
+    put_estimate(&m, est, most);
+    if (!ok)
         put_detail(&m, diff, &s);
-    }
     return ok;
 }
 
@@ -635,11 +683,13 @@ int memdiff_check_label(const memdiff_diff *diff, const memdiff_figure *figure,
         put_blocks(&m, diff, &s, "blocks there");
         return 0;
     }
-    msg_line(&m, "memdiff check %s: %s bytes in the %zu block%s of %s whose label %s \"%s\" = %s, "
-                 "want >= %s",
+    uint64_t most, est = touched_estimate(diff, &s, 1, &most);
+    msg_line(&m, "memdiff check %s: %s bytes in the %zu block%s of %s whose label %s \"%s\" = "
+                 "%s%s, want >= %s",
              ok ? "holds" : "failed", memdiff_measure_name(measure), found, found == 1 ? "" : "s",
-             category_text(category), match_text(match), label, fmt_figure(num, sum, measure),
-             fmt_bound(lim, min_bytes));
+             category_text(category), match_text(match), label, est ? APPROX : "",
+             fmt_figure(num, sum, measure), fmt_bound(lim, min_bytes));
+    put_estimate(&m, est, most);
     if (!ok) {
         put_filter(&m, f.filter);
         put_blocks(&m, diff, &s, "those blocks");

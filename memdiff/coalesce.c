@@ -82,6 +82,9 @@ static int visible(const memdiff__piece *p)
 static void grow_block(work *w, const memdiff__piece *p)
 {
     w->impact.touched_bytes = memdiff__add_sat(w->impact.touched_bytes, p->touched);
+    w->impact.touched_estimated_bytes =
+        memdiff__add_sat(w->impact.touched_estimated_bytes, p->touched_estimated);
+    w->impact.touched_max_bytes = memdiff__add_sat(w->impact.touched_max_bytes, p->touched_max);
     w->impact.persistent_bytes = memdiff__add_sat(w->impact.persistent_bytes, p->persistent);
     if (!visible(p))
         return;

@@ -181,6 +181,8 @@ static int emit_piece(walk *w, side *sd, const memdiff__region *r, memdiff__piec
     memdiff_impact *m = &w->diff->impact_category[cat];
     memdiff__totals_count(&w->diff->category[cat], p->outcome, p->end - p->start);
     m->touched_bytes = memdiff__add_sat(m->touched_bytes, p->touched);
+    m->touched_estimated_bytes = memdiff__add_sat(m->touched_estimated_bytes, p->touched_estimated);
+    m->touched_max_bytes = memdiff__add_sat(m->touched_max_bytes, p->touched_max);
     m->persistent_bytes = memdiff__add_sat(m->persistent_bytes, p->persistent);
     if (cat == MEMDIFF_CAT_OWN)
         return MEMDIFF_OK;
@@ -224,7 +226,7 @@ static int emit(walk *w, uint64_t lo, uint64_t hi, memdiff__outcome outcome, int
             outcome == MEMDIFF__OUT_BECAME_SHARED || outcome == MEMDIFF__OUT_NONE)
             p.persistent = hi - lo;
         if (from_after && touched_page(w, attrs_after))
-            p.touched = hi - lo;
+            p.touched = p.touched_max = hi - lo;
     }
     return emit_piece(w, sd, sd->region, &p);
 }
@@ -249,6 +251,8 @@ static int emit_region_touched(walk *w)
     p.end = r->end;
     p.outcome = MEMDIFF__OUT_NONE;
     p.touched = bytes;
+    p.touched_estimated = w->refs->region_estimated ? w->refs->region_estimated[index] : 0;
+    p.touched_max = w->refs->region_max ? w->refs->region_max[index] : bytes;
     p.presence = MEMDIFF_IN_AFTER | (same_mapping(w, w->b.region, r) ? MEMDIFF_IN_BEFORE : 0);
     return emit_piece(w, &w->a, r, &p);
 }
@@ -517,6 +521,14 @@ static int link_outer(memdiff_diff *d)
     return MEMDIFF_OK;
 }
 
+/* A sum of regions' bounds counts a mapping shared by several regions once per region: the
+ * exact part and the shared mappings' whole figures (shared) are a bound too, often lower. */
+static void cap_touched_max(memdiff_impact *m, uint64_t shared)
+{
+    uint64_t cap = memdiff__add_sat(m->touched_bytes - m->touched_estimated_bytes, shared);
+    m->touched_max_bytes = MEMDIFF__MAX(m->touched_bytes, MEMDIFF__MIN(m->touched_max_bytes, cap));
+}
+
 static int compare(walk *w)
 {
     memdiff_diff *d = w->diff;
@@ -554,10 +566,19 @@ static int compare(walk *w)
             continue;
         memdiff__totals_add(&d->total, &d->category[c]);
         d->impact.touched_bytes = memdiff__add_sat(d->impact.touched_bytes, m->touched_bytes);
+        d->impact.touched_estimated_bytes =
+            memdiff__add_sat(d->impact.touched_estimated_bytes, m->touched_estimated_bytes);
+        d->impact.touched_max_bytes =
+            memdiff__add_sat(d->impact.touched_max_bytes, m->touched_max_bytes);
         d->impact.persistent_bytes =
             memdiff__add_sat(d->impact.persistent_bytes, m->persistent_bytes);
         d->impact.impacting_bytes =
             memdiff__add_sat(d->impact.impacting_bytes, m->impacting_bytes);
+    }
+    if (w->refs && w->refs->region_estimated) {
+        for (int c = 0; c <= MEMDIFF_CAT_ALL; c++) /* MEMDIFF_CAT_ALL: the diff's */
+            cap_touched_max(c < MEMDIFF_CAT_ALL ? &d->impact_category[c] : &d->impact,
+                            w->refs->shared_max[c]);
     }
     return check_range(d);
 }

@@ -361,6 +361,7 @@ typedef struct memdiff__piece {
     unsigned presence;   /* MEMDIFF_IN_* */
     unsigned attrs_before, attrs_after;
     uint64_t touched;    /* bracket diffs: bytes of it accessed during the bracket */
+    uint64_t touched_estimated, touched_max; /* memdiff_impact's: of touched, an estimate; bound */
     uint64_t persistent; /* bracket diffs: bytes of it resident before and after */
 } memdiff__piece;
 
@@ -384,7 +385,18 @@ typedef struct memdiff__refs_in {
     int accessed_bit;               /* per page: after pages with MEMDIFF_PAGE_ACCESSED */
     int resident_is_touched;        /* per page: every page resident after */
     const uint64_t *region_touched; /* per mapping: touched bytes of each after region, or NULL */
+    /* With region_touched: of each region's bytes, those divided out of a mapping that other
+     * regions share (an estimate), and each region's upper bound; shared_max: per category
+     * (MEMDIFF_CAT_ALL: all but Own), the shared mappings' whole figures, which cap the sum of
+     * the regions' bounds. */
+    const uint64_t *region_estimated, *region_max;
+    uint64_t shared_max[MEMDIFF_CAT_COUNT + 1];
 } memdiff__refs_in;
+
+/* Fills refs' region_touched, region_estimated, region_max and shared_max (arrays in arena) for
+ * the after snapshot s from the per-mapping figures u (ascending; refset.c says how). */
+int memdiff__refs_apportion(memdiff__arena *arena, const memdiff_snapshot *s,
+                            const memdiff__plat_usage *u, size_t nu, memdiff__refs_in *refs);
 
 /* memdiff_compare() that also counts, with refs, the impact figures of a bracket diff: touched
  * and persistent bytes per category and block, and blocks for pages that were touched while

@@ -157,14 +157,20 @@ const memdiff_refset_info *memdiff__refset_info(const memdiff__refset *refset)
 }
 
 /* The touched bytes of each after region, from per-mapping figures (ascending, like regions):
- * a mapping's bytes shared among the regions inside it in proportion to their resident pages
- * (overlap-weighted when a region straddles it), in whole pages, largest remainders first. */
-static uint64_t *apportion(memdiff__arena *arena, const memdiff_snapshot *s,
-                           const memdiff__plat_usage *u, size_t nu)
+ * a mapping's bytes go to the one region inside it, exact; a mapping that several regions share
+ * has its bytes divided among them in proportion to their resident pages (overlap-weighted when
+ * a region straddles it), in whole pages, largest remainders first: an estimate, marked in
+ * region_estimated, and bounded per region by the mapping's whole figure and the region's
+ * resident size, per category and in all by the sum of the shared mappings' figures. */
+int memdiff__refs_apportion(memdiff__arena *arena, const memdiff_snapshot *s,
+                            const memdiff__plat_usage *u, size_t nu, memdiff__refs_in *refs)
 {
-    uint64_t *out = memdiff__arena_alloc(arena, (s->region_count ? s->region_count : 1) * 8);
+    size_t n = s->region_count ? s->region_count : 1;
+    uint64_t *out = memdiff__arena_alloc(arena, 4 * n * 8);
     if (!out)
-        return NULL;
+        return MEMDIFF_ENOMEM;
+    memset(out, 0, 4 * n * 8);
+    uint64_t *est = out + n, *shared = est + n, *max = shared + n;
     uint64_t ps = s->info.page_size;
     size_t first = 0;
     for (size_t k = 0; k < nu; k++) {
@@ -187,23 +193,46 @@ static uint64_t *apportion(memdiff__arena *arena, const memdiff_snapshot *s,
         }
         if (best == SIZE_MAX)
             continue; /* the mapping went before the after snapshot */
-        if (total <= 0) {
-            out[best] = memdiff__add_sat(out[best], pages * ps);
-            continue;
+        int split = last - first > 1;
+        if (split) {
+            unsigned cats = 0;
+            for (size_t i = first; i < last; i++) {
+                shared[i] = memdiff__add_sat(shared[i], pages * ps);
+                cats |= 1u << s->regions[i].category;
+            }
+            for (int c = 0; c < MEMDIFF_CAT_COUNT; c++) {
+                if (cats & (1u << c))
+                    refs->shared_max[c] = memdiff__add_sat(refs->shared_max[c], pages * ps);
+            }
+            if (cats & ~(1u << MEMDIFF_CAT_OWN))
+                refs->shared_max[MEMDIFF_CAT_ALL] =
+                    memdiff__add_sat(refs->shared_max[MEMDIFF_CAT_ALL], pages * ps);
         }
         uint64_t given = 0;
-        for (size_t i = first; i < last; i++) {
+        for (size_t i = first; i < last && total > 0; i++) {
             const memdiff__region *r = &s->regions[i];
             uint64_t ov = MEMDIFF__MIN(r->end, u[k].end) - MEMDIFF__MAX(r->start, u[k].start);
             double share = (double)r->resident_pages * (double)ov / (double)(r->end - r->start);
-            uint64_t n = (uint64_t)((double)pages * share / total);
-            out[i] = memdiff__add_sat(out[i], n * ps);
-            given += n;
+            uint64_t g = (uint64_t)((double)pages * share / total);
+            out[i] = memdiff__add_sat(out[i], g * ps);
+            est[i] = memdiff__add_sat(est[i], split ? g * ps : 0);
+            given += g;
         }
-        /* What rounding left: the largest overlap's. */
-        out[best] = memdiff__add_sat(out[best], given < pages ? (pages - given) * ps : 0);
+        /* What rounding left (all of it when no region is resident): the largest overlap's. */
+        uint64_t left = given < pages ? (pages - given) * ps : 0;
+        out[best] = memdiff__add_sat(out[best], left);
+        est[best] = memdiff__add_sat(est[best], split ? left : 0);
     }
-    return out;
+    /* The estimated part of a region's bytes is at most the shared mappings' figures and the
+     * region's resident size (Referenced counts resident pages only). */
+    for (size_t i = 0; i < s->region_count; i++) {
+        uint64_t cap = MEMDIFF__MIN(shared[i], s->regions[i].resident_pages * ps);
+        max[i] = MEMDIFF__MAX(out[i], memdiff__add_sat(out[i] - est[i], cap));
+    }
+    refs->region_touched = out;
+    refs->region_estimated = est;
+    refs->region_max = max;
+    return MEMDIFF_OK;
 }
 
 int memdiff__refset_diff(const memdiff_snapshot *before, const memdiff_snapshot *after,
@@ -271,8 +300,8 @@ int memdiff__refset_end(memdiff__refset *rs, unsigned flags, memdiff_diff **out)
     memset(&refs, 0, sizeof refs);
     refs.accessed_bit = accessed_bit;
     refs.resident_is_touched = (in.sources & MEMDIFF_REFS_PAGES) && r->resident_is_touched;
-    if (usage && !(refs.region_touched = apportion(&rs->scratch, after, usage, nusage)))
-        rc = MEMDIFF_ENOMEM;
+    if (usage)
+        rc = memdiff__refs_apportion(&rs->scratch, after, usage, nusage, &refs);
     if (!rc)
         rc = memdiff__refset_diff(rs->before, after, flags, &refs, &in, extra, out);
     memdiff_snapshot_free(after);

@@ -158,8 +158,10 @@ static void put_impact(FILE *out, const memdiff_impact *m)
 {
     fprintf(out,
             "{\"touched_bytes\": %" PRIu64 ", \"persistent_bytes\": %" PRIu64
-            ", \"impacting_bytes\": %" PRIu64 ", \"transient_bytes\": %" PRIu64 "}",
-            m->touched_bytes, m->persistent_bytes, m->impacting_bytes, m->transient_bytes);
+            ", \"impacting_bytes\": %" PRIu64 ", \"transient_bytes\": %" PRIu64
+            ", \"touched_estimated_bytes\": %" PRIu64 ", \"touched_max_bytes\": %" PRIu64 "}",
+            m->touched_bytes, m->persistent_bytes, m->impacting_bytes, m->transient_bytes,
+            m->touched_estimated_bytes, m->touched_max_bytes);
 }
 
 static void put_category_impact(FILE *out, const memdiff_diff *diff, int category)

@@ -116,6 +116,32 @@ static const char *fmt_signed(char buf[NUM_MAX], int64_t v)
     return fmt_num(buf, magnitude(v), v < 0 ? '-' : '+');
 }
 
+#define APPROX "\xe2\x89\x88" /* "≈" in UTF-8: 3 bytes, 1 column */
+
+/* Touched bytes, "≈" in front when part of them is an estimate (docs/reference-set.md). */
+static const char *fmt_touched(char buf[NUM_MAX], const memdiff_impact *m)
+{
+    int est = m->touched_estimated_bytes != 0;
+    if (est)
+        memcpy(buf, APPROX, 3);
+    fmt_num(buf + 3 * est, m->touched_bytes, 0);
+    return buf;
+}
+
+/* The width in bytes that right-aligns s to cols columns: its UTF-8 tail bytes take none. */
+static int pad_width(const char *s, int cols)
+{
+    for (; *s; s++)
+        cols += ((unsigned char)*s & 0xC0) == 0x80;
+    return cols;
+}
+
+/* s's width in columns. */
+static int text_cols(const char *s)
+{
+    return (int)strlen(s) - pad_width(s, 0);
+}
+
 /* "present,private", or "-" for none. */
 static const char *fmt_attrs(char *buf, size_t size, unsigned attrs)
 {
@@ -258,19 +284,24 @@ static void put_refset(const memdiff_diff *diff, FILE *out)
     int known = (in->sources & MEMDIFF_REFS_CLEARED) &&
                 (in->sources & (MEMDIFF_REFS_PAGES | MEMDIFF_REFS_MAPPINGS));
     int peak = (in->sources & MEMDIFF_REFS_PEAK) != 0;
-    fmt_num(v[0], m->touched_bytes, 0);
+    fmt_touched(v[0], m);
     fmt_num(v[1], in->peak_bytes, 0);
     fmt_num(v[2], m->persistent_bytes, 0);
     fmt_num(v[3], m->impacting_bytes, 0);
     fmt_num(v[4], in->transient_bytes, 0);
     int w = 10;
     for (int i = 0; i < 5; i++)
-        w = MEMDIFF__MAX(w, (int)strlen(v[i]));
-    if (known)
-        fprintf(out, "%-23s%*s bytes  (%s pages accessed, resident before or new%s)\n",
-                "Touched:", w, v[0], fmt_num(x, m->touched_bytes / ps, 0),
+        w = MEMDIFF__MAX(w, text_cols(v[i]));
+    if (known) {
+        fprintf(out, "%-23s%*s bytes  (%s%s pages accessed, resident before or new%s", "Touched:",
+                pad_width(v[0], w), v[0], m->touched_estimated_bytes ? APPROX : "",
+                fmt_num(x, m->touched_bytes / ps, 0),
                 (in->sources & MEMDIFF_REFS_PAGES) ? "" : "; per mapping");
-    else
+        if (m->touched_estimated_bytes)
+            fprintf(out, "; %s of it estimated, at most %s",
+                    fmt_num(y, m->touched_estimated_bytes, 0), fmt_num(x, m->touched_max_bytes, 0));
+        fputs(")\n", out);
+    } else
         fprintf(out, "%-23s%*s\n", "Touched:", w, "unknown");
     if (peak) {
         uint64_t above = in->peak_bytes > in->begin_rss_bytes
@@ -331,7 +362,7 @@ static int table_cells(const memdiff_totals *t, const memdiff_impact *m, int wid
         fmt_num(cells[n++], t->became_shared_bytes, 0);
     }
     if (m) {
-        fmt_num(cells[n++], m->touched_bytes, 0);
+        fmt_touched(cells[n++], m);
         fmt_num(cells[n++], m->persistent_bytes, 0);
     }
     return n;
@@ -374,14 +405,14 @@ static void put_table(const memdiff_diff *diff, FILE *out)
             table_cells(row, m, wide, cells);
             for (int i = 0; i < ncols; i++) {
                 if (pass == 0)
-                    width[i] = MEMDIFF__MAX(width[i], (int)strlen(cells[i]));
+                    width[i] = MEMDIFF__MAX(width[i], text_cols(cells[i]));
             }
             if (pass == 0)
                 continue;
             fprintf(out, "%-12s",
                     c < MEMDIFF_CAT_COUNT ? memdiff_category_name((memdiff_category)c) : "total");
             for (int i = 0; i < ncols; i++)
-                fprintf(out, "  %*s", width[i], cells[i]);
+                fprintf(out, "  %*s", pad_width(cells[i], width[i]), cells[i]);
             fputc('\n', out);
         }
     }
@@ -480,7 +511,7 @@ static void put_blocks(const memdiff_diff *diff, FILE *out)
         wa = MEMDIFF__MAX(wa, hex_digits(k->end));
         ws = MEMDIFF__MAX(ws, (int)strlen(block_size(size, k)));
         if (diff->bracket)
-            wr = MEMDIFF__MAX(wr, (int)strlen(fmt_num(touched, k->impact.touched_bytes, 0)));
+            wr = MEMDIFF__MAX(wr, text_cols(fmt_touched(touched, &k->impact)));
         wc = MEMDIFF__MAX(wc, (int)strlen(memdiff_category_name(k->category)));
         wh = MEMDIFF__MAX(wh, (int)strlen(block_change(change, sizeof change, k)));
         if (verbose)
@@ -491,9 +522,10 @@ static void put_blocks(const memdiff_diff *diff, FILE *out)
         int labelled = k->label && k->label[0];
         fprintf(out, "  0x%0*" PRIx64 "-0x%0*" PRIx64 "  %*s  ", wa, k->start, wa, k->end, ws,
                 block_size(size, k));
-        if (diff->bracket)
-            fprintf(out, "touched %*s  ", wr,
-                    fmt_num(touched, k->impact.touched_bytes, 0));
+        if (diff->bracket) {
+            fmt_touched(touched, &k->impact);
+            fprintf(out, "touched %*s  ", pad_width(touched, wr), touched);
+        }
         fprintf(out, "%-*s  ", wc, memdiff_category_name(k->category));
         block_change(change, sizeof change, k);
         if (verbose) {

@@ -111,7 +111,7 @@ memdiff_diff *synth_bracket_diff(const synth_spec *before, const synth_spec *aft
                                  const memdiff_refset_info *info)
 {
     memdiff_snapshot *b = synth_snapshot(before), *a = synth_snapshot(after);
-    memdiff__refs_in refs = {1, 0, NULL};
+    memdiff__refs_in refs = {.accessed_bit = 1};
     memdiff_refset_info none;
     memset(&none, 0, sizeof none);
     memdiff_diff *d = NULL;

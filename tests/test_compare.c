@@ -1318,7 +1318,7 @@ START_TEST(touching_2_63_bytes_is_refused)
     accessed.attrs |= MEMDIFF_PAGE_ACCESSED;
     sa.runs = &accessed;
     memdiff_snapshot *b = synth_snapshot(&sb), *a = synth_snapshot(&sa);
-    const memdiff__refs_in refs = {1, 0, NULL};
+    const memdiff__refs_in refs = {.accessed_bit = 1};
     memdiff_refset_info info;
     memset(&info, 0, sizeof info);
     memdiff_diff *d = (memdiff_diff *)&d;

@@ -147,7 +147,7 @@ static void check_impact(const memdiff_impact *m, uint64_t touched, uint64_t per
 
 START_TEST(synthetic_per_page)
 {
-    memdiff__refs_in refs = {1, 0, NULL};
+    memdiff__refs_in refs = {.accessed_bit = 1};
     memdiff_diff *d = synth_refs(0, &refs);
     memdiff_impact m;
     ck_assert_int_eq(memdiff_diff_impact(d, MEMDIFF_CAT_ALL, &m), MEMDIFF_OK);
@@ -191,7 +191,7 @@ START_TEST(synthetic_per_mapping)
 {
     /* Touched bytes per after region (as smaps gives them per VMA), accessed bits ignored. */
     uint64_t touched[SYNTH_COUNT(regions)] = {3 * PG, 0, 1 * PG, 5 * PG};
-    memdiff__refs_in refs = {0, 0, touched};
+    memdiff__refs_in refs = {.region_touched = touched};
     memdiff_diff *d = synth_refs(0, &refs);
     memdiff_impact m;
     ck_assert_int_eq(memdiff_diff_impact(d, MEMDIFF_CAT_ALL, &m), MEMDIFF_OK);
@@ -207,10 +207,115 @@ START_TEST(synthetic_per_mapping)
 }
 END_TEST
 
+/* Per-mapping figures through memdiff__refs_apportion: one VMA (as smaps lists it) holding two
+ * heap chunks, 8 and 24 of whose pages are resident, and one holding a single region. The first
+ * VMA's 12 referenced pages are divided 3 : 9 by resident pages, an estimate, each bounded by its
+ * resident size and the VMA's figure (8 and 12 pages), the heap and the totals by the VMA's
+ * figure (12 pages, 17 with the exact 5); the second VMA's 5 pages are exact, unmarked. */
+static const synth_region chunk_regions[] = {
+    {MAP, MAP + 16 * PG, MEMDIFF_CAT_HEAP, "malloc mmap chunk", MAP, 0, 0, 0, 0},
+    {MAP + 16 * PG, MAP + 48 * PG, MEMDIFF_CAT_HEAP, "malloc mmap chunk", MAP + 16 * PG, 0, 0,
+     0, 0},
+    {MAP + 48 * PG, MAP + 64 * PG, MEMDIFF_CAT_PRIVATE, "anonymous", MAP + 48 * PG, 0, 0, 0, 0},
+};
+static const synth_run chunk_runs[] = {
+    {MAP, 8, PRES | PRIV},
+    {MAP + 16 * PG, 24, PRES | PRIV},
+    {MAP + 48 * PG, 16, PRES | PRIV},
+};
+
+static void check_estimate(const memdiff_impact *m, uint64_t touched, uint64_t estimated,
+                           uint64_t max, const char *what)
+{
+    ck_assert_msg(m->touched_bytes == touched * PG &&
+                      m->touched_estimated_bytes == estimated * PG &&
+                      m->touched_max_bytes == max * PG,
+                  "%s: touched %llu, estimated %llu, at most %llu pages; want %llu %llu %llu",
+                  what, (unsigned long long)(m->touched_bytes / PG),
+                  (unsigned long long)(m->touched_estimated_bytes / PG),
+                  (unsigned long long)(m->touched_max_bytes / PG), (unsigned long long)touched,
+                  (unsigned long long)estimated, (unsigned long long)max);
+}
+
+START_TEST(synthetic_shared_mapping)
+{
+    synth_spec spec = {.regions = chunk_regions, .region_count = SYNTH_COUNT(chunk_regions),
+                       .runs = chunk_runs, .run_count = SYNTH_COUNT(chunk_runs)};
+    memdiff_snapshot *sb = synth_snapshot(&spec), *sa = synth_snapshot(&spec);
+    const memdiff__plat_usage usage[] = {
+        {MAP, MAP + 48 * PG, 32 * PG, 32 * PG, 12 * PG},
+        {MAP + 48 * PG, MAP + 64 * PG, 16 * PG, 16 * PG, 5 * PG},
+    };
+    memdiff__arena arena = MEMDIFF__ARENA_INIT;
+    memdiff__refs_in refs;
+    memset(&refs, 0, sizeof refs);
+    ck_assert_int_eq(memdiff__refs_apportion(&arena, sa, usage, 2, &refs), MEMDIFF_OK);
+    memdiff_refset_info in;
+    memset(&in, 0, sizeof in);
+    in.sources = MEMDIFF_REFS_CLEARED | MEMDIFF_REFS_MAPPINGS;
+    memdiff_diff *d = NULL;
+    ck_assert_int_eq(memdiff__refset_diff(sb, sa, 0, &refs, &in, NULL, &d), MEMDIFF_OK);
+    ck_assert_uint_eq(memdiff_diff_block_count(d), 3);
+    memdiff_block k[3] = {block(d, 0), block(d, 1), block(d, 2)};
+    check_estimate(&k[0].impact, 3, 3, 8, "chunk 1");
+    check_estimate(&k[1].impact, 9, 9, 12, "chunk 2");
+    check_estimate(&k[2].impact, 5, 0, 5, "the mapping of its own");
+    memdiff_impact m;
+    ck_assert_int_eq(memdiff_diff_impact(d, MEMDIFF_CAT_HEAP, &m), MEMDIFF_OK);
+    check_estimate(&m, 12, 12, 12, "heap");
+    ck_assert_int_eq(memdiff_diff_impact(d, MEMDIFF_CAT_PRIVATE, &m), MEMDIFF_OK);
+    check_estimate(&m, 5, 0, 5, "private");
+    ck_assert_int_eq(memdiff_diff_impact(d, MEMDIFF_CAT_ALL, &m), MEMDIFF_OK);
+    check_estimate(&m, 17, 12, 17, "total");
+
+    /* A check says the figure is an estimate and gives the bound, whether it holds or not;
+     * one on exact figures says nothing of the kind. */
+    char msg[2048];
+    memdiff_figure f = {MEMDIFF_CAT_ALL, MEMDIFF_MEASURE_TOUCHED, NULL};
+    ck_assert_int_eq(memdiff_check(d, &f, MEMDIFF_CMP_LE, 20 * (int64_t)PG, msg, sizeof msg), 1);
+    ck_assert_msg(strstr(msg, "= \xe2\x89\x88" "69,632, want") &&
+                      strstr(msg, "estimated: 49,152 of these bytes") &&
+                      strstr(msg, "at most 69,632"),
+                  "%s", msg);
+    f.category = MEMDIFF_CAT_PRIVATE;
+    ck_assert_int_eq(memdiff_check(d, &f, MEMDIFF_CMP_LE, 20 * (int64_t)PG, msg, sizeof msg), 1);
+    ck_assert_msg(!strstr(msg, "estimated") && !strstr(msg, "\xe2\x89\x88"), "%s", msg);
+    f.category = MEMDIFF_CAT_HEAP;
+    ck_assert_int_eq(memdiff_check_label(d, &f, "malloc mmap chunk", MEMDIFF_MATCH_EXACT, 0, msg,
+                                         sizeof msg),
+                     1);
+    ck_assert_msg(strstr(msg, "estimated: 49,152") && strstr(msg, "at most 81,920"), "%s", msg);
+
+    /* The text report puts "≈" before each estimated figure, the JSON report the fields. */
+    char *r = scn_report(d, 0);
+    ck_assert_msg(strstr(r, "touched \xe2\x89\x88" "12,288  heap") &&
+                      strstr(r, "touched \xe2\x89\x88" "36,864  heap") &&
+                      strstr(r, "touched  20,480  private") &&
+                      strstr(r, " \xe2\x89\x88" "69,632 bytes  (\xe2\x89\x88" "17 pages") &&
+                      strstr(r, "49,152 of it estimated, at most 69,632"),
+                  "%s", r);
+    free(r);
+    char *j = NULL;
+    size_t jn = 0;
+    FILE *jf = open_memstream(&j, &jn);
+    ck_assert_int_eq(memdiff_report_json(d, jf, 0), MEMDIFF_OK);
+    fclose(jf);
+    ck_assert_msg(strstr(j, "\"touched_bytes\": 69632, \"persistent_bytes\": 196608, "
+                            "\"impacting_bytes\": 0, \"transient_bytes\": 0, "
+                            "\"touched_estimated_bytes\": 49152, \"touched_max_bytes\": 69632}"),
+                  "%s", j);
+    free(j);
+    memdiff_diff_free(d);
+    memdiff__arena_release(&arena);
+    memdiff_snapshot_free(sa);
+    memdiff_snapshot_free(sb);
+}
+END_TEST
+
 START_TEST(synthetic_resident_is_touched)
 {
     /* Windows: after EmptyWorkingSet, every page resident at the end was touched. */
-    memdiff__refs_in refs = {0, 1, NULL};
+    memdiff__refs_in refs = {.resident_is_touched = 1};
     memdiff_diff *d = synth_refs(0, &refs);
     memdiff_impact m;
     ck_assert_int_eq(memdiff_diff_impact(d, MEMDIFF_CAT_ALL, &m), MEMDIFF_OK);
@@ -268,7 +373,7 @@ START_TEST(plain_diff_has_no_impact)
     memdiff_snapshot_free(a);
     memdiff_snapshot_free(b);
 
-    memdiff__refs_in refs = {1, 0, NULL};
+    memdiff__refs_in refs = {.accessed_bit = 1};
     d = synth_refs(0, &refs);
     ck_assert_int_eq(memdiff_diff_block(d, 2, &k), MEMDIFF_ERANGE); /* two blocks */
     /* MEMDIFF_CAT_COUNT is MEMDIFF_CAT_ALL now (the total, checked above); one past it is out
@@ -395,6 +500,9 @@ START_TEST(touched_resident_pages)
     ck_assert_uint_eq(k.presence, BOTH);
     ck_assert_uint_eq(pages(im.persistent_bytes), MAP_PAGES);
     ck_assert_uint_eq(im.impacting_bytes, 0);
+    /* A mapping of its own, one region: its figure is exact and says so. */
+    ck_assert_uint_eq(im.touched_estimated_bytes, 0);
+    ck_assert_uint_eq(im.touched_max_bytes, im.touched_bytes);
     ck_assert_uint_ge(k.start, (uintptr_t)m);
     ck_assert_uint_le(k.end, (uintptr_t)m + MAP_PAGES * ps);
 
@@ -405,6 +513,117 @@ START_TEST(touched_resident_pages)
     memdiff_diff_free(d);
     memdiff_bracket_free(b);
     scn_unmap(m, MAP_PAGES);
+}
+END_TEST
+
+/* Through a pointer the compiler cannot see through, so that malloc, memset and free stay. */
+static void *(*volatile alloc_fn)(size_t) = malloc;
+static void (*volatile free_fn)(void *) = free;
+
+/* The Referenced bytes of the mapping (VMA) of this process that holds addr, as smaps gives
+ * them, and its range. */
+static uint64_t vma_referenced(uintptr_t addr, uint64_t *start, uint64_t *end)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    ck_assert_ptr_nonnull(f);
+    char line[512];
+    int in = 0;
+    uint64_t kb = UINT64_MAX;
+    while (fgets(line, sizeof line, f) && kb == UINT64_MAX) {
+        unsigned long long lo, hi, v;
+        if (sscanf(line, "%llx-%llx ", &lo, &hi) == 2 && strchr(line, ' ') &&
+            strchr(line, '-') < strchr(line, ' ')) {
+            in = lo <= addr && addr < hi;
+            if (in) {
+                *start = lo;
+                *end = hi;
+            }
+        } else if (in && sscanf(line, "Referenced: %llu kB", &v) == 1) {
+            kb = v;
+        }
+    }
+    fclose(f);
+    ck_assert_msg(kb != UINT64_MAX, "no mapping holds 0x%llx", (unsigned long long)addr);
+    return kb * 1024;
+}
+
+enum { CHUNK = 4 << 20 };
+
+/* Two 4 MiB malloc chunks: glibc maps each of its own (above M_MMAP_THRESHOLD), the second
+ * right below the first, and the kernel merges the two anonymous mappings into one VMA, which
+ * the classifier splits into two heap regions again by their chunk headers. smaps gives one
+ * Referenced figure for the VMA, so each chunk's touched bytes are a share of it: both blocks
+ * carry them as estimated, bounded by the VMA's figure and the chunk's resident size, which is
+ * at least what the test touched in it (every page of the first, a quarter of the second). */
+START_TEST(touched_chunks_sharing_a_vma)
+{
+    size_t ps = scn_page();
+    char *a = alloc_fn(CHUNK), *c = alloc_fn(CHUNK);
+    ck_assert(a && c);
+    memset(a, 1, CHUNK);
+    memset(c, 1, CHUNK);
+    uint64_t vs, ve;
+    vma_referenced((uintptr_t)a, &vs, &ve);
+    ck_assert_msg(vs <= (uintptr_t)c && (uintptr_t)c < ve,
+                  "the chunks %p and %p are not in one VMA (0x%llx-0x%llx)", (void *)a, (void *)c,
+                  (unsigned long long)vs, (unsigned long long)ve);
+    memdiff_bracket *b = begin_self(0, 0);
+    volatile char *va = a, *vc = c;
+    for (size_t i = 0; i < CHUNK; i += ps)
+        va[i] = 2;
+    for (size_t i = 0; i < CHUNK / 4; i += ps)
+        vc[i] = 2;
+    memdiff_diff *d = end_ok(b);
+    expect_touched_known(d);
+    int per_page = (refset_of(d).sources & MEMDIFF_REFS_PAGES) != 0;
+    /* The VMA's figure now: what the end read and at most memdiff's after snapshot since. */
+    uint64_t ref = vma_referenced((uintptr_t)a, &vs, &ve);
+    memdiff_block ka = block_at(d, (uintptr_t)a, MEMDIFF_CAT_HEAP);
+    memdiff_block kc = block_at(d, (uintptr_t)c, MEMDIFF_CAT_HEAP);
+    ck_assert_msg(ka.start != kc.start, "one block for both chunks: %s", scn_block_str(&ka));
+    const struct {
+        const memdiff_block *k;
+        uint64_t touched; /* pages the test touched in it */
+    } chunks[] = {{&ka, CHUNK / ps}, {&kc, CHUNK / 4 / ps}};
+    for (size_t i = 0; i < 2; i++) {
+        const memdiff_impact *m = &chunks[i].k->impact;
+        const char *what = scn_block_str(chunks[i].k);
+        if (per_page) { /* page_idle: exact, unmarked */
+            ck_assert_msg(m->touched_estimated_bytes == 0 &&
+                              m->touched_max_bytes == m->touched_bytes,
+                          "%s", what);
+            continue;
+        }
+        ck_assert_msg(m->touched_bytes > 0 && m->touched_estimated_bytes == m->touched_bytes,
+                      "chunk %zu: touched %llu, estimated %llu: %s", i,
+                      (unsigned long long)m->touched_bytes,
+                      (unsigned long long)m->touched_estimated_bytes, what);
+        ck_assert_msg(m->touched_max_bytes >= chunks[i].touched * ps &&
+                          m->touched_max_bytes <= ref,
+                      "chunk %zu: at most %llu pages; touched %llu, VMA Referenced %llu: %s", i,
+                      (unsigned long long)pages(m->touched_max_bytes),
+                      (unsigned long long)chunks[i].touched, (unsigned long long)pages(ref),
+                      what);
+    }
+    if (!per_page) {
+        ck_assert_uint_le(ka.impact.touched_bytes + kc.impact.touched_bytes, ref);
+        memdiff_impact total;
+        ck_assert_int_eq(memdiff_diff_impact(d, MEMDIFF_CAT_ALL, &total), MEMDIFF_OK);
+        ck_assert_uint_ge(total.touched_estimated_bytes,
+                          ka.impact.touched_estimated_bytes + kc.impact.touched_estimated_bytes);
+        ck_assert_uint_ge(total.touched_max_bytes, total.touched_bytes);
+        char msg[4096];
+        memdiff_figure f = {MEMDIFF_CAT_HEAP, MEMDIFF_MEASURE_TOUCHED, NULL};
+        ck_assert_int_eq(memdiff_check(d, &f, MEMDIFF_CMP_GE, 0, msg, sizeof msg), 1);
+        ck_assert_msg(strstr(msg, "estimated: ") && strstr(msg, "at most"), "%s", msg);
+        char *r = scn_report(d, 0);
+        ck_assert_msg(strstr(r, "touched \xe2\x89\x88"), "%s", r);
+        free(r);
+    }
+    memdiff_diff_free(d);
+    memdiff_bracket_free(b);
+    free_fn(a);
+    free_fn(c);
 }
 END_TEST
 
@@ -436,9 +655,6 @@ START_TEST(touched_new_pages)
 }
 END_TEST
 
-/* Through a pointer the compiler cannot see through, so that malloc, memset and free stay. */
-static void *(*volatile alloc_fn)(size_t) = malloc;
-static void (*volatile free_fn)(void *) = free;
 
 enum { BIG = 64 << 20 };
 
@@ -979,6 +1195,7 @@ Suite *refset_suite(void)
     TCase *tc = tcase_create("Synthetic");
     tcase_add_test(tc, synthetic_per_page);
     tcase_add_test(tc, synthetic_per_mapping);
+    tcase_add_test(tc, synthetic_shared_mapping);
     tcase_add_test(tc, synthetic_resident_is_touched);
     tcase_add_test(tc, plain_diff_has_no_impact);
     tcase_add_test(tc, assert_measures);
@@ -986,6 +1203,7 @@ Suite *refset_suite(void)
 
     tc = tcase_create("Process");
     tcase_add_test(tc, touched_resident_pages);
+    tcase_add_test(tc, touched_chunks_sharing_a_vma);
     tcase_add_test(tc, touched_new_pages);
     tcase_add_test(tc, transient_block);
     tcase_add_test(tc, peak_of_kept_memory);
