@@ -510,8 +510,8 @@ typedef enum memdiff_measure {
     MEMDIFF_MEASURE_NET_PRIVATE, /* new private - freed: what a leak leaves behind. Freed pages
                                     are not split by exclusivity, so all of them count */
     MEMDIFF_MEASURE_TOUCHED,     /* the reference set: pages accessed in a reference-set bracket
-                                    (MEMDIFF_BRACKET_REFSET), resident before or not; the diff
-                                    of anything else: MEMDIFF_ENOTSUP */
+                                    (MEMDIFF_BRACKET_REFSET), resident before or not, maybe in
+                                    part estimated (memdiff_impact); else MEMDIFF_ENOTSUP */
     MEMDIFF_MEASURE_PEAK,        /* the peak resident size inside a reference-set bracket,
                                     above its start: the whole process's (MEMDIFF_CAT_ALL
                                     only, no filter applies); else MEMDIFF_ENOTSUP likewise */
@@ -586,10 +586,11 @@ MEMDIFF_API int memdiff_diff_figure(const memdiff_diff *diff, const memdiff_figu
 /* Checks "figure cmp bound" (figure NULL: MEMDIFF_FIGURE_INIT). Returns 1 when it holds, 0 when
  * not, or a negative status (as memdiff_diff_figure(); MEMDIFF_EINVAL for cmp). msg receives at
  * most msg_size bytes, NUL included (msg may be NULL when msg_size is 0): a first line with the
- * figure, the comparison and the bound; on failure, the filter, the blocks behind the figure
- * (largest first, at most MEMDIFF_CHECK_MAX_BLOCKS), the figure per category and what the filter
- * left out; on an error, the error. A message that does not fit is cut after a whole line and
- * ends with "...". */
+ * figure, the comparison and the bound (a touched figure in part estimated, memdiff_impact:
+ * U+2248 before it, and a line with that part and the bound); on failure, the filter, the
+ * blocks behind the figure (largest first, at most MEMDIFF_CHECK_MAX_BLOCKS), the figure per
+ * category and what the filter left out; on an error, the error. A message that does not fit
+ * is cut after a whole line and ends with "...". */
 MEMDIFF_API int memdiff_check(const memdiff_diff *diff, const memdiff_figure *figure,
                               memdiff_cmp cmp, int64_t bound, char *msg, size_t msg_size);
 

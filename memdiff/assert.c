@@ -256,7 +256,7 @@ int memdiff_diff_figure(const memdiff_diff *diff, const memdiff_figure *figure, 
     return MEMDIFF_OK;
 }
 
-#define APPROX "\xe2\x89\x88" /* "≈" in UTF-8, before an estimated figure */
+#define APPROX "\xe2\x89\x88" /* U+2248 (almost equal) in UTF-8, before an estimate */
 
 /* ---- messages --------------------------------------------------------------------------- */
 

@@ -32,7 +32,9 @@
  *     (reference set: no page_idle bitmap ...: touched per mapping only)
  *
  * and Touched and Persistent columns to the table, and a "touched N" column to the blocks;
- * blocks whose pages did not change but were touched read "touched". tests/fixtures/reports/
+ * blocks whose pages did not change but were touched read "touched". A touched figure that is in
+ * part an estimate (memdiff_impact) has APPROX in front, and the Touched line then ends with
+ * "; N of it estimated, at most M". tests/fixtures/reports/
  * bracket*.txt are complete examples.
  *
  * MEMDIFF_REPORT_NO_HEADER leaves out the header (first line and degraded notes). The Replaced line
@@ -116,9 +118,9 @@ static const char *fmt_signed(char buf[NUM_MAX], int64_t v)
     return fmt_num(buf, magnitude(v), v < 0 ? '-' : '+');
 }
 
-#define APPROX "\xe2\x89\x88" /* "≈" in UTF-8: 3 bytes, 1 column */
+#define APPROX "\xe2\x89\x88" /* U+2248 (almost equal) in UTF-8: 3 bytes, 1 column */
 
-/* Touched bytes, "≈" in front when part of them is an estimate (docs/reference-set.md). */
+/* Touched bytes, APPROX in front when part of them is an estimate (docs/reference-set.md). */
 static const char *fmt_touched(char buf[NUM_MAX], const memdiff_impact *m)
 {
     int est = m->touched_estimated_bytes != 0;
