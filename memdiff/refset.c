@@ -198,7 +198,8 @@ int memdiff__refs_apportion(memdiff__arena *arena, const memdiff_snapshot *s,
             unsigned cats = 0;
             for (size_t i = first; i < last; i++) {
                 shared[i] = memdiff__add_sat(shared[i], pages * ps);
-                cats |= 1u << s->regions[i].category;
+                if ((unsigned)s->regions[i].category < MEMDIFF_CAT_COUNT)
+                    cats |= 1u << s->regions[i].category;
             }
             for (int c = 0; c < MEMDIFF_CAT_COUNT; c++) {
                 if (cats & (1u << c))
