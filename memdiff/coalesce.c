@@ -92,6 +92,7 @@ static void grow_block(work *w, const memdiff__piece *p)
     w->b.end = MEMDIFF__MAX(w->b.end, p->end);
     w->b.presence |= p->presence;
     memdiff__totals_count(&w->b.totals, p->outcome, p->end - p->start);
+    memdiff__totals_pss(&w->b.totals, p->pss_gain, p->pss_loss);
 }
 
 static int new_block(memdiff__blocks *b, const memdiff__piece *p, size_t *index)

@@ -87,6 +87,7 @@ typedef struct walk {
     int frames;   /* both snapshots carry frame numbers */
     int privacy;  /* both snapshots read the pagemap exclusive bit */
     int new_by_private_bit;
+    int pss;      /* both snapshots know PSS (MEMDIFF_SRC_PSS) */
     const memdiff__refs_in *refs; /* bracket diffs: where touched pages come from; else NULL */
     size_t touched_region;        /* the after region whose per-mapping touched bytes went last */
 } walk;
@@ -180,6 +181,7 @@ static int emit_piece(walk *w, side *sd, const memdiff__region *r, memdiff__piec
     memdiff_category cat = r->category;
     memdiff_impact *m = &w->diff->impact_category[cat];
     memdiff__totals_count(&w->diff->category[cat], p->outcome, p->end - p->start);
+    memdiff__totals_pss(&w->diff->category[cat], p->pss_gain, p->pss_loss);
     m->touched_bytes = memdiff__add_sat(m->touched_bytes, p->touched);
     m->touched_estimated_bytes = memdiff__add_sat(m->touched_estimated_bytes, p->touched_estimated);
     m->touched_max_bytes = memdiff__add_sat(m->touched_max_bytes, p->touched_max);
@@ -201,6 +203,68 @@ static int touched_page(const walk *w, unsigned attrs_after)
     if (!r || !memdiff__attrs_resident(attrs_after))
         return 0;
     return r->resident_is_touched || (r->accessed_bit && (attrs_after & MEMDIFF_PAGE_ACCESSED));
+}
+
+/* A side's map counts from a page on: those of its current run, or none (each page whole). */
+typedef struct mapcounts {
+    memdiff__seq_iter it;
+    int none;
+} mapcounts;
+
+static void counts_open(mapcounts *c, const walk *w, const side *sd, uint64_t lo)
+{
+    const memdiff__run *r = sd->run;
+    const memdiff_snapshot *s = sd->snap;
+    c->none = !r || r->aux == MEMDIFF__NO_AUX || !s->mapcount.present;
+    if (!c->none)
+        memdiff__seq_seek(&s->mapcount, r->aux + memdiff__in_pages(lo - r->start, w->page_size),
+                          &c->it);
+}
+
+static uint64_t counts_peek(const mapcounts *c, uint64_t max, uint64_t *base, int *step)
+{
+    if (c->none) {
+        *base = 0;
+        *step = 0;
+        return max;
+    }
+    return memdiff__seq_peek(&c->it, max, base, step);
+}
+
+/* p's PSS gained and lost, page by page: after's PSS where the after page counts (res_a) less
+ * before's where the before page counts (res_b), a stretch of constant map counts at once; each
+ * sum is rounded down to bytes once per piece. */
+static void piece_pss(const walk *w, memdiff__piece *p, int res_b, int res_a)
+{
+    uint64_t ps = w->page_size, n = memdiff__in_pages(p->end - p->start, ps);
+    uint64_t gain = 0, loss = 0;
+    mapcounts cb, ca;
+    counts_open(&cb, w, &w->b, p->start);
+    counts_open(&ca, w, &w->a, p->start);
+    while (n) {
+        uint64_t bb, ba;
+        int sb, sa;
+        uint64_t len = counts_peek(&cb, n, &bb, &sb);
+        len = counts_peek(&ca, len, &ba, &sa);
+        for (uint64_t k = 0; k < len;) {
+            int64_t j = (int64_t)k;
+            uint64_t xb = res_b ? memdiff__pss_fixed(ps, bb + (uint64_t)(sb * j)) : 0;
+            uint64_t xa = res_a ? memdiff__pss_fixed(ps, ba + (uint64_t)(sa * j)) : 0;
+            uint64_t m = sb || sa ? 1 : len - k;
+            if (xa > xb)
+                gain = memdiff__add_sat(gain, memdiff__mul_sat(xa - xb, m));
+            else
+                loss = memdiff__add_sat(loss, memdiff__mul_sat(xb - xa, m));
+            k += m;
+        }
+        if (!cb.none)
+            memdiff__seq_skip(&cb.it, len);
+        if (!ca.none)
+            memdiff__seq_skip(&ca.it, len);
+        n -= len;
+    }
+    p->pss_gain = gain >> 12;
+    p->pss_loss = loss >> 12;
 }
 
 /* Counts [lo, hi) with one outcome into the attributed region's category (or Own) and hands it
@@ -227,6 +291,12 @@ static int emit(walk *w, uint64_t lo, uint64_t hi, memdiff__outcome outcome, int
             p.persistent = hi - lo;
         if (from_after && touched_page(w, attrs_after))
             p.touched = p.touched_max = hi - lo;
+    }
+    if (w->pss && outcome != MEMDIFF__OUT_NONE) {
+        int kept = outcome == MEMDIFF__OUT_REPLACED || outcome == MEMDIFF__OUT_BECAME_PRIVATE ||
+                   outcome == MEMDIFF__OUT_BECAME_SHARED;
+        int is_new = outcome == MEMDIFF__OUT_NEW_PRIVATE || outcome == MEMDIFF__OUT_NEW_SHARED;
+        piece_pss(w, &p, !is_new, kept || is_new);
     }
     return emit_piece(w, sd, sd->region, &p);
 }
@@ -465,6 +535,8 @@ static const char *too_large(const memdiff_totals *t, const memdiff_impact *m, u
         {"replaced", t->replaced_bytes},
         {"became private", t->became_private_bytes},
         {"became shared", t->became_shared_bytes},
+        {"new PSS", t->new_pss_bytes},
+        {"freed PSS", t->freed_pss_bytes},
         {"touched", m->touched_bytes},
         {"persistent", m->persistent_bytes},
     };
@@ -645,6 +717,7 @@ int memdiff__compare_refs(const memdiff_snapshot *before, const memdiff_snapshot
     w.frames = before->frames.present && after->frames.present;
     w.privacy = memdiff__knows_privacy(&before->info) && memdiff__knows_privacy(&after->info);
     w.new_by_private_bit = memdiff__knows_privacy(&after->info);
+    w.pss = (before->info.sources & after->info.sources & MEMDIFF_SRC_PSS) != 0;
     w.refs = refs;
     w.touched_region = SIZE_MAX;
     d->bracket = refs != NULL;

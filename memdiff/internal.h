@@ -38,6 +38,12 @@ static inline uint64_t memdiff__add_sat(uint64_t a, uint64_t b)
     return b > UINT64_MAX - a ? UINT64_MAX : a + b;
 }
 
+/* a * b, or UINT64_MAX when the product does not fit. */
+static inline uint64_t memdiff__mul_sat(uint64_t a, uint64_t b)
+{
+    return b && a > UINT64_MAX / b ? UINT64_MAX : a * b;
+}
+
 /* a as a signed figure: at most INT64_MAX. */
 static inline int64_t memdiff__to_figure(uint64_t a)
 {
@@ -91,6 +97,7 @@ typedef struct memdiff__region {
     uint64_t resident_pages;   /* present, zero page excluded */
     uint64_t private_pages;
     uint64_t swapped_pages;
+    uint64_t pss_fixed;        /* PSS in 1/4096 bytes (memdiff__pss_fixed): MEMDIFF_SRC_PSS */
 } memdiff__region;
 
 /* A run: pages [start, start + npages * page_size) share attrs (MEMDIFF_PAGE_*). Only pages that
@@ -169,8 +176,21 @@ static inline void memdiff__region_count(memdiff__region *r, unsigned attrs, uin
 
 /* Sets the info's region and run counts and its byte totals (resident, private, shared,
  * swapped, own) from the regions' page counts. A snapshot taken of the calling process then
- * replaces own_bytes by the arena's count (its Own regions have no pages). */
+ * replaces own_bytes by the arena's count (its Own regions have no pages). With map counts
+ * (MEMDIFF_SRC_MAP_COUNTS) it also sets MEMDIFF_SRC_PSS and every region's and the info's PSS. */
 void memdiff__snapshot_tally(memdiff_snapshot *s);
+
+/* PSS of a resident page mapped n times, in 1/4096 bytes: what smaps adds for it
+ * (fs/proc/task_mmu.c, smaps_account(), PSS_SHIFT 12); a count below 2, or unknown (0), is
+ * the whole page. smaps prints the sum >> 12 >> 10 kB; memdiff hands out sum >> 12 bytes. */
+static inline uint64_t memdiff__pss_fixed(uint64_t page_size, uint64_t n)
+{
+    return n >= 2 ? (page_size << 12) / n : page_size << 12;
+}
+
+/* PSS in 1/4096 bytes of the n resident pages whose frame facts begin at aux (a run's; NO_AUX:
+ * none, each page whole), from s->mapcount stretch by stretch; saturating. */
+uint64_t memdiff__pss_of(const memdiff_snapshot *s, uint64_t aux, uint64_t n);
 
 /* ---- page runs (runs.c) ----------------------------------------------------------------- */
 
@@ -332,6 +352,9 @@ static inline int memdiff__knows_privacy(const memdiff_snapshot_info *info)
 /* Adds b into a (all fields, net recomputed; totals.c). */
 void memdiff__totals_add(memdiff_totals *a, const memdiff_totals *b);
 
+/* Adds PSS gained and lost (a piece's) into t's new_pss_bytes and freed_pss_bytes. */
+void memdiff__totals_pss(memdiff_totals *t, uint64_t gain, uint64_t loss);
+
 /* ---- compare, coalesce and report internals (compare.c, totals.c, coalesce.c, report_*.c) */
 
 /* What one page did between two snapshots, freed and new split by their kinds. */
@@ -363,6 +386,7 @@ typedef struct memdiff__piece {
     uint64_t touched;    /* bracket diffs: bytes of it accessed during the bracket */
     uint64_t touched_estimated, touched_max; /* memdiff_impact's: of touched, an estimate; bound */
     uint64_t persistent; /* bracket diffs: bytes of it resident before and after */
+    uint64_t pss_gain, pss_loss; /* PSS after minus before, in bytes (new_pss_bytes...) */
 } memdiff__piece;
 
 typedef struct memdiff__blocks memdiff__blocks; /* block builder, arena-allocated */

@@ -178,11 +178,62 @@ static unsigned used_sources(memdiff_depth depth, unsigned avail)
     return avail & keep;
 }
 
+uint64_t memdiff__pss_of(const memdiff_snapshot *s, uint64_t aux, uint64_t n)
+{
+    uint64_t ps = s->info.page_size, sum = 0;
+    if (aux == MEMDIFF__NO_AUX || !s->mapcount.present)
+        return memdiff__mul_sat(memdiff__pss_fixed(ps, 1), n);
+    memdiff__seq_iter it;
+    memdiff__seq_seek(&s->mapcount, aux, &it);
+    while (n) {
+        uint64_t base;
+        int step;
+        uint64_t len = memdiff__seq_peek(&it, n, &base, &step);
+        if (step == 0) {
+            sum = memdiff__add_sat(sum, memdiff__mul_sat(memdiff__pss_fixed(ps, base), len));
+        } else {
+            for (uint64_t k = 0; k < len; k++)
+                sum = memdiff__add_sat(
+                    sum, memdiff__pss_fixed(ps, base + (uint64_t)((int64_t)step * (int64_t)k)));
+        }
+        memdiff__seq_skip(&it, len);
+        n -= len;
+    }
+    return sum;
+}
+
+/* Each region's PSS from its resident runs' map counts: smaps' sum, page by page. */
+static uint64_t tally_pss(memdiff_snapshot *s)
+{
+    uint64_t total = 0;
+    for (size_t i = 0; i < s->region_count; i++) {
+        memdiff__region *r = &s->regions[i];
+        memdiff__runs_iter it;
+        memdiff__run run;
+        r->pss_fixed = 0;
+        memdiff__runs_begin_region(s, i, &it);
+        while (memdiff__runs_next(&it, &run))
+            if (memdiff__attrs_resident(run.attrs))
+                r->pss_fixed = memdiff__add_sat(r->pss_fixed, memdiff__pss_of(s, run.aux,
+                                                                              run.npages));
+        if (r->category != MEMDIFF_CAT_OWN)
+            total = memdiff__add_sat(total, r->pss_fixed);
+    }
+    return total >> 12;
+}
+
 void memdiff__snapshot_tally(memdiff_snapshot *s)
 {
     memdiff_snapshot_info *in = &s->info;
     uint64_t ps = in->page_size;
     in->resident_bytes = in->private_bytes = in->swapped_bytes = in->own_bytes = 0;
+    /* PSS needs every resident page's map count: deep depth (a file keeps its sources). */
+    in->sources &= ~MEMDIFF_SRC_PSS;
+    in->pss_bytes = 0;
+    if (in->sources & MEMDIFF_SRC_MAP_COUNTS) {
+        in->sources |= MEMDIFF_SRC_PSS;
+        in->pss_bytes = tally_pss(s);
+    }
     for (size_t i = 0; i < s->region_count; i++) {
         const memdiff__region *r = &s->regions[i];
         if (r->category == MEMDIFF_CAT_OWN) {
@@ -438,6 +489,7 @@ static void export_region(const memdiff_snapshot *s, const memdiff__region *r, m
     out->private_bytes = r->private_pages * ps;
     out->shared_bytes = (r->resident_pages - r->private_pages) * ps;
     out->swapped_bytes = r->swapped_pages * ps;
+    out->pss_bytes = (s->info.sources & MEMDIFF_SRC_PSS) ? r->pss_fixed >> 12 : 0;
 }
 
 int memdiff_snapshot_region(const memdiff_snapshot *snapshot, size_t index, memdiff_region *out)

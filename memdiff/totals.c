@@ -64,4 +64,11 @@ void memdiff__totals_add(memdiff_totals *a, const memdiff_totals *b)
     a->became_private_bytes = memdiff__add_sat(a->became_private_bytes, b->became_private_bytes);
     a->became_shared_bytes = memdiff__add_sat(a->became_shared_bytes, b->became_shared_bytes);
     a->net_bytes = memdiff__sub_sat(a->new_bytes, a->freed_bytes);
+    memdiff__totals_pss(a, b->new_pss_bytes, b->freed_pss_bytes);
+}
+
+void memdiff__totals_pss(memdiff_totals *t, uint64_t gain, uint64_t loss)
+{
+    t->new_pss_bytes = memdiff__add_sat(t->new_pss_bytes, gain);
+    t->freed_pss_bytes = memdiff__add_sat(t->freed_pss_bytes, loss);
 }

@@ -15,7 +15,10 @@
  *    folio_precise_page_mapcount() == 1. The same test, so Private/Shared must match exactly.
  *  - Pss adds (PAGE_SIZE << 12) / mapcount per page (PAGE_SIZE << 12 when mapcount < 2) and
  *    prints sum >> 12 >> 10 kB. As root at deep depth memdiff has kpagecount per frame, which is
- *    folio_precise_page_mapcount(), so the test recomputes Pss from the snapshot's own map counts.
+ *    folio_precise_page_mapcount(), and adds the same per region: memdiff_region.pss_bytes is
+ *    the region's sum >> 12. A mapping of k regions sums k values each rounded down, so its sum
+ *    S is below the kernel's sum >> 12 by 0 .. k - 1 bytes: smaps' kB is S / 1024 when k is 1,
+ *    and (S + d) / 1024 for some d in [0, k - 1] otherwise.
  * "The same instant": smaps is read before and after each snapshot; a mapping is compared only
  * when both readings agree. The target's own pages do not change (it waits on a pipe), but pages
  * it shares with the rest of the machine (libc, page cache) change map counts whenever another
@@ -231,7 +234,7 @@ static uint64_t pagemap_present(const char *path, uint64_t start, uint64_t end)
 
 typedef struct figures {
     uint64_t resident, private_, shared, swapped;
-    uint64_t pss_fixed; /* sum of (page << 12) / mapcount, as smaps_account() adds it */
+    uint64_t pss;       /* memdiff_region.pss_bytes summed */
     size_t regions;
 } figures;
 
@@ -258,6 +261,7 @@ static int memdiff_figures(const memdiff_snapshot *s, const smaps_vma *v, size_t
         f->private_ += r.private_bytes;
         f->shared += r.shared_bytes;
         f->swapped += r.swapped_bytes;
+        f->pss += r.pss_bytes;
         f->regions++;
         pos = r.end;
         i++;
@@ -268,23 +272,6 @@ static int memdiff_figures(const memdiff_snapshot *s, const smaps_vma *v, size_t
                   (unsigned long long)v->start, (unsigned long long)pos,
                   (unsigned long long)v->start, (unsigned long long)v->end, v->name);
         return -1;
-    }
-    /* Pss from the snapshot's per-page map counts (deep depth). */
-    if (s->mapcount.present) {
-        uint64_t ps = s->info.page_size;
-        memdiff__runs_iter it;
-        memdiff__run cur;
-        const memdiff__run *run = &cur;
-        for (memdiff__runs_begin(s, &it); memdiff__runs_next(&it, &cur);) {
-            if (run->start < v->start || run->start >= v->end || run->aux == MEMDIFF__NO_AUX ||
-                !memdiff__attrs_resident(run->attrs))
-                continue;
-            for (uint64_t p = 0; p < run->npages; p++) {
-                uint64_t mc = memdiff__seq_get(&s->mapcount, run->aux + p);
-                uint64_t pss = ps << 12;
-                f->pss_fixed += mc >= 2 ? pss / mc : pss;
-            }
-        }
     }
     return 0;
 }
@@ -313,11 +300,12 @@ static int compare_vma(const char *pagemap, const smaps_vma *v, const figures *f
         }
         return 0;
     }
-    uint64_t pss_kb = (f->pss_fixed >> 12) >> 10;
+    uint64_t pss_kb = f->pss / 1024; /* the regions' rounding: the comment at the top */
+    int pss_ok = pss_kb == v->pss / 1024 || (f->pss + f->regions - 1) / 1024 == v->pss / 1024;
     /* Fast depth has no exclusivity: its private / shared split is an estimate (memdiff.h). */
     int split = depth > MEMDIFF_DEPTH_FAST;
     if (f->resident != v->rss || (split && (f->private_ != priv || f->shared != shared)) ||
-        f->swapped != v->swap || (with_pss && pss_kb != v->pss / 1024)) {
+        f->swapped != v->swap || (with_pss ? !pss_ok : f->pss != 0)) {
         snprintf(why, size,
                  "mapping 0x%llx-0x%llx %s %s: smaps Rss %llu Private %llu Shared %llu Swap %llu "
                  "Pss %llu kB; memdiff resident %llu private %llu shared %llu swapped %llu "
@@ -426,7 +414,11 @@ static void agree(int pid, memdiff_depth depth, agreement *a)
         }
         memdiff_snapshot_info info;
         memdiff_snapshot_get_info(s, &info);
-        int with_pss = info.depth == MEMDIFF_DEPTH_DEEP && s->mapcount.present;
+        /* PSS is known exactly where map counts are: deep depth, and only there. */
+        int with_pss = (info.sources & MEMDIFF_SRC_PSS) != 0;
+        if (with_pss != (info.depth == MEMDIFF_DEPTH_DEEP))
+            disagree(a, "%s snapshot of %d: MEMDIFF_SRC_PSS %s", memdiff_depth_name(info.depth),
+                     pid, with_pss ? "set" : "not set");
         if (smaps_read(pid, &after) != 0 || after.count != before.count ||
             quiet_mark(pid, &t1, &st1) != 0 || t1 != t0 || st1 != st0) {
             snprintf(why, sizeof why, "the process ran during the round (or changed its maps)");
@@ -1022,7 +1014,7 @@ START_TEST(recorded_tree)
     ck_assert_int_eq(info.pid, RECORDED_PID);
     unsigned want = MEMDIFF_SRC_REGIONS | MEMDIFF_SRC_PAGES | MEMDIFF_SRC_FRAMES |
                     MEMDIFF_SRC_PAGE_FLAGS | MEMDIFF_SRC_MAP_COUNTS | MEMDIFF_SRC_THREADS |
-                    MEMDIFF_SRC_PROCESS_TOTALS | MEMDIFF_SRC_MODULES;
+                    MEMDIFF_SRC_PROCESS_TOTALS | MEMDIFF_SRC_MODULES | MEMDIFF_SRC_PSS;
     ck_assert_uint_eq(info.sources, want);
     ck_assert_uint_gt(info.totals.vm_rss, 0); /* from the recorded status */
 
