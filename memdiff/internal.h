@@ -349,6 +349,12 @@ static inline int memdiff__knows_privacy(const memdiff_snapshot_info *info)
     return info->depth >= MEMDIFF_DEPTH_STANDARD && (info->sources & MEMDIFF_SRC_PAGES);
 }
 
+/* Whether a diff's PSS figures are known: both snapshots knew PSS (MEMDIFF_SRC_PSS); else 0. */
+static inline int memdiff__diff_knows_pss(const memdiff_diff *d)
+{
+    return (d->info[0].sources & d->info[1].sources & MEMDIFF_SRC_PSS) != 0;
+}
+
 /* Adds b into a (all fields, net recomputed; totals.c). */
 void memdiff__totals_add(memdiff_totals *a, const memdiff_totals *b);
 

@@ -62,7 +62,8 @@ static void put_string(FILE *out, const char *s)
     fputc('"', out);
 }
 
-static void put_totals(FILE *out, const memdiff_totals *t)
+/* pss: the diff knows PSS; else its PSS figures (0, unknown) are left out. */
+static void put_totals(FILE *out, const memdiff_totals *t, int pss)
 {
     fprintf(out,
             "{\"new_bytes\": %" PRIu64 ", \"new_private_bytes\": %" PRIu64
@@ -70,10 +71,14 @@ static void put_totals(FILE *out, const memdiff_totals *t)
             ", \"freed_unmapped_bytes\": %" PRIu64 ", \"freed_discarded_bytes\": %" PRIu64
             ", \"freed_swapped_bytes\": %" PRIu64 ", \"replaced_bytes\": %" PRIu64
             ", \"became_private_bytes\": %" PRIu64 ", \"became_shared_bytes\": %" PRIu64
-            ", \"net_bytes\": %" PRId64 "}",
+            ", \"net_bytes\": %" PRId64,
             t->new_bytes, t->new_private_bytes, t->new_shared_bytes, t->freed_bytes,
             t->freed_unmapped_bytes, t->freed_discarded_bytes, t->freed_swapped_bytes,
             t->replaced_bytes, t->became_private_bytes, t->became_shared_bytes, t->net_bytes);
+    if (pss)
+        fprintf(out, ", \"new_pss_bytes\": %" PRIu64 ", \"freed_pss_bytes\": %" PRIu64,
+                t->new_pss_bytes, t->freed_pss_bytes);
+    fputc('}', out);
 }
 
 /* A JSON array of the names of the bits set in bits; names(bit) is NULL for unknown bits, which
@@ -115,6 +120,8 @@ static const char *source_name(unsigned bit)
         return "modules";
     case MEMDIFF_SRC_PAGE_ACCESS:
         return "page-access";
+    case MEMDIFF_SRC_PSS:
+        return "pss";
     }
     return NULL;
 }
@@ -151,7 +158,7 @@ static void put_categories(FILE *out, const char *indent, const memdiff_diff *di
 
 static void put_category_totals(FILE *out, const memdiff_diff *diff, int category)
 {
-    put_totals(out, &diff->category[category]);
+    put_totals(out, &diff->category[category], memdiff__diff_knows_pss(diff));
 }
 
 static void put_impact(FILE *out, const memdiff_impact *m)
@@ -213,6 +220,8 @@ static void put_info(FILE *out, const char *key, const memdiff_snapshot_info *i)
             "    \"own_bytes\": %" PRIu64 ",\n    \"storage_bytes\": %" PRIu64 ",\n",
             i->region_count, i->run_count, i->resident_bytes, i->private_bytes, i->shared_bytes,
             i->swapped_bytes, i->own_bytes, i->storage_bytes);
+    if (i->sources & MEMDIFF_SRC_PSS)
+        fprintf(out, "    \"pss_bytes\": %" PRIu64 ",\n", i->pss_bytes);
     fprintf(out,
             "    \"process\": {\"vm_size\": %" PRIu64 ", \"vm_rss\": %" PRIu64
             ", \"vm_hwm\": %" PRIu64 ", \"rss_anon\": %" PRIu64 ", \"rss_file\": %" PRIu64
@@ -227,7 +236,8 @@ static const char *presence_name(unsigned bit)
     return bit == MEMDIFF_IN_BEFORE ? "before" : bit == MEMDIFF_IN_AFTER ? "after" : NULL;
 }
 
-static void put_block(FILE *out, const memdiff_block *k, int verbose, const memdiff_impact *m)
+static void put_block(FILE *out, const memdiff_block *k, int verbose, int pss,
+                      const memdiff_impact *m)
 {
     fprintf(out, "    {\"start\": \"0x%" PRIx64 "\", \"end\": \"0x%" PRIx64
                  "\", \"category\": \"%s\", ",
@@ -237,7 +247,7 @@ static void put_block(FILE *out, const memdiff_block *k, int verbose, const memd
     fprintf(out, ", \"change\": \"%s\", \"presence\": ", memdiff_change_name(k->change));
     put_names(out, k->presence, presence_name);
     fputs(", \"totals\": ", out);
-    put_totals(out, &k->totals);
+    put_totals(out, &k->totals, pss);
     if (verbose) {
         fputs(", \"attrs_before\": ", out);
         put_names(out, k->attrs_before, memdiff__page_attr_name);
@@ -265,9 +275,10 @@ int memdiff_report_json(const memdiff_diff *diff, FILE *out, unsigned flags)
         put_info(out, "after", &diff->info[1]);
     }
     fprintf(out, "  \"verbose\": %s,\n  \"totals\": ", verbose ? "true" : "false");
-    put_totals(out, &diff->total);
+    int pss = memdiff__diff_knows_pss(diff);
+    put_totals(out, &diff->total, pss);
     fputs(",\n  \"own\": ", out);
-    put_totals(out, &diff->category[MEMDIFF_CAT_OWN]);
+    put_totals(out, &diff->category[MEMDIFF_CAT_OWN], pss);
     fputs(",\n  \"categories\": {\n", out);
     put_categories(out, "    ", diff, put_category_totals);
     fputs("\n  },\n", out);
@@ -276,7 +287,8 @@ int memdiff_report_json(const memdiff_diff *diff, FILE *out, unsigned flags)
     fputs("  \"blocks\": [", out);
     for (size_t i = 0; i < diff->block_count; i++) {
         fputs(i ? ",\n" : "\n", out);
-        put_block(out, &diff->blocks[i], verbose, diff->bracket ? &diff->blocks[i].impact : NULL);
+        put_block(out, &diff->blocks[i], verbose, pss,
+                  diff->bracket ? &diff->blocks[i].impact : NULL);
     }
     fputs(diff->block_count ? "\n  ]\n}\n" : "]\n}\n", out);
     /* A stream reports write errors late (buffered): flush before asking. */

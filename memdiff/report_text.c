@@ -42,7 +42,10 @@
  * Became-private / Became-shared columns likewise. Verbose diffs add the page attributes before
  * and after ("present,private -> -") before the label. Labels come last because they are as
  * long as paths. Labels, host names and degraded notes are escaped (escape.c) so that what a
- * target or a file chose as a name can neither break a line nor drive the terminal.
+ * target or a file chose as a name can neither break a line nor drive the terminal. A diff of
+ * two snapshots that know PSS (MEMDIFF_SRC_PSS: deep) adds after Memory freed
+ *   Net PSS:                  -40,960 bytes  (+0 gained, -40,960 lost)
+ * and a Net PSS column (new_pss_bytes - freed_pss_bytes) to the table; other diffs have no PSS.
  *
  * No allocation: numbers are formatted into stack buffers; output is deterministic for a diff.
  */
@@ -268,6 +271,10 @@ static void put_summary(const memdiff_diff *diff, FILE *out)
             freed, fmt_num(x, t->freed_bytes / ps, 0), fmt_num(y, t->freed_unmapped_bytes / ps, 0),
             fmt_num(z, t->freed_discarded_bytes / ps, 0));
     fprintf(out, "%s swapped out)\n", fmt_num(x, t->freed_swapped_bytes / ps, 0));
+    if (memdiff__diff_knows_pss(diff)) /* else its PSS is 0: unknown, not shown */
+        fprintf(out, "%-23s%*s bytes  (%s gained, %s lost)\n", "Net PSS:", w,
+                fmt_signed(z, memdiff__sub_sat(t->new_pss_bytes, t->freed_pss_bytes)),
+                fmt_num(x, t->new_pss_bytes, '+'), fmt_num(y, t->freed_pss_bytes, '-'));
     if (t->replaced_bytes || t->became_private_bytes || t->became_shared_bytes)
         fprintf(out, "Replaced: %s bytes  Became private: %s bytes  Became shared: %s bytes\n",
                 fmt_num(x, t->replaced_bytes, 0), fmt_num(y, t->became_private_bytes, 0),
@@ -346,10 +353,10 @@ static int row_empty(const memdiff_diff *diff, int c)
                               !diff->impact_category[c].persistent_bytes);
 }
 
-enum { COLS_MAX = 10 };
+enum { COLS_MAX = 11 };
 
 /* One table row's cells, formatted. m: the row's impact in a bracket's diff, else NULL. */
-static int table_cells(const memdiff_totals *t, const memdiff_impact *m, int wide,
+static int table_cells(const memdiff_totals *t, const memdiff_impact *m, int wide, int pss,
                        char cells[COLS_MAX][NUM_MAX])
 {
     int n = 0;
@@ -367,6 +374,8 @@ static int table_cells(const memdiff_totals *t, const memdiff_impact *m, int wid
         fmt_touched(cells[n++], m);
         fmt_num(cells[n++], m->persistent_bytes, 0);
     }
+    if (pss)
+        fmt_signed(cells[n++], memdiff__sub_sat(t->new_pss_bytes, t->freed_pss_bytes));
     return n;
 }
 
@@ -374,16 +383,18 @@ static void put_table(const memdiff_diff *diff, FILE *out)
 {
     static const char *const all_heads[COLS_MAX] = {
         "New", "Freed", "Net", "Private", "Shared", "Replaced", "Became private", "Became shared",
-        "Touched", "Persistent",
+        "Touched", "Persistent", "Net PSS",
     };
     const memdiff_totals *t = &diff->total;
     int wide = t->replaced_bytes || t->became_private_bytes || t->became_shared_bytes;
+    int pss = memdiff__diff_knows_pss(diff);
     char cells[COLS_MAX][NUM_MAX];
     const char *heads[COLS_MAX];
     int width[COLS_MAX];
     int ncols = 0;
     for (int i = 0; i < COLS_MAX; i++) {
-        if ((i >= 5 && i < 8 && !wide) || (i >= 8 && !diff->bracket))
+        if ((i >= 5 && i < 8 && !wide) || (i >= 8 && i < 10 && !diff->bracket) ||
+            (i == 10 && !pss))
             continue;
         heads[ncols] = all_heads[i];
         width[ncols] = (int)strlen(all_heads[i]);
@@ -404,7 +415,7 @@ static void put_table(const memdiff_diff *diff, FILE *out)
                                                               : &diff->impact;
             if (c == MEMDIFF_CAT_OWN || (c < MEMDIFF_CAT_COUNT && row_empty(diff, c)))
                 continue;
-            table_cells(row, m, wide, cells);
+            table_cells(row, m, wide, pss, cells);
             for (int i = 0; i < ncols; i++) {
                 if (pass == 0)
                     width[i] = MEMDIFF__MAX(width[i], text_cols(cells[i]));

@@ -577,7 +577,8 @@ END_TEST
 /* ---- snapshot sources by name --------------------------------------------------------------- */
 
 /* show names a snapshot's sources in the 0.2 words, the ones the core's JSON report uses, in
- * bit order: every public MEMDIFF_SRC_* bit at once, and the usual standard-depth three alone.
+ * bit order: every public MEMDIFF_SRC_* bit at once (pss follows from map-counts: the loader
+ * recomputes PSS), and the usual standard-depth three alone.
  * No name is left of 0.1's (maps, pagemap, pfn, kpageflags, kpagecount, status, page-idle). */
 START_TEST(show_names_sources_in_0_2_words)
 {
@@ -616,12 +617,12 @@ START_TEST(show_names_sources_in_0_2_words)
 
     ASSERT_RUN(0, "show all.mds");
     ck_assert_msg(strstr(out, "\nSources: regions pages frames page-flags map-counts "
-                              "process-totals threads heaps modules page-access\n") != NULL,
+                              "process-totals threads heaps modules page-access pss\n") != NULL,
                   "%s", out);
     ASSERT_RUN(0, "show --json all.mds");
     ck_assert_msg(strstr(out, "\"sources\": [\"regions\", \"pages\", \"frames\", "
                               "\"page-flags\", \"map-counts\", \"process-totals\", "
-                              "\"threads\", \"heaps\", \"modules\", \"page-access\"],\n") != NULL,
+                              "\"threads\", \"heaps\", \"modules\", \"page-access\", \"pss\"],\n") != NULL,
                   "%s", out);
     ASSERT_RUN(0, "show std.mds");
     ck_assert_msg(strstr(out, "\nSources: regions pages process-totals\n") != NULL, "%s", out);

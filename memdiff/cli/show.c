@@ -41,6 +41,7 @@ static const struct {
     {MEMDIFF_SRC_HEAPS, "heaps"},
     {MEMDIFF_SRC_MODULES, "modules"},
     {MEMDIFF_SRC_PAGE_ACCESS, "page-access"},
+    {MEMDIFF_SRC_PSS, "pss"},
 };
 
 #define NSOURCES (sizeof sources / sizeof sources[0])
@@ -70,6 +71,7 @@ static int each_block(const memdiff_snapshot *s, int per_region,
             b.r.private_bytes += r.private_bytes;
             b.r.shared_bytes += r.shared_bytes;
             b.r.swapped_bytes += r.swapped_bytes;
+            b.r.pss_bytes += r.pss_bytes;
             b.regions++;
             continue;
         }
@@ -85,7 +87,7 @@ static int each_block(const memdiff_snapshot *s, int per_region,
 }
 
 typedef struct cat_sum {
-    uint64_t resident, private_, shared, swapped;
+    uint64_t resident, private_, shared, swapped, pss;
     size_t regions;
 } cat_sum;
 
@@ -103,6 +105,7 @@ static void sum_categories(const memdiff_snapshot *s, cat_sum sums[MEMDIFF_CAT_C
         c->private_ += r.private_bytes;
         c->shared += r.shared_bytes;
         c->swapped += r.swapped_bytes;
+        c->pss += r.pss_bytes;
         c->regions++;
     }
 }
@@ -177,6 +180,10 @@ static void show_text(const memdiff_snapshot *s, int per_region, FILE *out)
             cli_fmt_uint(b1, i.resident_bytes), cli_fmt_uint(b2, i.private_bytes),
             cli_fmt_uint(b3, i.shared_bytes));
     fprintf(out, "Swapped:   %15s bytes\n", cli_fmt_uint(b1, i.swapped_bytes));
+    int pss = (i.sources & MEMDIFF_SRC_PSS) != 0; /* else unknown: no PSS column */
+    if (pss)
+        fprintf(out, "PSS:       %15s bytes  (page size / map count per page, as smaps)\n",
+                cli_fmt_uint(b1, i.pss_bytes));
     fprintf(out, "memdiff's own storage: %s bytes (excluded from all totals)\n",
             cli_fmt_uint(b1, i.own_bytes));
     const memdiff_process_totals *t = &i.totals;
@@ -187,29 +194,32 @@ static void show_text(const memdiff_snapshot *s, int per_region, FILE *out)
 
     cat_sum sums[MEMDIFF_CAT_COUNT];
     sum_categories(s, sums);
-    fprintf(out, "\n%-12s %15s %15s %15s %15s %8s\n", "Category", "Resident", "Private",
-            "Shared", "Swapped", "Regions");
+    fprintf(out, "\n%-12s %15s %15s %15s %15s %8s%s\n", "Category", "Resident", "Private",
+            "Shared", "Swapped", "Regions", pss ? "             PSS" : "");
     cat_sum total;
     memset(&total, 0, sizeof total);
     for (int c = 0; c < MEMDIFF_CAT_COUNT; c++) {
         const cat_sum *x = &sums[c];
         if (!x->regions)
             continue;
-        fprintf(out, "%-12s %15s %15s %15s %15s %8zu\n",
+        fprintf(out, "%-12s %15s %15s %15s %15s %8zu",
                 memdiff_category_name((memdiff_category)c), cli_fmt_uint(b1, x->resident),
                 cli_fmt_uint(b2, x->private_), cli_fmt_uint(b3, x->shared),
                 cli_fmt_uint(b4, x->swapped), x->regions);
+        fprintf(out, pss ? " %15s\n" : "\n", cli_fmt_uint(b1, x->pss));
         if (c == MEMDIFF_CAT_OWN)
             continue; /* as in every total: Own apart */
         total.resident += x->resident;
         total.private_ += x->private_;
         total.shared += x->shared;
         total.swapped += x->swapped;
+        total.pss += x->pss;
         total.regions += x->regions;
     }
-    fprintf(out, "%-12s %15s %15s %15s %15s %8zu\n", "total", cli_fmt_uint(b1, total.resident),
+    fprintf(out, "%-12s %15s %15s %15s %15s %8zu", "total", cli_fmt_uint(b1, total.resident),
             cli_fmt_uint(b2, total.private_), cli_fmt_uint(b3, total.shared),
             cli_fmt_uint(b4, total.swapped), total.regions);
+    fprintf(out, pss ? " %15s\n" : "\n", cli_fmt_uint(b1, total.pss));
 
     size_t nblocks = 0;
     each_block(s, per_region, count_block, &nblocks);
@@ -260,6 +270,7 @@ static void put_json_string(FILE *out, const char *str)
 typedef struct json_ctx {
     FILE *out;
     int first;
+    int pss; /* the snapshot knows PSS: pss_bytes fields */
 } json_ctx;
 
 static int json_block(void *ctx, const block *b)
@@ -278,10 +289,13 @@ static int json_block(void *ctx, const block *b)
     fprintf(j->out, ", \"path\": ");
     put_json_string(j->out, b->r.path);
     fprintf(j->out, ", \"size_bytes\": %llu, \"resident_bytes\": %llu, \"private_bytes\": %llu, "
-            "\"shared_bytes\": %llu, \"swapped_bytes\": %llu}",
+            "\"shared_bytes\": %llu, \"swapped_bytes\": %llu",
             (unsigned long long)(b->r.end - b->r.start), (unsigned long long)b->r.resident_bytes,
             (unsigned long long)b->r.private_bytes, (unsigned long long)b->r.shared_bytes,
             (unsigned long long)b->r.swapped_bytes);
+    if (j->pss)
+        fprintf(j->out, ", \"pss_bytes\": %llu", (unsigned long long)b->r.pss_bytes);
+    fputc('}', j->out);
     j->first = 0;
     return 0;
 }
@@ -309,15 +323,20 @@ static void show_json(const memdiff_snapshot *s, int per_region, FILE *out)
         }
     }
     const memdiff_process_totals *t = &i.totals;
+    int pss = (i.sources & MEMDIFF_SRC_PSS) != 0; /* else unknown: no pss_bytes fields */
+    char pss_field[64] = "";
+    if (pss)
+        snprintf(pss_field, sizeof pss_field, "    \"pss_bytes\": %llu,\n",
+                 (unsigned long long)i.pss_bytes);
     fprintf(out, "],\n    \"region_count\": %zu,\n    \"run_count\": %zu,\n"
             "    \"resident_bytes\": %llu,\n    \"private_bytes\": %llu,\n"
             "    \"shared_bytes\": %llu,\n    \"swapped_bytes\": %llu,\n    \"own_bytes\": %llu,\n"
-            "    \"process_totals\": {\"vm_size\": %llu, \"vm_rss\": %llu, \"vm_hwm\": %llu, "
+            "%s    \"process_totals\": {\"vm_size\": %llu, \"vm_rss\": %llu, \"vm_hwm\": %llu, "
             "\"rss_anon\": %llu, \"rss_file\": %llu, \"rss_shmem\": %llu, \"vm_pte\": %llu, "
             "\"vm_swap\": %llu}\n  },\n  \"categories\": {",
             i.region_count, i.run_count, (unsigned long long)i.resident_bytes,
             (unsigned long long)i.private_bytes, (unsigned long long)i.shared_bytes,
-            (unsigned long long)i.swapped_bytes, (unsigned long long)i.own_bytes,
+            (unsigned long long)i.swapped_bytes, (unsigned long long)i.own_bytes, pss_field,
             (unsigned long long)t->vm_size, (unsigned long long)t->vm_rss,
             (unsigned long long)t->vm_hwm, (unsigned long long)t->rss_anon,
             (unsigned long long)t->rss_file, (unsigned long long)t->rss_shmem,
@@ -327,13 +346,16 @@ static void show_json(const memdiff_snapshot *s, int per_region, FILE *out)
     for (int c = 0; c < MEMDIFF_CAT_COUNT; c++) {
         const cat_sum *x = &sums[c];
         fprintf(out, "%s\n    \"%s\": {\"resident_bytes\": %llu, \"private_bytes\": %llu, "
-                "\"shared_bytes\": %llu, \"swapped_bytes\": %llu, \"regions\": %zu}",
+                "\"shared_bytes\": %llu, \"swapped_bytes\": %llu, \"regions\": %zu",
                 c ? "," : "", memdiff_category_name((memdiff_category)c),
                 (unsigned long long)x->resident, (unsigned long long)x->private_,
                 (unsigned long long)x->shared, (unsigned long long)x->swapped, x->regions);
+        if (pss)
+            fprintf(out, ", \"pss_bytes\": %llu", (unsigned long long)x->pss);
+        fputc('}', out);
     }
     fprintf(out, "\n  },\n  \"%s\": [", per_region ? "regions" : "blocks");
-    json_ctx j = {out, 1};
+    json_ctx j = {out, 1, pss};
     each_block(s, per_region, json_block, &j);
     fputs("\n  ]\n}\n", out);
 }
