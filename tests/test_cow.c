@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "scenario_util.h"
+#include "smaps.h"
 #include "suites.h"
 
 enum { COW_PAGES = 10 };
@@ -106,6 +107,11 @@ static const char *snap(const cow_case *c, const char *when, memdiff_snapshot **
               (info.sources & MEMDIFF_SRC_PAGES),
           "%s: snapshot %s has sources 0x%x: want pages, %s frame numbers", c->who, when,
           info.sources, c->frames ? "with" : "without");
+    /* PSS needs map counts: deep with CAP_SYS_ADMIN only; elsewhere unknown, and 0. */
+    int pss = c->frames && c->depth == MEMDIFF_DEPTH_DEEP;
+    CHECK(!!(info.sources & MEMDIFF_SRC_PSS) == pss && (pss || info.pss_bytes == 0),
+          "%s: snapshot %s: sources 0x%x, PSS %llu bytes: want PSS %s", c->who, when,
+          info.sources, (unsigned long long)info.pss_bytes, pss ? "known" : "unknown (0)");
     return NULL;
 }
 
@@ -449,6 +455,110 @@ static const char *copy_run(const cow_case *c)
     return err;
 }
 
+/* ---- PSS across a fork ---------------------------------------------------------------------
+ * COW_PAGES private anonymous pages written by this process alone: map count 1, PSS a whole
+ * page each. After fork() the child maps them too: map count 2, so smaps' Pss (and memdiff's
+ * at deep depth, from kpagecount) is half a page each, while Rss is unchanged; the pages became
+ * shared and lost half their PSS. When the child exits they are this process's alone again:
+ * became private, PSS whole again. page_size / 2 is exact, so every figure is. */
+
+/* The mapping at m in this process's smaps: Rss and Pss in bytes (smaps prints kB). */
+static void smaps_of(const char *m, uint64_t *rss, uint64_t *pss)
+{
+    smaps sm;
+    ck_assert_int_eq(smaps_read(getpid(), &sm), 0);
+    const smaps_vma *v = smaps_find(&sm, (uintptr_t)m);
+    ck_assert_ptr_nonnull(v);
+    ck_assert_uint_eq(v->start, (uintptr_t)m); /* the guarded mapping is a VMA of its own */
+    *rss = v->rss;
+    *pss = v->pss;
+    smaps_free(&sm);
+}
+
+/* The region at m: exactly the mapping, with its PSS. */
+static uint64_t region_pss(const memdiff_snapshot *s, const char *m)
+{
+    memdiff_region r;
+    ck_assert_int_eq(memdiff_snapshot_find(s, (uintptr_t)m, &r), MEMDIFF_OK);
+    ck_assert_uint_eq(r.start, (uintptr_t)m);
+    ck_assert_uint_eq(r.end, (uintptr_t)m + COW_PAGES * scn_page());
+    return r.pss_bytes;
+}
+
+/* The block at m in diff(a, b): all COW_PAGES pages changed in the one way `change`; its PSS
+ * gained and lost. */
+static void block_pss(const memdiff_snapshot *a, const memdiff_snapshot *b, const char *m,
+                      memdiff_change change, uint64_t *gain, uint64_t *loss)
+{
+    memdiff_diff *d = NULL;
+    ck_assert_int_eq(memdiff_compare(a, b, 0, &d), MEMDIFF_OK);
+    const memdiff_block *k = scn_find_block(d, (uintptr_t)m, SCN_ANY_CATEGORY);
+    ck_assert_msg(k->change == change && k->end - k->start == COW_PAGES * scn_page(), "%s",
+                  scn_block_str(k));
+    *gain = k->totals.new_pss_bytes;
+    *loss = k->totals.freed_pss_bytes;
+    memdiff_totals all;
+    ck_assert_int_eq(memdiff_diff_totals(d, MEMDIFF_CAT_ALL, &all), MEMDIFF_OK);
+    ck_assert_uint_ge(all.freed_pss_bytes, *loss); /* the block's part of the whole */
+    ck_assert_uint_ge(all.new_pss_bytes, *gain);
+    memdiff_diff_free(d);
+}
+
+START_TEST(fork_halves_pss_and_exit_restores_it)
+{
+    if (skip_without_cap_sys_admin("fork_halves_pss_and_exit_restores_it"))
+        return;
+    const uint64_t ps = scn_page(), all = COW_PAGES * ps, half = all / 2;
+    char *m = guarded_map(MAP_PRIVATE | MAP_ANONYMOUS, -1);
+    ck_assert_msg(m != NULL, "%s", why);
+    for (size_t i = 0; i < COW_PAGES; i++)
+        m[i * ps] = (char)(1 + i);
+    memdiff_snapshot *a = NULL, *b = NULL, *c = NULL;
+    uint64_t rss, pss, gain, loss;
+    ck_assert_int_eq(memdiff_snapshot_self(MEMDIFF_DEPTH_DEEP, &a), MEMDIFF_OK);
+    smaps_of(m, &rss, &pss);
+    ck_assert_uint_eq(pss, all); /* the premise: alone, whole pages */
+    ck_assert_uint_eq(region_pss(a, m), all);
+
+    int go[2];
+    ck_assert_int_eq(pipe(go), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) { /* maps the pages until told to go; touches nothing */
+        char g;
+        close(go[1]);
+        _exit(read(go[0], &g, 1) == 1 ? 0 : 1);
+    }
+    close(go[0]);
+    ck_assert_int_eq(memdiff_snapshot_self(MEMDIFF_DEPTH_DEEP, &b), MEMDIFF_OK);
+    smaps_of(m, &rss, &pss);
+    ck_assert_uint_eq(rss, all);
+    ck_assert_uint_eq(pss, half); /* the kernel's figure: shared with the child */
+    ck_assert_uint_eq(region_pss(b, m), half);
+    block_pss(a, b, m, MEMDIFF_CHANGE_BECAME_SHARED, &gain, &loss);
+    ck_assert_uint_eq(gain, 0);
+    ck_assert_uint_eq(loss, half); /* net PSS: -half, while net_bytes is 0 */
+
+    ck_assert_int_eq(write(go[1], "g", 1), 1);
+    close(go[1]);
+    int status = 0;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    ck_assert_int_eq(memdiff_snapshot_self(MEMDIFF_DEPTH_DEEP, &c), MEMDIFF_OK);
+    smaps_of(m, &rss, &pss);
+    ck_assert_uint_eq(pss, all);
+    ck_assert_uint_eq(region_pss(c, m), all);
+    block_pss(b, c, m, MEMDIFF_CHANGE_BECAME_PRIVATE, &gain, &loss);
+    ck_assert_uint_eq(gain, half);
+    ck_assert_uint_eq(loss, 0);
+    memdiff_snapshot_free(c);
+    memdiff_snapshot_free(b);
+    memdiff_snapshot_free(a);
+    guarded_unmap(m);
+}
+END_TEST
+
 START_TEST(private_copy_of_a_file_page_is_replaced)
 {
     check_as_root(copy_run, "private_copy_of_a_file_page_is_replaced");
@@ -475,6 +585,7 @@ Suite *cow_suite(void)
     tcase_add_test(tc, cow_child_became_private_with_frames);
     tcase_add_test(tc, cow_child_became_private_as_nobody);
     tcase_add_test(tc, cow_child_became_private_without_cap_sys_admin);
+    tcase_add_test(tc, fork_halves_pss_and_exit_restores_it);
     suite_add_tcase(s, tc);
     tc = tcase_create("Copy");
     tcase_set_timeout(tc, 120);
