@@ -34,6 +34,8 @@ static int fill(memdiff_snapshot *s, const synth_spec *spec)
     }
     if (spec->pfn)
         info->sources |= MEMDIFF_SRC_FRAMES;
+    if (spec->mapcount)
+        info->sources |= MEMDIFF_SRC_MAP_COUNTS;
     info->host = memdiff__intern(&table, &s->arena, "synthhost");
     if (!info->host)
         return MEMDIFF_ENOMEM;
@@ -79,7 +81,7 @@ static int fill(memdiff_snapshot *s, const synth_spec *spec)
             malformed("run outside every region", i);
         /* Stored and counted into the region as snapshot.c does (memdiff__runs_append). */
         int rc = memdiff__runs_append(s, (uint32_t)ri, in->start, in->npages, in->attrs,
-                                      spec->pfn ? aux : MEMDIFF__NO_AUX);
+                                      spec->pfn || spec->mapcount ? aux : MEMDIFF__NO_AUX);
         if (rc)
             return rc;
         aux += in->npages;
@@ -88,6 +90,12 @@ static int fill(memdiff_snapshot *s, const synth_spec *spec)
     if (spec->pfn) {
         /* As snapshot.c stores them (seq.c). */
         int rc = memdiff__seq_append(&s->arena, &s->frames, spec->pfn, aux);
+        if (rc)
+            return rc;
+        s->aux_count = aux;
+    }
+    if (spec->mapcount) {
+        int rc = memdiff__seq_append(&s->arena, &s->mapcount, spec->mapcount, aux);
         if (rc)
             return rc;
         s->aux_count = aux;

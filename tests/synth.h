@@ -42,6 +42,8 @@ typedef struct synth_spec {
     uint32_t page_size;  /* 0: SYNTH_PAGE */
     uint64_t time_ns;
     const char *degraded;
+    const uint64_t *mapcount; /* NULL, or one map count per page of the runs (deep's
+                                 MEMDIFF_SRC_MAP_COUNTS, so PSS is known), in run order */
 } synth_spec;
 
 /* The snapshot described by spec (pid 4242 on host "synthhost"); aborts on a malformed table,

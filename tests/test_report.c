@@ -281,6 +281,74 @@ START_TEST(no_change)
 }
 END_TEST
 
+/* PSS, exact to the byte as the kernel's fixed point gives it (PSS_SHIFT 12; P = 4096 << 12):
+ * before, 4 heap pages mapped once: 4P, 16,384 bytes. After, pages 0-2 mapped 3 times
+ * (became shared: P / 3 = 5,592,405 each), page 3 gone (discarded), pages 4-5 new and mapped
+ * once, page 6 new and mapped twice: 3 * 5,592,405 + 2P + P / 2 = 58,720,255, >> 12 = 14,335
+ * bytes. The diff, page by page, rounded down per piece of one outcome: became shared loses
+ * 3 * (P - 5,592,405) = 33,554,433 (8,192 bytes), the discarded page 4,096; the new private
+ * pages gain 8,192, the new shared one 2,048: gained 10,240, lost 12,288, net -2,048 (the
+ * snapshots' own figures differ by 2,049: each rounds its sum once). The same pages at standard
+ * depth, without map counts: no PSS anywhere, not 0 passed off as a figure. */
+START_TEST(pss_known_at_deep_only)
+{
+    static const synth_region regs[] = {HEAP_REG};
+    static const synth_run rb[] = {{HEAP, 4, PRES | PRIV}};
+    static const synth_run ra[] = {
+        {HEAP, 3, PRES}, {HEAP + 4 * PG, 2, PRES | PRIV}, {HEAP + 6 * PG, 1, PRES}};
+    static const uint64_t pfn_b[] = {100, 101, 102, 103}, mc_b[] = {1, 1, 1, 1};
+    static const uint64_t pfn_a[] = {100, 101, 102, 200, 201, 202}, mc_a[] = {3, 3, 3, 1, 1, 2};
+    const unsigned deep = MEMDIFF_SRC_REGIONS | MEMDIFF_SRC_PAGES | MEMDIFF_SRC_PAGE_FLAGS;
+    for (int with_counts = 1; with_counts >= 0; with_counts--) {
+        synth_spec b = {.regions = regs, .region_count = 1, .runs = rb, .run_count = 1,
+                        .pfn = pfn_b, .sources = deep, .depth = MEMDIFF_DEPTH_DEEP,
+                        .mapcount = with_counts ? mc_b : NULL};
+        synth_spec a = b;
+        a.runs = ra;
+        a.run_count = 3;
+        a.pfn = pfn_a;
+        a.mapcount = with_counts ? mc_a : NULL;
+        memdiff_snapshot *sb = synth_snapshot(&b), *sa = synth_snapshot(&a);
+        memdiff_snapshot_info ib, ia;
+        memdiff_region r;
+        ck_assert_int_eq(memdiff_snapshot_get_info(sb, &ib), MEMDIFF_OK);
+        ck_assert_int_eq(memdiff_snapshot_get_info(sa, &ia), MEMDIFF_OK);
+        ck_assert_int_eq(!!(ia.sources & MEMDIFF_SRC_PSS), with_counts);
+        ck_assert_uint_eq(ib.pss_bytes, with_counts ? 16384 : 0);
+        ck_assert_uint_eq(ia.pss_bytes, with_counts ? 14335 : 0);
+        ck_assert_int_eq(memdiff_snapshot_region(sa, 0, &r), MEMDIFF_OK);
+        ck_assert_uint_eq(r.pss_bytes, with_counts ? 14335 : 0);
+        memdiff_diff *d = NULL;
+        memdiff_totals t;
+        ck_assert_int_eq(memdiff_compare(sb, sa, 0, &d), MEMDIFF_OK);
+        ck_assert_int_eq(memdiff_diff_totals(d, MEMDIFF_CAT_HEAP, &t), MEMDIFF_OK);
+        ck_assert_uint_eq(t.became_shared_bytes, 3 * PG);
+        ck_assert_uint_eq(t.new_pss_bytes, with_counts ? 10240 : 0);
+        ck_assert_uint_eq(t.freed_pss_bytes, with_counts ? 12288 : 0);
+        size_t len;
+        char *got = render(memdiff_report_text, d, MEMDIFF_REPORT_NO_HEADER, &len);
+        const char *line = strstr(got, "Net PSS:");
+        ck_assert_msg(with_counts ? line && strstr(line, "-2,048 bytes  (+10,240 gained, "
+                                                         "-12,288 lost)\n") == strchr(line, '-')
+                                  : !strstr(got, "PSS"),
+                      "%s", got);
+        ck_assert_msg(!with_counts || strstr(got, "Net PSS\nheap"), "%s", got);
+        free(got);
+        got = render(memdiff_report_json, d, 0, &len);
+        ck_assert_msg(with_counts ? strstr(got, "\"net_bytes\": 8192, \"new_pss_bytes\": "
+                                                "10240, \"freed_pss_bytes\": 12288}") &&
+                                        strstr(got, "\"pss_bytes\": 14335,\n") &&
+                                        strstr(got, ", \"pss\"]")
+                                  : !strstr(got, "pss"),
+                      "%s", got);
+        free(got);
+        memdiff_diff_free(d);
+        memdiff_snapshot_free(sa);
+        memdiff_snapshot_free(sb);
+    }
+}
+END_TEST
+
 /* Quote, backslash, newline, control bytes, DEL, a lone 0xff, valid "é", a UTF-16 surrogate
  * encoded as UTF-8 (invalid), an overlong '/', and a truncated sequence at the end. */
 #define HOSTILE "a\"b\\c\nd\x01" "e\x7f" "f\xff" "g\xc3\xa9h\xed\xa0\x80i\xc0\xafj\xe2\x82"
@@ -393,6 +461,7 @@ Suite *report_suite(void)
                         (int)(sizeof bracket_goldens / sizeof bracket_goldens[0]));
     tcase_add_test(tc, text_header);
     tcase_add_test(tc, no_change);
+    tcase_add_test(tc, pss_known_at_deep_only);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("Escaping");
