@@ -166,7 +166,7 @@ MEMDIFF_API const char *memdiff_depth_name(memdiff_depth depth);
 #define MEMDIFF_SRC_HEAPS 0x0100u          /* allocator structures read from process memory */
 #define MEMDIFF_SRC_MODULES 0x0200u        /* module segment tables read from process memory */
 #define MEMDIFF_SRC_PAGE_ACCESS 0x0400u    /* per-page accessed state in a reference-set bracket */
-#define MEMDIFF_SRC_PSS 0x0800u /* pss_bytes known (deep: map counts); else they are 0 */
+#define MEMDIFF_SRC_PSS 0x0800u            /* PSS known (deep: map counts); else all PSS is 0 */
 
 /* Options for memdiff_snapshot_take(). Initialise with MEMDIFF_OPTIONS_INIT or
  * memdiff_options_init() so that fields added later get their defaults. */
@@ -229,7 +229,7 @@ typedef struct memdiff_snapshot_info {
     uint64_t private_bytes;  /* of resident_bytes, mapped by this process only */
     uint64_t shared_bytes;   /* of resident_bytes, mapped elsewhere too (or unknown at fast) */
     uint64_t swapped_bytes;
-    uint64_t pss_bytes;      /* proportional set size, Own excluded (docs/accuracy.md) */
+    uint64_t pss_bytes;      /* proportional set size, Own excluded (docs/api.md, "PSS") */
     uint64_t own_bytes;      /* snapshot of the calling process: bytes of memdiff's storage
                                 committed when it ended (the allocator's count, exact; not a
                                 count of resident pages); else 0 (docs/api.md) */
@@ -336,8 +336,8 @@ typedef struct memdiff_totals {
     uint64_t became_private_bytes;
     uint64_t became_shared_bytes;
     int64_t net_bytes;
-    uint64_t new_pss_bytes;   /* PSS the pages gained, and lost (new pages gain their PSS, */
-    uint64_t freed_pss_bytes; /* freed lose it): both snapshots MEMDIFF_SRC_PSS, else 0 */
+    uint64_t new_pss_bytes;   /* PSS the counted pages gained / lost, page by page (net PSS = */
+    uint64_t freed_pss_bytes; /* new - freed; docs/api.md): both MEMDIFF_SRC_PSS, else 0 */
 } memdiff_totals;
 
 /* A diff's impact types (WPA's reference-set terms), in bytes, from a reference-set bracket
