@@ -132,16 +132,22 @@ static const char *prot_str(char buf[4], unsigned prot)
 
 /* ---- text ------------------------------------------------------------------------------- */
 
+typedef struct text_ctx {
+    FILE *out;
+    int pss; /* the snapshot knows PSS: a pss column */
+} text_ctx;
+
 static int text_block(void *ctx, const block *b)
 {
-    FILE *out = ctx;
-    char sz[32], res[32], priv[32], swp[32], prot[4];
-    fprintf(out, "  0x%012llx-0x%012llx %s %15s %13s %13s %11s  %-11s ",
-            (unsigned long long)b->r.start, (unsigned long long)b->r.end,
-            b->regions == 1 ? prot_str(prot, b->r.prot) : "   ",
+    FILE *out = ((text_ctx *)ctx)->out;
+    char sz[32], res[32], priv[32], swp[32], pss[32], prot[4];
+    fprintf(out, "  0x%012llx-0x%012llx %s %15s %13s %13s %11s", (unsigned long long)b->r.start,
+            (unsigned long long)b->r.end, b->regions == 1 ? prot_str(prot, b->r.prot) : "   ",
             cli_fmt_uint(sz, b->r.end - b->r.start), cli_fmt_uint(res, b->r.resident_bytes),
-            cli_fmt_uint(priv, b->r.private_bytes), cli_fmt_uint(swp, b->r.swapped_bytes),
-            memdiff_category_name(b->r.category));
+            cli_fmt_uint(priv, b->r.private_bytes), cli_fmt_uint(swp, b->r.swapped_bytes));
+    if (((text_ctx *)ctx)->pss)
+        fprintf(out, " %13s", cli_fmt_uint(pss, b->r.pss_bytes));
+    fprintf(out, "  %-11s ", memdiff_category_name(b->r.category));
     cli_put_text(out, b->r.label);
     fputc('\n', out);
     return 0;
@@ -225,9 +231,10 @@ static void show_text(const memdiff_snapshot *s, int per_region, FILE *out)
     each_block(s, per_region, count_block, &nblocks);
     fprintf(out, "\n%s (%zu%s):\n", per_region ? "Regions" : "Blocks", nblocks,
             per_region ? "" : ", adjacent regions with one category and label");
-    fprintf(out, "  %-29s %3s %15s %13s %13s %11s  %-11s %s\n", "range", "", "size", "resident",
-            "private", "swapped", "category", "label");
-    each_block(s, per_region, text_block, out);
+    fprintf(out, "  %-29s %3s %15s %13s %13s %11s%s  %-11s %s\n", "range", "", "size",
+            "resident", "private", "swapped", pss ? "           pss" : "", "category", "label");
+    text_ctx tc = {out, pss};
+    each_block(s, per_region, text_block, &tc);
 }
 
 /* ---- JSON ------------------------------------------------------------------------------- */
