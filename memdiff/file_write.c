@@ -136,7 +136,9 @@ static int encode_info(writer *w, wbuf *b)
     put_varint(b, (uint64_t)(unsigned)in->pid);
     put_varint(b, (uint64_t)in->depth_requested);
     put_varint(b, (uint64_t)in->depth);
-    put_varint(b, in->sources);
+    /* PSS is no fact read but a sum of the map counts (MEMDIFF_SRC_PSS): the loader sums it
+     * again, so the file says map counts and stays what a 1.0 writer writes. */
+    put_varint(b, in->sources & ~(unsigned)MEMDIFF_SRC_PSS);
     put_varint(b, in->page_size);
     put_varint(b, in->time_ns);
     put_varint(b, host);

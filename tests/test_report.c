@@ -318,6 +318,21 @@ START_TEST(pss_known_at_deep_only)
         ck_assert_uint_eq(ia.pss_bytes, with_counts ? 14335 : 0);
         ck_assert_int_eq(memdiff_snapshot_region(sa, 0, &r), MEMDIFF_OK);
         ck_assert_uint_eq(r.pss_bytes, with_counts ? 14335 : 0);
+        /* A file keeps the map counts, not PSS: loading sums it again, to the same bytes. */
+        FILE *f = tmpfile();
+        memdiff_snapshot *l = NULL;
+        ck_assert_ptr_nonnull(f);
+        ck_assert_int_eq(memdiff_snapshot_save(sa, f), MEMDIFF_OK);
+        rewind(f);
+        ck_assert_int_eq(memdiff_snapshot_load(f, &l), MEMDIFF_OK);
+        fclose(f);
+        memdiff_snapshot_info il;
+        ck_assert_int_eq(memdiff_snapshot_get_info(l, &il), MEMDIFF_OK);
+        ck_assert_uint_eq(il.sources, ia.sources);
+        ck_assert_uint_eq(il.pss_bytes, ia.pss_bytes);
+        ck_assert_int_eq(memdiff_snapshot_region(l, 0, &r), MEMDIFF_OK);
+        ck_assert_uint_eq(r.pss_bytes, with_counts ? 14335 : 0);
+        memdiff_snapshot_free(l);
         memdiff_diff *d = NULL;
         memdiff_totals t;
         ck_assert_int_eq(memdiff_compare(sb, sa, 0, &d), MEMDIFF_OK);
