@@ -541,8 +541,8 @@ typedef enum memdiff_cmp {
 /* "<=", "<", "==", "!=", ">=", ">"; "?" for a value out of range. */
 MEMDIFF_API const char *memdiff_cmp_symbol(memdiff_cmp cmp);
 
-/* The comparison written as symbol ("<=", ...; surrounding blanks allowed), so that a macro can
- * take the operator itself. Errors: MEMDIFF_EINVAL (NULL, or not one of the six). */
+/* The comparison written as symbol (blanks around allowed), for macros that take the operator
+ * itself. Errors: MEMDIFF_EINVAL (NULL, or not one of the six). */
 MEMDIFF_API int memdiff_cmp_parse(const char *symbol, memdiff_cmp *out);
 
 /* The bit of category c in memdiff_filter.ignore_categories. */
@@ -585,9 +585,7 @@ typedef struct memdiff_figure {
 MEMDIFF_API int memdiff_diff_figure(const memdiff_diff *diff, const memdiff_figure *figure,
                                     int64_t *out);
 
-/* At most this many blocks are listed in a failure message, largest change first. */
-#define MEMDIFF_CHECK_MAX_BLOCKS 10
-
+#define MEMDIFF_CHECK_MAX_BLOCKS 10 /* blocks a failure message lists at most */
 /* Checks "figure cmp bound" (figure NULL: MEMDIFF_FIGURE_INIT). Returns 1 when it holds, 0 when
  * not, or a negative status (as memdiff_diff_figure(); MEMDIFF_EINVAL for cmp). msg receives at
  * most msg_size bytes, NUL included (msg may be NULL when msg_size is 0): a first line with the
@@ -713,9 +711,8 @@ typedef struct memdiff_slope_options {
 
 #define MEMDIFF_SLOPE_OPTIONS_INIT {MEMDIFF_BRACKET_OPTIONS_INIT, 1, 64, 1, MEMDIFF_FIGURE_INIT}
 
-/* What a function retains per call. A leak of L bytes per call has a slope near L (rounded to
- * pages over few calls: a 512-byte leak adds a page every 8 calls, so use many); memory a
- * function keeps once (a cache filled on its first call) has a slope near 0. */
+/* What a function retains per call: a leak of L bytes per call has a slope near L (over many
+ * calls: pages round it), memory kept once (a cache filled on the first call) near 0. */
 typedef struct memdiff_slope {
     double bytes_per_iteration; /* least-squares slope of the figure over the samples, against
                                    the number of calls made since the first snapshot */
@@ -728,14 +725,12 @@ typedef struct memdiff_slope {
 
 /* Runs fn(arg) warmup times, begins a bracket, then runs it iterations times, sampling the figure
  * (against the before snapshot) after every sample_every-th call, and fits a line through the
- * samples. As the fit starts at the first sample, growth in the first measured call alone
- * (one-time growth the warm-up missed) moves `first` but not the slope. Snapshots are freed as
- * soon as sampled; memdiff's storage is its own (category Own), so sampling does not disturb
- * what it measures. diff (may be NULL) receives the diff from the before snapshot to the last:
- * the blocks that grew; the caller frees it. Errors: MEMDIFF_EINVAL (fn or out NULL, iterations
- * < 2, sample_every 0 or above iterations, bad figure, another process), MEMDIFF_ENOTSUP
- * (touched or peak, MEMDIFF_BRACKET_REFSET: slopes are of plain diffs), those of snapshots and
- * compares. */
+ * samples: growth in the first measured call alone moves `first`, not the slope. Sampling does
+ * not disturb what it measures (memdiff's storage is Own). diff (may be NULL) receives the diff
+ * from the before snapshot to the last, which the caller frees. Errors: MEMDIFF_EINVAL (fn or
+ * out NULL, iterations < 2, sample_every 0 or above iterations, bad figure, another process),
+ * MEMDIFF_ENOTSUP (touched or peak, MEMDIFF_BRACKET_REFSET: slopes are of plain diffs), those of
+ * snapshots and compares. */
 MEMDIFF_API int memdiff_leak_slope(void (*fn)(void *arg), void *arg,
                                    const memdiff_slope_options *options, memdiff_slope *out,
                                    memdiff_diff **diff);
@@ -787,9 +782,8 @@ typedef struct memdiff_wss_sample {
 typedef int (*memdiff_wss_callback)(void *ctx, const memdiff_wss_sample *sample);
 
 /* Measures as options say, handing every sample to callback. Errors: MEMDIFF_EINVAL (NULL
- * callback, interval 0, unknown mode, count 0 with no way to stop: never, the callback can),
- * MEMDIFF_ESRCH, MEMDIFF_EACCES (clear_refs refused: a WSS without clearing would be the RSS),
- * MEMDIFF_ENOTSUP (no referenced state on this OS), MEMDIFF_EIO. */
+ * callback, interval 0, unknown mode), MEMDIFF_ESRCH, MEMDIFF_EACCES (clear_refs refused: a WSS
+ * without clearing would be the RSS), MEMDIFF_ENOTSUP (no referenced state), MEMDIFF_EIO. */
 MEMDIFF_API int memdiff_wss_run(const memdiff_wss_options *options, memdiff_wss_callback callback,
                                 void *ctx);
 
