@@ -237,7 +237,7 @@ void scn_wait_blocked(pid_t tid, long sysno)
     ck_abort_msg("thread %d never blocked in system call %ld (last: %s)", (int)tid, sysno, line);
 }
 
-const char *scn_as_nobody(const char *(*fn)(void *arg), void *arg)
+const char *scn_in_child(const char *(*drop)(void), const char *(*fn)(void *arg), void *arg)
 {
     static char msg[4096];
     int fds[2];
@@ -247,16 +247,8 @@ const char *scn_as_nobody(const char *(*fn)(void *arg), void *arg)
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
         close(fds[0]);
-        const char *err = NULL;
-        if (geteuid() != 0)
-            err = fn(arg); /* unprivileged already, and unable to change user */
-        else if (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0)
-            err = "cannot drop to uid/gid 65534";
-        else if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0)
-            err = "cannot set the dumpable flag";
-        else if (geteuid() != 65534)
-            err = "still privileged after setuid";
-        else
+        const char *err = drop();
+        if (!err)
             err = fn(arg);
         if (err && write(fds[1], err, strlen(err)) < 0)
             _exit(3);
@@ -276,6 +268,25 @@ const char *scn_as_nobody(const char *(*fn)(void *arg), void *arg)
     if (len == 0)
         snprintf(msg, sizeof msg, "child failed (wait status 0x%x)", (unsigned)status);
     return msg;
+}
+
+/* scn_as_nobody's drop: uid and gid 65534, dumpable again (setuid made /proc/self root's). */
+static const char *drop_to_nobody(void)
+{
+    if (geteuid() != 0)
+        return NULL; /* unprivileged already, and unable to change user */
+    if (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0)
+        return "cannot drop to uid/gid 65534";
+    if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0)
+        return "cannot set the dumpable flag";
+    if (geteuid() != 65534)
+        return "still privileged after setuid";
+    return NULL;
+}
+
+const char *scn_as_nobody(const char *(*fn)(void *arg), void *arg)
+{
+    return scn_in_child(drop_to_nobody, fn, arg);
 }
 
 const char *scn_disk_tmpdir(void)

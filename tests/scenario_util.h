@@ -85,6 +85,10 @@ void scn_wait_blocked(pid_t tid, long sysno);
  * message (static storage, overwritten by the next call). */
 const char *scn_as_nobody(const char *(*fn)(void *arg), void *arg);
 
+/* Runs fn(arg) in a forked child after drop() (NULL: done; else why it failed, which fails the
+ * child). Returns as scn_as_nobody(), which is this with a drop to nobody. */
+const char *scn_in_child(const char *(*drop)(void), const char *(*fn)(void *arg), void *arg);
+
 /* A directory for temporary files on a disk file system (not tmpfs, whose pages are shmem and
  * behave otherwise): $TMPDIR, /tmp or /var/tmp, resolved with realpath(). */
 const char *scn_disk_tmpdir(void);

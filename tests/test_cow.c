@@ -158,24 +158,40 @@ static const char *diff_expect(const memdiff_snapshot *a, const memdiff_snapshot
  * root's snapshots see; none new, freed or replaced. The parent's diff of the same event: its
  * pages, in the frames they had, are its alone again: all COW_PAGES became private as well. */
 
-static const char *cow_child(const cow_case *c, char *m)
+/* The pages' pagemap entries (eb), the before snapshot (*a), a write to each page, the after
+ * snapshot (*b) and the entries again (ea): the bracket around the writes both tests make. */
+static const char *write_between(const cow_case *c, char *m, uint64_t *eb, uint64_t *ea,
+                                 memdiff_snapshot **a, memdiff_snapshot **b)
 {
     size_t ps = scn_page();
-    uint64_t eb[COW_PAGES], ea[COW_PAGES];
-    memdiff_snapshot *a = NULL, *b = NULL;
     const char *err = read_entries(m, eb);
     if (!err)
-        err = snap(c, "before", &a);
+        err = snap(c, "before", a);
     for (size_t i = 0; !err && i < COW_PAGES; i++)
         ((volatile char *)m)[i * ps] = (char)(100 + i);
     if (!err)
-        err = snap(c, "after", &b);
+        err = snap(c, "after", b);
     if (!err)
         err = read_entries(m, ea);
+    return err;
+}
+
+/* Whether entries before (eb) and after (ea) show a page in another frame where frames show,
+ * and no frame where they do not. */
+static int new_frame(const cow_case *c, uint64_t eb, uint64_t ea)
+{
+    return c->frames ? PM_PFN(eb) && PM_PFN(ea) && PM_PFN(eb) != PM_PFN(ea)
+                     : !PM_PFN(eb) && !PM_PFN(ea);
+}
+
+static const char *cow_child(const cow_case *c, char *m)
+{
+    uint64_t eb[COW_PAGES], ea[COW_PAGES];
+    memdiff_snapshot *a = NULL, *b = NULL;
+    const char *err = write_between(c, m, eb, ea, &a, &b);
     for (size_t i = 0; !err && i < COW_PAGES; i++) {
         /* The premise: shared before, exclusive after, in another frame where frames show. */
-        int moved = c->frames ? PM_PFN(eb[i]) && PM_PFN(ea[i]) && PM_PFN(eb[i]) != PM_PFN(ea[i])
-                              : !PM_PFN(eb[i]) && !PM_PFN(ea[i]);
+        int moved = new_frame(c, eb[i], ea[i]);
         if (!PM_PRESENT(eb[i]) || PM_EXCLUSIVE(eb[i]) || !PM_PRESENT(ea[i]) ||
             !PM_EXCLUSIVE(ea[i]) || !moved) {
             snprintf(why, sizeof why,
@@ -276,55 +292,33 @@ static const char *unprivileged_run(void *arg)
     return NULL;
 }
 
-/* Runs fn(arg) in a forked child that stays uid 0 but drops CAP_SYS_ADMIN from its bounding,
- * effective, permitted and inheritable sets (prctl(2) PR_CAPBSET_DROP, capset(2)), as
- * `setpriv --inh-caps=-sys_admin --bounding-set=-sys_admin` does: the other way a user takes
- * the privilege away. Returns NULL when fn returned NULL, else its message (static storage). */
+/* Staying uid 0, drops CAP_SYS_ADMIN from the bounding, effective, permitted and inheritable
+ * sets (prctl(2) PR_CAPBSET_DROP, capset(2)), as `setpriv --inh-caps=-sys_admin
+ * --bounding-set=-sys_admin` does: the other way a user takes the privilege away. */
+static const char *drop_cap_sys_admin(void)
+{
+    struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct c[2];
+    const unsigned word = CAP_SYS_ADMIN / 32, bit = 1u << (CAP_SYS_ADMIN % 32);
+    const char *err = NULL;
+    if (prctl(PR_CAPBSET_DROP, CAP_SYS_ADMIN, 0, 0, 0) != 0 ||
+        syscall(SYS_capget, &h, c) != 0)
+        err = "cannot drop CAP_SYS_ADMIN from the bounding set, or read the capabilities";
+    if (!err) {
+        c[word].effective &= ~bit;
+        c[word].permitted &= ~bit;
+        c[word].inheritable &= ~bit;
+        if (syscall(SYS_capset, &h, c) != 0 || syscall(SYS_capget, &h, c) != 0 ||
+            (c[word].effective | c[word].permitted) & bit)
+            err = "cannot drop CAP_SYS_ADMIN with capset";
+    }
+    return err;
+}
+
+/* Runs fn(arg) in a forked child without CAP_SYS_ADMIN (as scn_as_nobody() returns). */
 static const char *without_cap_sys_admin(const char *(*fn)(void *), void *arg)
 {
-    static char msg[sizeof why];
-    int fds[2];
-    ck_assert_int_eq(pipe(fds), 0);
-    fflush(NULL);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        close(fds[0]);
-        struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
-        struct __user_cap_data_struct c[2];
-        const unsigned word = CAP_SYS_ADMIN / 32, bit = 1u << (CAP_SYS_ADMIN % 32);
-        const char *err = NULL;
-        if (prctl(PR_CAPBSET_DROP, CAP_SYS_ADMIN, 0, 0, 0) != 0 ||
-            syscall(SYS_capget, &h, c) != 0)
-            err = "cannot drop CAP_SYS_ADMIN from the bounding set, or read the capabilities";
-        if (!err) {
-            c[word].effective &= ~bit;
-            c[word].permitted &= ~bit;
-            c[word].inheritable &= ~bit;
-            if (syscall(SYS_capset, &h, c) != 0 || syscall(SYS_capget, &h, c) != 0 ||
-                (c[word].effective | c[word].permitted) & bit)
-                err = "cannot drop CAP_SYS_ADMIN with capset";
-        }
-        if (!err)
-            err = fn(arg);
-        if (err && write(fds[1], err, strlen(err)) < 0)
-            _exit(3);
-        _exit(err ? 1 : 0);
-    }
-    close(fds[1]);
-    size_t len = 0;
-    ssize_t n;
-    while (len < sizeof msg - 1 && (n = read(fds[0], msg + len, sizeof msg - 1 - len)) > 0)
-        len += (size_t)n;
-    msg[len] = '\0';
-    close(fds[0]);
-    int status = 0;
-    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
-        return NULL;
-    if (len == 0)
-        snprintf(msg, sizeof msg, "child failed (wait status 0x%x)", (unsigned)status);
-    return msg;
+    return scn_in_child(drop_cap_sys_admin, fn, arg);
 }
 
 /* Whether this process has CAP_SYS_ADMIN, which pagemap's frame numbers need (root can lack
@@ -415,18 +409,9 @@ static const char *copy_run(const cow_case *c)
     uint64_t eb[COW_PAGES], ea[COW_PAGES];
     memdiff_snapshot *a = NULL, *b = NULL;
     memdiff_diff *d = NULL;
-    const char *err = read_entries(m, eb);
-    if (!err)
-        err = snap(c, "before", &a);
-    for (size_t i = 0; !err && i < COW_PAGES; i++)
-        ((volatile char *)m)[i * ps] = (char)(100 + i);
-    if (!err)
-        err = snap(c, "after", &b);
-    if (!err)
-        err = read_entries(m, ea);
+    const char *err = write_between(c, m, eb, ea, &a, &b);
     for (size_t i = 0; !err && i < COW_PAGES; i++) {
-        int moved = c->frames ? PM_PFN(eb[i]) && PM_PFN(ea[i]) && PM_PFN(eb[i]) != PM_PFN(ea[i])
-                              : !PM_PFN(eb[i]) && !PM_PFN(ea[i]);
+        int moved = new_frame(c, eb[i], ea[i]);
         if (!PM_PRESENT(eb[i]) || !PM_EXCLUSIVE(eb[i]) || !PM_FILE(eb[i]) ||
             !PM_PRESENT(ea[i]) || !PM_EXCLUSIVE(ea[i]) || PM_FILE(ea[i]) || !moved) {
             snprintf(why, sizeof why,
