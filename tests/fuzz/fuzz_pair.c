@@ -100,6 +100,8 @@ static void add_totals(memdiff_totals *a, const memdiff_totals *b)
     for (size_t i = 0; i < offsetof(memdiff_totals, net_bytes) / sizeof *x; i++)
         CHECK(!__builtin_add_overflow(x[i], y[i], &x[i]));
     a->net_bytes = (int64_t)a->new_bytes - (int64_t)a->freed_bytes;
+    CHECK(!__builtin_add_overflow(a->new_pss_bytes, b->new_pss_bytes, &a->new_pss_bytes));
+    CHECK(!__builtin_add_overflow(a->freed_pss_bytes, b->freed_pss_bytes, &a->freed_pss_bytes));
 }
 
 static int same_totals(const memdiff_totals *a, const memdiff_totals *b)
@@ -285,7 +287,10 @@ static void mirrored(const memdiff_diff *x, const memdiff_diff *y)
 static void bracket(const memdiff_snapshot *b, const memdiff_snapshot *a, unsigned flags,
                     int resident_is_touched)
 {
-    memdiff__refs_in refs = {!resident_is_touched, resident_is_touched, NULL};
+    memdiff__refs_in refs;
+    memset(&refs, 0, sizeof refs); /* no per-mapping figures: every touched byte is exact */
+    refs.accessed_bit = !resident_is_touched;
+    refs.resident_is_touched = resident_is_touched;
     memdiff_refset_info info;
     memset(&info, 0, sizeof info);
     memdiff_diff *d = NULL;
