@@ -8,13 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <memdiff.h>
 
+#include "fixture_tree.h"
 #include "internal.h"
 #include "linux.h"
 #include "suites.h"
@@ -50,21 +50,9 @@ static int on_run(void *ctx, uint64_t start, uint64_t npages, unsigned attrs, co
     return MEMDIFF_OK;
 }
 
-static char tree[64];
+static char *tree; /* the copy of the pages fixture (fixture_tree_expand) */
 static int restores_after; /* the hook's calls before it writes the page back; 0: never */
 static int hook_calls;
-
-static void copy_file(const char *from, const char *to)
-{
-    FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
-    ck_assert_msg(in && out, "copy %s to %s: %s", from, to, strerror(errno));
-    char buf[8192];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, in)) > 0)
-        ck_assert_uint_eq(fwrite(buf, 1, n, out), n);
-    fclose(in);
-    ck_assert_int_eq(fclose(out), 0);
-}
 
 static void put_entry(uint64_t index, uint64_t e)
 {
@@ -89,31 +77,16 @@ static void put_meminfo(const char *text)
 /* A copy of the pages fixture in tree, with entry PAGE set to e. */
 static void make_tree(uint64_t e)
 {
-    static const char *const files[] = {"self/maps", "self/pagemap", "self/status", "kpageflags",
-                                        "kpagecount"};
-    strcpy(tree, "/tmp/memdiff-moving-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(tree));
-    char from[256], to[128];
-    snprintf(to, sizeof to, "%s/self", tree);
-    ck_assert_int_eq(mkdir(to, 0755), 0);
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-        snprintf(from, sizeof from, "%s/pages/%s", MEMDIFF_TEST_FIXTURES, files[i]);
-        snprintf(to, sizeof to, "%s/%s", tree, files[i]);
-        copy_file(from, to);
-    }
+    char err[256];
+    tree = fixture_tree_expand(MEMDIFF_TEST_FIXTURES "/pages", err, sizeof err);
+    ck_assert_msg(tree != NULL, "%s", err);
     put_entry(PAGE, e);
 }
 
 static void remove_tree(void)
 {
-    static const char *const files[] = {"self/maps", "self/pagemap", "self/status", "kpageflags",
-                                        "kpagecount", "meminfo", "self", ""};
-    char path[128];
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-        snprintf(path, sizeof path, "%s/%s", tree, files[i]);
-        if (unlink(path) != 0)
-            rmdir(path);
-    }
+    fixture_tree_remove(tree);
+    tree = NULL;
 }
 
 /* In place of the wait for a moving page: the kernel finishes the move on the restores_after-th
