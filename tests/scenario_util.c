@@ -237,6 +237,17 @@ void scn_wait_blocked(pid_t tid, long sysno)
     ck_abort_msg("thread %d never blocked in system call %ld (last: %s)", (int)tid, sysno, line);
 }
 
+size_t scn_read_message(int fd, char *buf, size_t size)
+{
+    size_t len = 0;
+    ssize_t n;
+    while (len < size - 1 && (n = read(fd, buf + len, size - 1 - len)) > 0)
+        len += (size_t)n;
+    buf[len] = '\0';
+    close(fd);
+    return len;
+}
+
 const char *scn_in_child(const char *(*drop)(void), const char *(*fn)(void *arg), void *arg)
 {
     static char msg[4096];
@@ -255,12 +266,7 @@ const char *scn_in_child(const char *(*drop)(void), const char *(*fn)(void *arg)
         _exit(err ? 1 : 0);
     }
     close(fds[1]);
-    size_t len = 0;
-    ssize_t n;
-    while (len < sizeof msg - 1 && (n = read(fds[0], msg + len, sizeof msg - 1 - len)) > 0)
-        len += (size_t)n;
-    msg[len] = '\0';
-    close(fds[0]);
+    size_t len = scn_read_message(fds[0], msg, sizeof msg);
     int status = 0;
     ck_assert_int_eq(waitpid(pid, &status, 0), pid);
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0)

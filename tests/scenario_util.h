@@ -85,6 +85,10 @@ void scn_wait_blocked(pid_t tid, long sysno);
  * message (static storage, overwritten by the next call). */
 const char *scn_as_nobody(const char *(*fn)(void *arg), void *arg);
 
+/* Reads fd to its end (a child's message through a pipe) into buf, NUL-terminated and cut at
+ * size - 1 bytes, and closes fd. Returns the length. */
+size_t scn_read_message(int fd, char *buf, size_t size);
+
 /* Runs fn(arg) in a forked child after drop() (NULL: done; else why it failed, which fails the
  * child). Returns as scn_as_nobody(), which is this with a drop to nobody. */
 const char *scn_in_child(const char *(*drop)(void), const char *(*fn)(void *arg), void *arg);

@@ -243,12 +243,7 @@ static const char *cow_run(const cow_case *c)
         abort(); /* the child waits for it: it cannot be left waiting */
     close(go[1]);
     char msg[sizeof why];
-    size_t len = 0;
-    ssize_t n;
-    while (len < sizeof msg - 1 && (n = read(result[0], msg + len, sizeof msg - 1 - len)) > 0)
-        len += (size_t)n;
-    msg[len] = '\0';
-    close(result[0]);
+    size_t len = scn_read_message(result[0], msg, sizeof msg);
     int status = 0;
     CHECK(waitpid(pid, &status, 0) == pid, "waitpid: %s", strerror(errno));
     if (!err && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
