@@ -74,6 +74,10 @@ typedef struct side {
     unsigned attrs;               /* the run's attrs, 0 when not resident (or unmapped) */
     const memdiff__region *label_of; /* one-entry cache: region whose label was last interned */
     const char *label;
+    /* Where the last piece's map counts ended (PSS): pieces come in address order, so the next
+     * one's usually lie at or after it, a forward skip instead of a binary search. */
+    memdiff__seq_iter counts_at;
+    int counts_kept;
 } side;
 
 typedef struct walk {
@@ -216,9 +220,24 @@ static void counts_open(mapcounts *c, const walk *w, const side *sd, uint64_t lo
     const memdiff__run *r = sd->run;
     const memdiff_snapshot *s = sd->snap;
     c->none = !r || r->aux == MEMDIFF__NO_AUX || !s->mapcount.present;
-    if (!c->none)
-        memdiff__seq_seek(&s->mapcount, r->aux + memdiff__in_pages(lo - r->start, w->page_size),
-                          &c->it);
+    if (c->none)
+        return;
+    uint64_t i = r->aux + memdiff__in_pages(lo - r->start, w->page_size);
+    if (sd->counts_kept && sd->counts_at.i <= i) {
+        c->it = sd->counts_at;
+        memdiff__seq_skip(&c->it, i - c->it.i);
+    } else {
+        memdiff__seq_seek(&s->mapcount, i, &c->it);
+    }
+}
+
+/* Keeps where a piece's map counts ended, for the next piece's counts_open. */
+static void counts_keep(side *sd, const mapcounts *c)
+{
+    if (!c->none) {
+        sd->counts_at = c->it;
+        sd->counts_kept = 1;
+    }
 }
 
 static uint64_t counts_peek(const mapcounts *c, uint64_t max, uint64_t *base, int *step)
@@ -234,7 +253,7 @@ static uint64_t counts_peek(const mapcounts *c, uint64_t max, uint64_t *base, in
 /* p's PSS gained and lost, page by page: after's PSS where the after page counts (res_a) less
  * before's where the before page counts (res_b), a stretch of constant map counts at once; each
  * sum is rounded down to bytes once per piece. */
-static void piece_pss(const walk *w, memdiff__piece *p, int res_b, int res_a)
+static void piece_pss(walk *w, memdiff__piece *p, int res_b, int res_a)
 {
     uint64_t ps = w->page_size, n = memdiff__in_pages(p->end - p->start, ps);
     uint64_t gain = 0, loss = 0;
@@ -263,6 +282,8 @@ static void piece_pss(const walk *w, memdiff__piece *p, int res_b, int res_a)
             memdiff__seq_skip(&ca.it, len);
         n -= len;
     }
+    counts_keep(&w->b, &cb);
+    counts_keep(&w->a, &ca);
     p->pss_gain = gain >> 12;
     p->pss_loss = loss >> 12;
 }
