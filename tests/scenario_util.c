@@ -195,7 +195,9 @@ char *scn_report(const memdiff_diff *d, unsigned flags)
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     ck_assert_ptr_nonnull(f);
-    int rc = memdiff_report_text(d, f, flags);
+    memdiff_report_options o = MEMDIFF_REPORT_OPTIONS_INIT;
+    o.flags = flags;
+    int rc = memdiff_report_text(d, f, &o);
     fclose(f);
     ck_assert_msg(rc == MEMDIFF_OK, "report: %s", memdiff_status_name(rc));
     return buf;
