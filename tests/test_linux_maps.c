@@ -26,7 +26,7 @@ static void teardown(void)
 
 static int parse(const char *text, memdiff__plat_region **r, size_t *n)
 {
-    return memdiff__linux_parse_maps(text, strlen(text), &arena, r, n);
+    return memdiff__linux_parse_maps(text, strlen(text), &arena, r, n, NULL);
 }
 
 static void expect_format_error(const char *text, const char *line_tag)
@@ -93,9 +93,11 @@ START_TEST(paths_with_spaces_and_deleted_text)
         "00403000-00404000 r--p 00000000 08:01 14   /tmp/[heap]\n"
         "00404000-00405000 r--p 00000000 08:01 15   /tmp/new\\012line\n";
     memdiff__plat_region *r;
-    size_t n;
-    ck_assert_int_eq(parse(text, &r, &n), MEMDIFF_OK);
+    size_t n, escaped = 99;
+    ck_assert_int_eq(memdiff__linux_parse_maps(text, strlen(text), &arena, &r, &n, &escaped),
+                     MEMDIFF_OK);
     ck_assert_uint_eq(n, 5);
+    ck_assert_uint_eq(escaped, 1); /* the last line's */
     ck_assert_str_eq(r[0].path, "/home/u/my files/a b.so");
     ck_assert_uint_eq(r[0].flags & MEMDIFF__RF_DELETED, 0);
     ck_assert_str_eq(r[1].path, "/tmp/x (deleted) y"); /* not at the end: part of the name */
@@ -105,7 +107,30 @@ START_TEST(paths_with_spaces_and_deleted_text)
     ck_assert_str_eq(r[3].path, "/tmp/[heap]"); /* a file, not the brk heap */
     ck_assert_int_eq(r[3].hint, MEMDIFF__HINT_NONE);
     ck_assert_uint_eq(r[3].flags, MEMDIFF_REGION_FILE);
-    ck_assert_str_eq(r[4].path, "/tmp/new\\012line"); /* the kernel's escape is kept */
+    ck_assert_str_eq(r[4].path, "/tmp/new\nline"); /* the kernel's escape decoded */
+}
+END_TEST
+
+/* Only the kernel's one escape, \012, is decoded; any other backslash is the name's (mangle_path
+ * escapes only the bytes seq_path was given: a newline). */
+START_TEST(only_the_newline_escape_is_decoded)
+{
+    const char *text =
+        "00400000-00401000 r--p 00000000 08:01 11   /a\\012\\\\012\\0123\\n\\01\\\n"
+        "00401000-00402000 r--p 00000000 08:01 12   /b\\11\\040\\x41\\\\ (deleted)\n"
+        "00402000-00403000 r--p 00000000 08:01 13   /c\\01\n";
+    memdiff__plat_region *r;
+    size_t n, escaped = 99;
+    ck_assert_int_eq(memdiff__linux_parse_maps(text, strlen(text), &arena, &r, &n, &escaped),
+                     MEMDIFF_OK);
+    ck_assert_uint_eq(n, 3);
+    ck_assert_uint_eq(escaped, 1);
+    /* "\\012" is a backslash, then an escaped newline; "\0123" a newline and "3"; "\n",
+     * "\01" and a last backslash stay as they are. */
+    ck_assert_str_eq(r[0].path, "/a\n\\\n\n3\\n\\01\\");
+    ck_assert_str_eq(r[1].path, "/b\\11\\040\\x41\\\\");
+    ck_assert_uint_ne(r[1].flags & MEMDIFF__RF_DELETED, 0);
+    ck_assert_str_eq(r[2].path, "/c\\01");
 }
 END_TEST
 
@@ -188,14 +213,15 @@ START_TEST(honours_len_without_terminator)
         memcpy(text, lines[i], len);
         memdiff__plat_region *r;
         size_t n;
-        int rc = memdiff__linux_parse_maps(text, len, &arena, &r, &n);
+        int rc = memdiff__linux_parse_maps(text, len, &arena, &r, &n, NULL);
         ck_assert_int_eq(rc, i < 2 ? MEMDIFF_OK : MEMDIFF_EFORMAT);
     }
     /* len shorter than the text: what follows is not looked at */
     const char *two = "00400000-00401000 r--p 00000000 08:01 11 /a\nGARBAGE";
     memdiff__plat_region *r;
     size_t n;
-    ck_assert_int_eq(memdiff__linux_parse_maps(two, strlen(two) - 7, &arena, &r, &n), MEMDIFF_OK);
+    ck_assert_int_eq(memdiff__linux_parse_maps(two, strlen(two) - 7, &arena, &r, &n, NULL),
+                     MEMDIFF_OK);
     ck_assert_uint_eq(n, 1);
     munmap(mem, (size_t)ps * 2);
 }
@@ -229,7 +255,7 @@ START_TEST(malformed_lines)
     static const char nul[] = "00400000-00401000 r--p 00000000 08:01 11 /a\0b\n";
     memdiff__plat_region *r;
     size_t n;
-    ck_assert_int_eq(memdiff__linux_parse_maps(nul, sizeof nul - 1, &arena, &r, &n),
+    ck_assert_int_eq(memdiff__linux_parse_maps(nul, sizeof nul - 1, &arena, &r, &n, NULL),
                      MEMDIFF_EFORMAT);
     ck_assert_ptr_nonnull(strstr(memdiff_last_error(), "maps line 1: NUL byte"));
 }
@@ -288,14 +314,15 @@ static const memdiff__plat_region *find_start(const memdiff__plat_region *r, siz
     return NULL;
 }
 
-/* A file whose name holds spaces, " (deleted)", brackets and a newline, mapped for real. */
+/* A file whose name holds spaces, " (deleted)", brackets and a newline, mapped for real: the
+ * path is the name's bytes. */
 START_TEST(hostile_names_in_real_maps)
 {
     char dir[] = "/tmp/memdiff-maps-XXXXXX";
     ck_assert_ptr_nonnull(mkdtemp(dir));
     char name1[256], name2[256], want1[256], want2[256];
     snprintf(name1, sizeof name1, "%s/a b (deleted) [x]\nline", dir);
-    snprintf(want1, sizeof want1, "%s/a b (deleted) [x]\\012line", dir);
+    snprintf(want1, sizeof want1, "%s/a b (deleted) [x]\nline", dir);
     snprintf(name2, sizeof name2, "%s/[heap] gone", dir);
     snprintf(want2, sizeof want2, "%s/[heap] gone", dir);
     long ps = sysconf(_SC_PAGESIZE);
@@ -339,6 +366,59 @@ START_TEST(hostile_names_in_real_maps)
 }
 END_TEST
 
+/* Names the kernel's maps cannot tell apart: \012 is a newline or those four bytes. Each region's
+ * path is the reading that names its file (by device and inode); a deleted file, which no
+ * reading names any more, keeps every \012 decoded as a newline (docs/categories.md). */
+START_TEST(escapes_resolved_against_the_file)
+{
+    char dir[] = "/tmp/memdiff-esc-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    static const char *const base[] = {
+        "pair\nx",        /* a newline ...                                  */
+        "pair\\012x",     /* ... and, beside it, the four bytes spelt out   */
+        "mixed\\012a\nb", /* one of each: a reading neither all nor none    */
+        "gone\\012y",     /* unlinked below: no reading names it            */
+    };
+    static const char *const want[] = {"pair\nx", "pair\\012x", "mixed\\012a\nb", "gone\ny"};
+    enum { N = sizeof base / sizeof base[0] };
+    char names[N][256];
+    void *maps[N];
+    long ps = sysconf(_SC_PAGESIZE);
+    for (int i = 0; i < N; i++) {
+        snprintf(names[i], sizeof names[i], "%s/%s", dir, base[i]);
+        int fd = open(names[i], O_RDWR | O_CREAT | O_EXCL, 0600);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(ftruncate(fd, ps), 0);
+        maps[i] = mmap(NULL, (size_t)ps, PROT_READ, MAP_SHARED, fd, 0);
+        ck_assert_ptr_ne(maps[i], MAP_FAILED);
+        close(fd);
+    }
+    ck_assert_int_eq(unlink(names[3]), 0);
+
+    memdiff__open_args args = {0, NULL, NULL, 0};
+    memdiff__proc *proc;
+    memdiff__caps caps;
+    ck_assert_int_eq(memdiff__plat_open(&args, &arena, &proc, &caps), MEMDIFF_OK);
+    memdiff__plat_region *r;
+    size_t n;
+    ck_assert_int_eq(memdiff__plat_regions(proc, &arena, &r, &n), MEMDIFF_OK);
+    memdiff__plat_close(proc);
+
+    for (int i = 0; i < N; i++) {
+        char path[256];
+        snprintf(path, sizeof path, "%s/%s", dir, want[i]);
+        const memdiff__plat_region *a = find_start(r, n, maps[i]);
+        ck_assert_ptr_nonnull(a);
+        ck_assert_msg(strcmp(a->path, path) == 0, "region %d: path \"%s\", want \"%s\"", i,
+                      a->path, path);
+        munmap(maps[i], (size_t)ps);
+        if (i != 3)
+            unlink(names[i]);
+    }
+    rmdir(dir);
+}
+END_TEST
+
 Suite *linux_maps_suite(void)
 {
     Suite *s = suite_create("linux_maps");
@@ -346,6 +426,7 @@ Suite *linux_maps_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, ordinary_lines);
     tcase_add_test(tc, paths_with_spaces_and_deleted_text);
+    tcase_add_test(tc, only_the_newline_escape_is_decoded);
     tcase_add_test(tc, bracket_names_and_shared_memory);
     tcase_add_test(tc, last_line_without_newline);
     tcase_add_test(tc, honours_len_without_terminator);
@@ -359,6 +440,7 @@ Suite *linux_maps_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, fixture_regions);
     tcase_add_test(tc, hostile_names_in_real_maps);
+    tcase_add_test(tc, escapes_resolved_against_the_file);
     suite_add_tcase(s, tc);
     return s;
 }
