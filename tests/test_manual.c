@@ -135,7 +135,7 @@ START_TEST(man_page_renders_without_warnings)
 {
     /* -ww: every warning groff knows; -z: no output, only the diagnostics. */
     int rc = run("groff -man -ww -z '%s' 2>&1", MEMDIFF_MAN_PAGE);
-    ck_assert_msg(rc == 0 && out[0] == '\0', "groff: exit %d:\n%s", rc, out);
+    ck_assert_msg(rc == 0 && out[0] == '\0', "groff: exit %d:\n%.3000s", rc, out);
     /* And rendered as man shows it: the sections a manual page has, in this order. */
     ck_assert_int_eq(run("groff -man -Tutf8 -P-cbou '%s' 2>&1", MEMDIFF_MAN_PAGE), 0);
     static const char *const sections[] = {"NAME", "SYNOPSIS", "DESCRIPTION", "COMMANDS",
@@ -146,7 +146,8 @@ START_TEST(man_page_renders_without_warnings)
         char line[64];
         snprintf(line, sizeof line, "\n%s\n", sections[i]);
         const char *s = strstr(at, line);
-        ck_assert_msg(s != NULL, "no section %s (after the one before) in:\n%s", sections[i], out);
+        ck_assert_msg(s != NULL, "no section %s (after the one before) in:\n%.3000s", sections[i],
+                      out);
         at = s;
     }
     ck_assert_ptr_nonnull(strstr(at, "pmap(1)"));
@@ -186,7 +187,8 @@ START_TEST(help_names_the_man_page)
     char names[256];
     int ncmd = commands(names, sizeof names);
     ck_assert_int_eq(run("'%s' --help 2>&1", MEMDIFF_CLI_PATH), 0);
-    ck_assert_msg(strstr(out, "man memdiff") != NULL && strstr(out, "docs/") == NULL, "%s", out);
+    ck_assert_msg(strstr(out, "man memdiff") != NULL && strstr(out, "docs/") == NULL, "%.3000s",
+                  out);
     for (const char *c = names; ncmd-- > 0; c += strlen(c) + 1) {
         ck_assert_int_eq(run("'%s' %s --help 2>&1", MEMDIFF_CLI_PATH, c), 0);
         ck_assert_msg(strstr(out, "man memdiff") != NULL, "memdiff %s --help:\n%s", c, out);

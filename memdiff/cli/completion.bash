@@ -75,7 +75,8 @@ _memdiff()
 
     case $prev in
         --depth | -d)
-            [ "$cmd" = diff ] || { COMPREPLY=($(compgen -W "fast standard deep" -- "$cur")); return 0; }
+            COMPREPLY=($(compgen -W "fast standard deep" -- "$cur"))
+            return 0
             ;;
         --sort) COMPREPLY=($(compgen -W "size net address name" -- "$cur")); return 0 ;;
         --color) COMPREPLY=($(compgen -W "auto always never" -- "$cur")); return 0 ;;
