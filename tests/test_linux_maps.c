@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -419,6 +421,56 @@ START_TEST(escapes_resolved_against_the_file)
 }
 END_TEST
 
+/* The readings are looked up in the process's root (<dir>/root), not in the caller's: a fixture
+ * tree whose root holds "/data/a\012b" spelt out, and whose maps names it by that file's device
+ * and inode. The caller's / has no /data/a\012b, and the tree's root no "/data/a<newline>b", so
+ * only a lookup under the tree's root finds the four bytes. Its mountinfo says the device is no
+ * FUSE mount (when /tmp is a tmpfs, whose device has major 0). */
+START_TEST(escapes_resolved_under_the_process_root)
+{
+    char tree[] = "/tmp/memdiff-root-XXXXXX", path[512], cmd[640];
+    ck_assert_ptr_nonnull(mkdtemp(tree));
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s/self/root/data' && cp '%s/pages/self/status' "
+             "'%s/pages/self/pagemap' '%s/self/'", tree, MEMDIFF_TEST_FIXTURES,
+             MEMDIFF_TEST_FIXTURES, tree);
+    ck_assert_int_eq(system(cmd), 0);
+    snprintf(path, sizeof path, "%s/self/root/data/a\\012b", tree);
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+    ck_assert_int_ge(fd, 0);
+    struct stat st;
+    ck_assert_int_eq(fstat(fd, &st), 0);
+    close(fd);
+    unsigned maj = major(st.st_dev), min = minor(st.st_dev);
+    snprintf(path, sizeof path, "%s/self/maps", tree);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "00400000-00401000 r--s 00000000 %02x:%02x %llu   /data/a\\012b\n", maj, min,
+            (unsigned long long)st.st_ino);
+    fprintf(f, "00401000-00402000 r--s 00000000 %02x:%02x %llu   /data/c\\012d\n", maj, min,
+            (unsigned long long)st.st_ino);
+    ck_assert_int_eq(fclose(f), 0);
+    snprintf(path, sizeof path, "%s/self/mountinfo", tree);
+    f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "21 1 %u:%u / / rw,relatime shared:1 - ext4 /dev/root rw\n", maj, min);
+    ck_assert_int_eq(fclose(f), 0);
+
+    memdiff__open_args args = {0, tree, NULL, 0};
+    memdiff__proc *proc;
+    memdiff__caps caps;
+    ck_assert_int_eq(memdiff__plat_open(&args, &arena, &proc, &caps), MEMDIFF_OK);
+    memdiff__plat_region *r;
+    size_t n;
+    ck_assert_int_eq(memdiff__plat_regions(proc, &arena, &r, &n), MEMDIFF_OK);
+    memdiff__plat_close(proc);
+    ck_assert_uint_eq(n, 2);
+    ck_assert_str_eq(r[0].path, "/data/a\\012b"); /* the file under the tree's root */
+    ck_assert_str_eq(r[1].path, "/data/c\nd");    /* no such file: the newline reading */
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tree);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 Suite *linux_maps_suite(void)
 {
     Suite *s = suite_create("linux_maps");
@@ -441,6 +493,7 @@ Suite *linux_maps_suite(void)
     tcase_add_test(tc, fixture_regions);
     tcase_add_test(tc, hostile_names_in_real_maps);
     tcase_add_test(tc, escapes_resolved_against_the_file);
+    tcase_add_test(tc, escapes_resolved_under_the_process_root);
     suite_add_tcase(s, tc);
     return s;
 }
