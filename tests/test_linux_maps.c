@@ -31,6 +31,15 @@ static int parse(const char *text, memdiff__plat_region **r, size_t *n)
     return memdiff__linux_parse_maps(text, strlen(text), &arena, r, n, NULL);
 }
 
+/* Parses text, which must parse; the number of regions whose path had the kernel's escape. */
+static size_t parse_escaped(const char *text, memdiff__plat_region **r, size_t *n)
+{
+    size_t escaped = 99;
+    ck_assert_int_eq(memdiff__linux_parse_maps(text, strlen(text), &arena, r, n, &escaped),
+                     MEMDIFF_OK);
+    return escaped;
+}
+
 static void expect_format_error(const char *text, const char *line_tag)
 {
     memdiff__plat_region *r = NULL;
@@ -95,11 +104,9 @@ START_TEST(paths_with_spaces_and_deleted_text)
         "00403000-00404000 r--p 00000000 08:01 14   /tmp/[heap]\n"
         "00404000-00405000 r--p 00000000 08:01 15   /tmp/new\\012line\n";
     memdiff__plat_region *r;
-    size_t n, escaped = 99;
-    ck_assert_int_eq(memdiff__linux_parse_maps(text, strlen(text), &arena, &r, &n, &escaped),
-                     MEMDIFF_OK);
+    size_t n;
+    ck_assert_uint_eq(parse_escaped(text, &r, &n), 1); /* the last line */
     ck_assert_uint_eq(n, 5);
-    ck_assert_uint_eq(escaped, 1); /* the last line's */
     ck_assert_str_eq(r[0].path, "/home/u/my files/a b.so");
     ck_assert_uint_eq(r[0].flags & MEMDIFF__RF_DELETED, 0);
     ck_assert_str_eq(r[1].path, "/tmp/x (deleted) y"); /* not at the end: part of the name */
@@ -122,11 +129,9 @@ START_TEST(only_the_newline_escape_is_decoded)
         "00401000-00402000 r--p 00000000 08:01 12   /b\\11\\040\\x41\\\\ (deleted)\n"
         "00402000-00403000 r--p 00000000 08:01 13   /c\\01\n";
     memdiff__plat_region *r;
-    size_t n, escaped = 99;
-    ck_assert_int_eq(memdiff__linux_parse_maps(text, strlen(text), &arena, &r, &n, &escaped),
-                     MEMDIFF_OK);
+    size_t n;
+    ck_assert_uint_eq(parse_escaped(text, &r, &n), 1);
     ck_assert_uint_eq(n, 3);
-    ck_assert_uint_eq(escaped, 1);
     /* "\\012" is a backslash, then an escaped newline; "\0123" a newline and "3"; "\n",
      * "\01" and a last backslash stay as they are. */
     ck_assert_str_eq(r[0].path, "/a\n\\\n\n3\\n\\01\\");
@@ -284,6 +289,29 @@ START_TEST(huge_addresses)
 }
 END_TEST
 
+/* The regions of this process (proc_root NULL) or of a fixture tree's "self". */
+static void regions_of(const char *proc_root, memdiff__plat_region **r, size_t *n)
+{
+    memdiff__open_args args = {0, proc_root, NULL, 0};
+    memdiff__proc *proc;
+    memdiff__caps caps;
+    ck_assert_int_eq(memdiff__plat_open(&args, &arena, &proc, &caps), MEMDIFF_OK);
+    ck_assert_int_eq(memdiff__plat_regions(proc, &arena, r, n), MEMDIFF_OK);
+    memdiff__plat_close(proc);
+}
+
+/* A new file at path, one page long, mapped shared and read-only. */
+static void *map_new_file(const char *path, long ps)
+{
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+    ck_assert_msg(fd >= 0, "cannot create %s", path);
+    ck_assert_int_eq(ftruncate(fd, ps), 0);
+    void *p = mmap(NULL, (size_t)ps, PROT_READ, MAP_SHARED, fd, 0);
+    ck_assert_ptr_ne(p, MAP_FAILED);
+    close(fd);
+    return p;
+}
+
 START_TEST(fixture_regions)
 {
     memdiff__open_args args = {0, MEMDIFF_TEST_FIXTURES "/pages", NULL, 0};
@@ -330,24 +358,13 @@ START_TEST(hostile_names_in_real_maps)
     long ps = sysconf(_SC_PAGESIZE);
     void *maps[2];
     const char *names[2] = {name1, name2};
-    for (int i = 0; i < 2; i++) {
-        int fd = open(names[i], O_RDWR | O_CREAT | O_TRUNC, 0600);
-        ck_assert_int_ge(fd, 0);
-        ck_assert_int_eq(ftruncate(fd, ps), 0);
-        maps[i] = mmap(NULL, (size_t)ps, PROT_READ, MAP_SHARED, fd, 0);
-        ck_assert_ptr_ne(maps[i], MAP_FAILED);
-        close(fd);
-    }
+    for (int i = 0; i < 2; i++)
+        maps[i] = map_new_file(names[i], ps);
     ck_assert_int_eq(unlink(name2), 0);
 
-    memdiff__open_args args = {0, NULL, NULL, 0};
-    memdiff__proc *proc;
-    memdiff__caps caps;
-    ck_assert_int_eq(memdiff__plat_open(&args, &arena, &proc, &caps), MEMDIFF_OK);
     memdiff__plat_region *r;
     size_t n;
-    ck_assert_int_eq(memdiff__plat_regions(proc, &arena, &r, &n), MEMDIFF_OK);
-    memdiff__plat_close(proc);
+    regions_of(NULL, &r, &n);
 
     const memdiff__plat_region *a = find_start(r, n, maps[0]);
     ck_assert_ptr_nonnull(a);
@@ -388,23 +405,13 @@ START_TEST(escapes_resolved_against_the_file)
     long ps = sysconf(_SC_PAGESIZE);
     for (int i = 0; i < N; i++) {
         snprintf(names[i], sizeof names[i], "%s/%s", dir, base[i]);
-        int fd = open(names[i], O_RDWR | O_CREAT | O_EXCL, 0600);
-        ck_assert_int_ge(fd, 0);
-        ck_assert_int_eq(ftruncate(fd, ps), 0);
-        maps[i] = mmap(NULL, (size_t)ps, PROT_READ, MAP_SHARED, fd, 0);
-        ck_assert_ptr_ne(maps[i], MAP_FAILED);
-        close(fd);
+        maps[i] = map_new_file(names[i], ps);
     }
     ck_assert_int_eq(unlink(names[3]), 0);
 
-    memdiff__open_args args = {0, NULL, NULL, 0};
-    memdiff__proc *proc;
-    memdiff__caps caps;
-    ck_assert_int_eq(memdiff__plat_open(&args, &arena, &proc, &caps), MEMDIFF_OK);
     memdiff__plat_region *r;
     size_t n;
-    ck_assert_int_eq(memdiff__plat_regions(proc, &arena, &r, &n), MEMDIFF_OK);
-    memdiff__plat_close(proc);
+    regions_of(NULL, &r, &n);
 
     for (int i = 0; i < N; i++) {
         char path[256];
@@ -455,14 +462,9 @@ START_TEST(escapes_resolved_under_the_process_root)
     fprintf(f, "21 1 %u:%u / / rw,relatime shared:1 - ext4 /dev/root rw\n", maj, min);
     ck_assert_int_eq(fclose(f), 0);
 
-    memdiff__open_args args = {0, tree, NULL, 0};
-    memdiff__proc *proc;
-    memdiff__caps caps;
-    ck_assert_int_eq(memdiff__plat_open(&args, &arena, &proc, &caps), MEMDIFF_OK);
     memdiff__plat_region *r;
     size_t n;
-    ck_assert_int_eq(memdiff__plat_regions(proc, &arena, &r, &n), MEMDIFF_OK);
-    memdiff__plat_close(proc);
+    regions_of(tree, &r, &n);
     ck_assert_uint_eq(n, 2);
     ck_assert_str_eq(r[0].path, "/data/a\\012b"); /* the file under the tree's root */
     ck_assert_str_eq(r[1].path, "/data/c\nd");    /* no such file: the newline reading */

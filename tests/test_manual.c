@@ -7,38 +7,20 @@
  * the library's and the file format's versions.
  */
 #include <ctype.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include "base/attrs.h"
 #include "memdiff.h"
+#include "scenario_util.h"
 #include "suites.h"
 
 static char out[1 << 17];
 
-/* Runs cmd with sh (stderr with stdout when the command says 2>&1); its output in out, its exit
+/* Runs the shell command (stderr with stdout when it says 2>&1); its output in out, its exit
  * status returned. */
-static int run(const char *fmt, ...) MEMDIFF__PRINTF(1, 2);
-static int run(const char *fmt, ...)
-{
-    char cmd[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    fflush(NULL);
-    FILE *p = popen(cmd, "r");
-    ck_assert_ptr_nonnull(p);
-    size_t n = fread(out, 1, sizeof out - 1, p);
-    out[n] = '\0';
-    int st = pclose(p);
-    ck_assert_msg(WIFEXITED(st), "%s: no normal exit (0x%x)", cmd, st);
-    return WEXITSTATUS(st);
-}
+#define run(...) scn_sh(out, sizeof out, __VA_ARGS__)
 
 static char *slurp(const char *path)
 {

@@ -10,16 +10,15 @@
  *   - show --json holds each name that is valid UTF-8 exactly (read back by python3's json).
  */
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/escape.h"
 #include "internal.h"
+#include "scenario_util.h"
 #include "suites.h"
 
 /* Each name, and how the text output shows it (docs/cli.md, "Text output"): a control byte and
@@ -124,24 +123,8 @@ static void assert_names_shown(const char *what, const char *text)
     assert_no_raw_control(what, text);
 }
 
-/* Runs sh -c cmd in dir, stdout into out; its exit status. */
-static int run(const char *fmt, ...) MEMDIFF__PRINTF(1, 2);
-static int run(const char *fmt, ...)
-{
-    char c[1024], cmd[1200];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(c, sizeof c, fmt, ap);
-    va_end(ap);
-    snprintf(cmd, sizeof cmd, "cd %s && %s", dir, c);
-    fflush(NULL);
-    FILE *p = popen(cmd, "r");
-    ck_assert_ptr_nonnull(p);
-    size_t n = fread(out, 1, sizeof out - 1, p);
-    out[n] = '\0';
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
+/* Runs a shell command in dir, its standard output into out; its exit status. */
+#define run(fmt, ...) scn_sh(out, sizeof out, "cd %s && " fmt, dir, __VA_ARGS__)
 
 START_TEST(region_path_and_label_are_the_names_bytes)
 {
@@ -176,12 +159,7 @@ START_TEST(text_report_shows_names_escaped)
                          MEMDIFF_OK);
         ck_assert_str_eq(blk.label, paths[i]);
     }
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    ck_assert_ptr_nonnull(f);
-    ck_assert_int_eq(memdiff_report_text(d, f, 0), MEMDIFF_OK);
-    ck_assert_int_eq(fclose(f), 0);
+    char *text = scn_report(d, 0);
     assert_names_shown("memdiff_report_text", text);
     free(text);
     memdiff_diff_free(d);
