@@ -1,5 +1,6 @@
 /* test_linux_maps.c - the /proc/PID/maps parser on constructed text, and on a real mapping of a
  * file with a hostile name. */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -473,6 +474,71 @@ START_TEST(escapes_resolved_under_the_process_root)
 }
 END_TEST
 
+/* The open hook for the bounded lookups: counts the lookups of readings (under <dir>/root/) and
+ * fails them when told to, as for a file renamed since. */
+static unsigned lookups;
+static int fail_lookups;
+
+static int count_lookups(const char *path, int flags)
+{
+    if (!(flags & O_PATH) || !strstr(path, "/root/"))
+        return MEMDIFF__LINUX_OPEN_PASS;
+    lookups++;
+    if (!fail_lookups)
+        return MEMDIFF__LINUX_OPEN_PASS;
+    errno = ENOENT;
+    return -1;
+}
+
+/* A name with 7 escapes gets two lookups (all newlines, all \012), and keeps the newlines when
+ * it is neither; every reading of up to 6 is tried; a region list gets 4096 lookups at most. */
+START_TEST(lookups_are_bounded)
+{
+    char dir[] = "/tmp/memdiff-bound-XXXXXX", path[256];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    long ps = sysconf(_SC_PAGESIZE);
+    /* Seven: three newlines and four \012, mixed. */
+    snprintf(path, sizeof path, "%s/seven\n\\012\n\\012\n\\012\\012", dir);
+    void *seven = map_new_file(path, ps);
+    memdiff__plat_region *r;
+    size_t n;
+    lookups = 0;
+    fail_lookups = 0;
+    memdiff__linux_open_hook = count_lookups;
+    regions_of(NULL, &r, &n);
+    memdiff__linux_open_hook = NULL;
+    ck_assert_uint_eq(lookups, 2);
+    const memdiff__plat_region *a = find_start(r, n, seven);
+    ck_assert_ptr_nonnull(a);
+    ck_assert_str_eq(strrchr(a->path, '/'), "/seven\n\n\n\n\n\n\n");
+    munmap(seven, (size_t)ps);
+    unlink(path);
+
+    /* 70 files of 6 escapes whose every lookup fails: 64 each, 4480 in all, cut at 4096. */
+    enum { FILES = 70 };
+    void *maps[FILES];
+    for (int i = 0; i < FILES; i++) {
+        snprintf(path, sizeof path, "%s/%02d\n\n\n\n\n\n", dir, i);
+        maps[i] = map_new_file(path, ps);
+    }
+    lookups = 0;
+    fail_lookups = 1;
+    memdiff__linux_open_hook = count_lookups;
+    regions_of(NULL, &r, &n);
+    memdiff__linux_open_hook = NULL;
+    ck_assert_uint_eq(lookups, 4096);
+    for (int i = 0; i < FILES; i++) { /* and every path keeps its newlines */
+        a = find_start(r, n, maps[i]);
+        ck_assert_ptr_nonnull(a);
+        snprintf(path, sizeof path, "%s/%02d\n\n\n\n\n\n", dir, i);
+        ck_assert_str_eq(a->path, path);
+        munmap(maps[i], (size_t)ps);
+        unlink(path);
+    }
+    rmdir(dir);
+}
+END_TEST
+
 Suite *linux_maps_suite(void)
 {
     Suite *s = suite_create("linux_maps");
@@ -496,6 +562,7 @@ Suite *linux_maps_suite(void)
     tcase_add_test(tc, hostile_names_in_real_maps);
     tcase_add_test(tc, escapes_resolved_against_the_file);
     tcase_add_test(tc, escapes_resolved_under_the_process_root);
+    tcase_add_test(tc, lookups_are_bounded);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -402,7 +402,8 @@ int memdiff__linux_open_mapped(memdiff__proc *proc, const char *path, uint64_t d
  * reading of the kernel's text (each \012 a newline or those four bytes) that names the
  * mapped file itself (memdiff__linux_open_mapped), tried with every \012 a newline first;
  * the decoded path stays when no reading does (a deleted file, one renamed since, a file
- * system a process serves, a path the caller may not look up). Errors: MEMDIFF_ENOMEM. */
+ * system a process serves, a path the caller may not look up) and past 4096 lookups in one
+ * call. Errors: MEMDIFF_ENOMEM. */
 int memdiff__linux_resolve_escapes(memdiff__proc *proc, memdiff__arena *arena,
                                    memdiff__plat_region *regions, size_t count);
 

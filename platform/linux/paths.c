@@ -22,6 +22,9 @@
 /* Readings tried per path: all of them up to this many escapes (64 lookups at most, for names
  * nobody has by accident), else only "all newlines" and "all \012". */
 #define MAX_ESCAPES_ENUMERATED 6u
+/* Lookups per region list: a process that maps thousands of files named so cannot make a
+ * snapshot of it look paths up for minutes. Past it, paths keep every \012 a newline. */
+#define MAX_LOOKUPS 4096u
 
 /* Whether the field at *p (up to end) is the decimal number v followed by stop; moves *p past
  * both. */
@@ -121,7 +124,7 @@ static int reading_is_the_file(memdiff__proc *proc, const memdiff__plat_region *
 /* The path of r, whose decoded path holds k newlines: the first reading that names the file,
  * the decoded one first; the decoded one when none does. 0, or -2 out of memory. */
 static int resolve(memdiff__proc *proc, memdiff__arena *arena, memdiff__plat_region *r,
-                   unsigned k, memdiff__linux_mounts *m)
+                   unsigned k, memdiff__linux_mounts *m, unsigned *budget)
 {
     char buf[PATH_MAX];
     size_t len = strlen(r->path);
@@ -131,8 +134,9 @@ static int resolve(memdiff__proc *proc, memdiff__arena *arena, memdiff__plat_reg
     uint64_t full = enumerate ? (UINT64_C(1) << k) - 1 : 0;
     uint64_t tries = enumerate ? full + 1 : 2;
     /* Order: all newlines, all \012, then the mixed readings. */
-    for (uint64_t t = 0; t < tries; t++) {
+    for (uint64_t t = 0; t < tries && *budget > 0; t++) {
         uint64_t mask = t == 0 ? 0 : t == 1 ? full : t - 1;
+        --*budget;
         int all = !enumerate && t == 1;
         if (!reading_is_the_file(proc, r, r->path, len, mask, all, m, buf, sizeof buf))
             continue;
@@ -151,6 +155,7 @@ int memdiff__linux_resolve_escapes(memdiff__proc *proc, memdiff__arena *arena,
                                    memdiff__plat_region *regions, size_t count)
 {
     memdiff__linux_mounts m = {NULL, 0, 0, 0};
+    unsigned budget = MAX_LOOKUPS;
     const memdiff__plat_region *last = NULL; /* the last region resolved */
     const char *last_decoded = NULL;
     for (size_t i = 0; i < count; i++) {
@@ -167,7 +172,7 @@ int memdiff__linux_resolve_escapes(memdiff__proc *proc, memdiff__arena *arena,
             continue;
         }
         const char *decoded = r->path;
-        if (resolve(proc, arena, r, k, &m) != 0)
+        if (resolve(proc, arena, r, k, &m, &budget) != 0)
             return memdiff__set_error(MEMDIFF_ENOMEM, "maps: out of memory");
         last = r;
         last_decoded = decoded;
