@@ -490,6 +490,17 @@ static int count_lookups(const char *path, int flags)
     return -1;
 }
 
+/* This process's regions, read with the lookups counted (and failed when fail); their count. */
+static unsigned counted_regions(int fail, memdiff__plat_region **r, size_t *n)
+{
+    lookups = 0;
+    fail_lookups = fail;
+    memdiff__linux_open_hook = count_lookups;
+    regions_of(NULL, r, n);
+    memdiff__linux_open_hook = NULL;
+    return lookups;
+}
+
 /* A name with 7 escapes gets two lookups (all newlines, all \012), and keeps the newlines when
  * it is neither; every reading of up to 6 is tried; a region list gets 4096 lookups at most. */
 START_TEST(lookups_are_bounded)
@@ -502,12 +513,7 @@ START_TEST(lookups_are_bounded)
     void *seven = map_new_file(path, ps);
     memdiff__plat_region *r;
     size_t n;
-    lookups = 0;
-    fail_lookups = 0;
-    memdiff__linux_open_hook = count_lookups;
-    regions_of(NULL, &r, &n);
-    memdiff__linux_open_hook = NULL;
-    ck_assert_uint_eq(lookups, 2);
+    ck_assert_uint_eq(counted_regions(0, &r, &n), 2);
     const memdiff__plat_region *a = find_start(r, n, seven);
     ck_assert_ptr_nonnull(a);
     ck_assert_str_eq(strrchr(a->path, '/'), "/seven\n\n\n\n\n\n\n");
@@ -521,12 +527,7 @@ START_TEST(lookups_are_bounded)
         snprintf(path, sizeof path, "%s/%02d\n\n\n\n\n\n", dir, i);
         maps[i] = map_new_file(path, ps);
     }
-    lookups = 0;
-    fail_lookups = 1;
-    memdiff__linux_open_hook = count_lookups;
-    regions_of(NULL, &r, &n);
-    memdiff__linux_open_hook = NULL;
-    ck_assert_uint_eq(lookups, 4096);
+    ck_assert_uint_eq(counted_regions(1, &r, &n), 4096);
     for (int i = 0; i < FILES; i++) { /* and every path keeps its newlines */
         a = find_start(r, n, maps[i]);
         ck_assert_ptr_nonnull(a);
