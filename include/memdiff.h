@@ -484,7 +484,9 @@ MEMDIFF_API int memdiff_report_json(const memdiff_diff *diff, FILE *out,
                                     const memdiff_report_options *options);
 
 /* One snapshot: header, resident, private, shared, swapped (and PSS where known) per category,
- * and its blocks (adjacent regions of one category and label) or regions. */
+ * and its blocks (adjacent regions of one category and label) or regions. The JSON one is a
+ * document of "kind": "snapshot" (docs/json-report.md); MEMDIFF_REPORT_NO_BLOCKS gives the
+ * summary memdiff snap --json prints. */
 MEMDIFF_API int memdiff_snapshot_report_text(const memdiff_snapshot *snapshot, FILE *out,
                                              const memdiff_report_options *options);
 MEMDIFF_API int memdiff_snapshot_report_json(const memdiff_snapshot *snapshot, FILE *out,

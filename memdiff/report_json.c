@@ -304,6 +304,18 @@ int memdiff_report_json(const memdiff_diff *diff, FILE *out,
 
 /* ---- snapshot -------------------------------------------------------------------------------- */
 
+/* The arguments of a writer of a snapshot's figures: s and out not NULL, options known; *o
+ * the options, *i the snapshot's info. */
+static int check_snapshot_args(const char *who, const memdiff_snapshot *s, FILE *out,
+                               const memdiff_report_options *options, memdiff_report_options *o,
+                               memdiff_snapshot_info *i)
+{
+    if (!s || !out)
+        return memdiff__set_error(MEMDIFF_EINVAL, "%s: NULL argument", who);
+    int rc = memdiff__report_options(options, who, o);
+    return rc != MEMDIFF_OK ? rc : memdiff_snapshot_get_info(s, i);
+}
+
 static void put_snap_block(memdiff__json *j, const memdiff__snap_block *b,
                            const memdiff_snapshot_info *i)
 {
@@ -366,14 +378,10 @@ int memdiff_snapshot_report_json(const memdiff_snapshot *snapshot, FILE *out,
                                  const memdiff_report_options *options)
 {
     static const char who[] = "memdiff_snapshot_report_json";
-    if (!snapshot || !out)
-        return memdiff__set_error(MEMDIFF_EINVAL, "%s: NULL argument", who);
     memdiff_report_options o;
-    int rc = memdiff__report_options(options, who, &o);
-    if (rc != MEMDIFF_OK)
-        return rc;
     memdiff_snapshot_info i;
-    if ((rc = memdiff_snapshot_get_info(snapshot, &i)) != MEMDIFF_OK)
+    int rc = check_snapshot_args(who, snapshot, out, options, &o, &i);
+    if (rc != MEMDIFF_OK)
         return rc;
     memdiff__arena scratch = MEMDIFF__ARENA_INIT;
     memdiff__snap_block *blocks;
@@ -407,14 +415,12 @@ int memdiff_watch_report_json(const memdiff_diff *diff, const memdiff_snapshot *
                               unsigned tick, FILE *out, const memdiff_report_options *options)
 {
     static const char who[] = "memdiff_watch_report_json";
-    if (!diff || !after || !out)
+    if (!diff)
         return memdiff__set_error(MEMDIFF_EINVAL, "%s: NULL argument", who);
     memdiff_report_options o;
-    int rc = memdiff__report_options(options, who, &o);
-    if (rc != MEMDIFF_OK)
-        return rc;
     memdiff_snapshot_info i;
-    if ((rc = memdiff_snapshot_get_info(after, &i)) != MEMDIFF_OK)
+    int rc = check_snapshot_args(who, after, out, options, &o, &i);
+    if (rc != MEMDIFF_OK)
         return rc;
     const memdiff_snapshot_info *a = &diff->info[1];
     if (i.pid != a->pid || i.time_ns != a->time_ns || i.region_count != a->region_count)
