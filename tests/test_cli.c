@@ -281,6 +281,14 @@ START_TEST(leak_of_8_mib_shows_in_heap)
     ck_assert_ptr_nonnull(strstr(out, "heap"));
     ASSERT_RUN(0, "show --json after.mds");
     ck_assert_ptr_nonnull(strstr(out, "\"categories\""));
+    /* JSON has no room on a stdout that holds the snapshot; watch's two line forms exclude
+     * each other. Both refused before any snapshot is taken. */
+    ASSERT_RUN(2, "snap %d -o - --json", (int)t.pid);
+    ck_assert_str_eq(out, "");
+    ck_assert_ptr_nonnull(strstr(err, "--json: standard output holds the snapshot (-o -)"));
+    ASSERT_RUN(2, "watch %d -i 1s --json --brief", (int)t.pid);
+    ck_assert_str_eq(out, "");
+    ck_assert_ptr_nonnull(strstr(err, "--json and --brief exclude each other"));
     ASSERT_RUN(0, "show --regions after.mds");
     ck_assert_ptr_nonnull(strstr(out, "Regions ("));
     /* Through a pipe: snapshot to stdout, shown from stdin. */

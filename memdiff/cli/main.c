@@ -31,7 +31,7 @@ static const char tool_help[] =
     "The manual: man memdiff.\n";
 
 static const char snap_help[] =
-    "usage: memdiff snap PID -o FILE [--depth fast|standard|deep] [--quiet]\n"
+    "usage: memdiff snap PID -o FILE [--depth fast|standard|deep] [--quiet] [--json]\n"
     "\n"
     "Takes a snapshot of process PID and writes it to FILE (\"-\": standard output). The file\n"
     "is written beside FILE and renamed over it when complete. FILE must not exist yet or be\n"
@@ -41,6 +41,8 @@ static const char snap_help[] =
     "  -d, --depth D      fast, standard (default) or deep; a depth the caller may not use is\n"
     "                     degraded and the snapshot records why\n"
     "  -q, --quiet        print nothing on success\n"
+    "      --json         print the snapshot written as a JSON object, without its blocks\n"
+    "                     (not with -o -)\n"
     "\n"
     "Reading another process needs the right to ptrace it (same user, or root).\n"
     "The manual: man memdiff.\n";
@@ -78,7 +80,7 @@ static const char show_help[] =
 
 static const char watch_help[] =
     "usage: memdiff watch PID --interval T [--count N] [--baseline first|previous]\n"
-    "                     [--depth D] [--verbose|--brief] [--fail-on EXPR]...\n"
+    "                     [--depth D] [--verbose|--brief|--json] [--fail-on EXPR]...\n"
     "\n"
     "Snapshots process PID every T and prints the diff of each snapshot against the previous\n"
     "one (or the first). Stops after N diffs, when the process exits (exit 2), when a\n"
@@ -89,7 +91,10 @@ static const char watch_help[] =
     "  -b, --baseline B   previous (default) or first\n"
     "  -d, --depth D      fast, standard (default) or deep\n"
     "  -v, --verbose      verbose diffs (runs of pages with equal attributes)\n"
-    "      --brief        one line per diff: net change and the categories that changed\n"
+    "      --brief        one line per diff of plain numbers: the resident and private size,\n"
+    "                     the net change and the categories that changed\n"
+    "      --json         one JSON object per diff on one line (JSON Lines): absolute sizes\n"
+    "                     per category with their change\n"
     "      --no-header    leave out the snapshot header lines of each report\n"
     "      --fail-on EXPR stop with exit 1 when EXPR holds for a diff (see memdiff diff --help)\n"
     "\n"
@@ -97,6 +102,7 @@ static const char watch_help[] =
 
 static const char wss_help[] =
     "usage: memdiff wss PID [--interval T] [--count N] [--cumulative | --profile] [--times]\n"
+    "                   [--json]\n"
     "\n"
     "Measures the working-set size of process PID as Brendan Gregg's wss.pl does: clears its\n"
     "pages' referenced bits (/proc/PID/clear_refs), sleeps T, and sums what smaps calls\n"
@@ -108,6 +114,7 @@ static const char wss_help[] =
     "  -C, --cumulative   clear once, then show the growing working set every T\n"
     "  -P, --profile      clear once, then read after T, 2T, 4T, 8T... (power-of-two steps)\n"
     "  -t, --times        also show Slp(s), the time slept, and Dur(s), clear to end of read\n"
+    "      --json         one JSON object per sample on one line (JSON Lines), no header\n"
     "\n"
     "Clearing referenced bits disturbs the kernel's page aging for the process and needs the\n"
     "process's owner or root. The manual: man memdiff.\n";
