@@ -425,9 +425,9 @@ START_TEST(watch_a_live_process)
     /* The line that stopped the watch names the heap with at least the 7 MiB asked for (8 MiB
      * once the child is done writing; on a loaded machine memdiff may look while it writes),
      * as a plain number awk reads, after the process's absolute sizes. */
-    const char *h = strstr(out, " heap ");
+    const char *h = strstr(out, " heap.net ");
     ck_assert_msg(h != NULL, "no heap in:\n%s", out);
-    for (const char *later; (later = strstr(h + 1, " heap ")) != NULL;)
+    for (const char *later; (later = strstr(h + 1, " heap.net ")) != NULL;)
         h = later; /* the last diff's line */
     const char *line = h;
     while (line > out && line[-1] != '\n')
@@ -435,7 +435,7 @@ START_TEST(watch_a_live_process)
     unsigned long long grown = 0, resident = 0, priv = 0;
     unsigned tick = 0;
     char end = 0;
-    ck_assert_msg(sscanf(h, " heap %llu%c", &grown, &end) == 2 && end == '\n', "%s", out);
+    ck_assert_msg(sscanf(h, " heap.net %llu%c", &grown, &end) == 2 && end == '\n', "%s", out);
     ck_assert_msg(sscanf(line, "tick %u elapsed %*f resident %llu private %llu net ", &tick,
                          &resident, &priv) == 3,
                   "%s", line);

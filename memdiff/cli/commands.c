@@ -32,6 +32,7 @@ typedef struct args {
     uint64_t interval_ns;
     int count;
     int baseline_first;
+    uint64_t first_ns; /* watch: when the first snapshot began */
 } args;
 
 static int on_opt(void *ctx, int id, const char *v)
@@ -209,16 +210,17 @@ int cli_cmd_snap(int argc, char **argv)
 
 /* One line per tick for scripts (watch --brief, docs/cli.md): name-value pairs of plain
  * numbers, no separators: the after snapshot's absolute sizes, then the diff's, then the net
- * change of each category that changed. */
-static void brief_line(const memdiff_diff *d, unsigned tick, FILE *out)
+ * change of each category that changed, named as --fail-on names it ("heap.net": a category
+ * "private" must not read as the private size). */
+static void brief_line(const memdiff_diff *d, unsigned tick, uint64_t first_ns, FILE *out)
 {
     memdiff_diff_info di;
     memdiff_totals t;
     memdiff_diff_get_info(d, &di);
     memdiff_diff_totals(d, MEMDIFF_CAT_ALL, &t);
-    const memdiff_snapshot_info *b = &di.before, *a = &di.after;
+    const memdiff_snapshot_info *a = &di.after;
     fprintf(out, "tick %u elapsed %.3f resident %llu private %llu", tick,
-            (double)(a->time_ns - b->time_ns) / 1e9, (unsigned long long)a->resident_bytes,
+            (double)(a->time_ns - first_ns) / 1e9, (unsigned long long)a->resident_bytes,
             (unsigned long long)a->private_bytes);
     if (a->sources & MEMDIFF_SRC_PSS)
         fprintf(out, " pss %llu", (unsigned long long)a->pss_bytes);
@@ -228,7 +230,7 @@ static void brief_line(const memdiff_diff *d, unsigned tick, FILE *out)
         if (c == MEMDIFF_CAT_OWN || memdiff_diff_totals(d, (memdiff_category)c, &t) ||
             (t.new_bytes == 0 && t.freed_bytes == 0))
             continue;
-        fprintf(out, " %s %lld", memdiff_category_name((memdiff_category)c),
+        fprintf(out, " %s.net %lld", memdiff_category_name((memdiff_category)c),
                 (long long)t.net_bytes);
     }
     fputc('\n', out);
@@ -255,7 +257,7 @@ static int compare_and_report(const args *a, const memdiff_snapshot *before,
     if (a->json && tick) /* JSON Lines: one record a tick, its totals without blocks */
         ro.flags |= MEMDIFF_REPORT_LINE | MEMDIFF_REPORT_NO_BLOCKS;
     if (a->brief)
-        brief_line(d, tick, stdout);
+        brief_line(d, tick, a->first_ns, stdout);
     else if (a->json && tick)
         rc = memdiff_watch_report_json(d, after, tick, stdout, &ro);
     else if (a->json)
@@ -371,6 +373,7 @@ int cli_cmd_watch(int argc, char **argv)
         return rc;
     memdiff_snapshot_info first;
     memdiff_snapshot_get_info(base, &first);
+    a.first_ns = first.time_ns;
     for (int n = 1; rc == CLI_EXIT_OK && (a.count == 0 || n <= a.count); n++) {
         if (sleep_ns(a.interval_ns))
             break; /* Ctrl-C: a normal end of watching */
