@@ -30,7 +30,7 @@
     X(cow)                     \
     X(optimizer)               \
     X(manual)                  \
-    X(names)                  \
+    X(names)                   \
     X(json)
 
 /* UNDER_ASAN: 1 in an AddressSanitizer build (gcc or clang), whose shadow mappings make some
