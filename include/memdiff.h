@@ -850,6 +850,212 @@ MEMDIFF_API int memdiff_wss_report_json(const memdiff_wss_options *run,
                                         const memdiff_wss_sample *sample, FILE *out,
                                         const memdiff_report_options *options);
 
+/* ---------------------------------------------------------------------------------------------
+ * Memory over time: cheap polls, timelines, marks (docs/api.md "Timelines"; the file format is
+ * docs/timeline-format.md). A recorder polls a process's totals at an interval, takes snapshots
+ * when it chooses, and appends both to a timeline file with the marks the program sent; a reader
+ * iterates the records and hands out any recorded snapshot for memdiff_compare().
+ * ------------------------------------------------------------------------------------------- */
+
+/* The process's totals as its OS reports them now (Linux: one read of /proc/PID/status, the
+ * figures of memdiff_process_totals; Windows: GetProcessMemoryInfo, vm_rss and vm_hwm only), in
+ * microseconds, without a snapshot. pid 0: the calling process. Linux's figures are the
+ * kernel's per-CPU-batched counters: they may lag the page tables by the kernel's batch per
+ * CPU (docs/api.md). Errors: MEMDIFF_EINVAL, MEMDIFF_ESRCH (no such process, or it has exited:
+ * a zombie has no memory), MEMDIFF_EACCES, MEMDIFF_EIO. */
+MEMDIFF_API int memdiff_poll(int pid, memdiff_process_totals *out);
+
+/* The format this library writes; it reads every minor of its major (as snapshot files). */
+#define MEMDIFF_TIMELINE_VERSION_MAJOR 1
+#define MEMDIFF_TIMELINE_VERSION_MINOR 0
+
+/* Why a recorder took a snapshot (memdiff_timeline_add_snapshot; bits, any combination). */
+#define MEMDIFF_CAUSE_START 0x01u   /* the first one */
+#define MEMDIFF_CAUSE_CHANGE 0x02u  /* memory changed beyond the recorder's threshold */
+#define MEMDIFF_CAUSE_PEAK 0x04u    /* a new peak */
+#define MEMDIFF_CAUSE_MARK 0x08u    /* at a mark */
+#define MEMDIFF_CAUSE_EXIT 0x10u    /* at exit, the address space still there */
+#define MEMDIFF_CAUSE_REQUEST 0x20u /* asked for (a signal to the recorder) */
+
+/* How the recorded process ended (exit record). */
+typedef enum memdiff_exit_how {
+    MEMDIFF_EXIT_STATUS = 1, /* exited; code: its exit status */
+    MEMDIFF_EXIT_SIGNAL = 2, /* killed; code: the signal number */
+    MEMDIFF_EXIT_VANISHED = 3, /* gone, status unknown (not the recorder's child) */
+    MEMDIFF_EXIT_DETACHED = 4  /* the recording ended, the process still running */
+} memdiff_exit_how;
+
+/* The first record of a timeline. Initialise with MEMDIFF_TIMELINE_HEADER_INIT. */
+typedef struct memdiff_timeline_header {
+    int pid;                  /* the recorded process */
+    uint32_t page_size;       /* 0: this system's */
+    uint64_t start_ns;        /* wall clock, ns since the Unix epoch; 0: now */
+    uint64_t interval_ns;     /* the poll interval; 0: none stated */
+    const char *host;         /* NULL: this machine's name */
+    const char *const *argv;  /* NULL-terminated command line, or NULL when not known */
+} memdiff_timeline_header;
+
+#define MEMDIFF_TIMELINE_HEADER_INIT {0, 0u, 0u, 0u, NULL, NULL}
+
+typedef struct memdiff_timeline_writer memdiff_timeline_writer;
+
+/* Creates the timeline file at path (nothing there, or a regular file, which is replaced; a
+ * symbolic link, directory, device, FIFO or socket is refused) and writes its header. Every
+ * record is written whole and flushed before its add returns, so a recorder killed at any moment
+ * leaves a file readable up to the last record added. Errors: MEMDIFF_EINVAL (NULL, empty path,
+ * a string with a NUL-free length above 64 KiB, what path names), MEMDIFF_EACCES, MEMDIFF_EIO,
+ * MEMDIFF_ENOMEM. The caller ends it with memdiff_timeline_close(). */
+MEMDIFF_API int memdiff_timeline_create(const char *path, const memdiff_timeline_header *header,
+                                        memdiff_timeline_writer **out);
+
+/* The same onto a stream opened in binary mode, which stays the caller's (close() flushes it,
+ * does not close it). */
+MEMDIFF_API int memdiff_timeline_create_stream(FILE *stream, const memdiff_timeline_header *header,
+                                               memdiff_timeline_writer **out);
+
+/* Appends a sample: the totals polled at time_ns (memdiff_poll()). A sample whose figures equal
+ * the previous one's takes 11 bytes + its time step's varint (15 at a 50 ms step). Errors, for
+ * every add: MEMDIFF_EINVAL (NULL), MEMDIFF_EIO (writing failed, e.g. a full disk: the detail
+ * names the record and offset; the file holds every record before it whole, possibly followed
+ * by part of this one, which readers report as torn; the writer then refuses every add),
+ * MEMDIFF_ENOMEM. */
+MEMDIFF_API int memdiff_timeline_add_sample(memdiff_timeline_writer *w, uint64_t time_ns,
+                                            const memdiff_process_totals *totals);
+
+/* Appends a snapshot (stored whole as a snapshot file, docs/file-format.md) at its time, cause
+ * MEMDIFF_CAUSE_* bits. Errors: also those of memdiff_snapshot_save(). */
+MEMDIFF_API int memdiff_timeline_add_snapshot(memdiff_timeline_writer *w,
+                                              const memdiff_snapshot *snapshot, unsigned cause);
+
+/* Appends a mark sent by process pid (0: unknown) at time_ns; label: at most
+ * MEMDIFF_MARK_LABEL_MAX bytes are kept, no NUL. */
+MEMDIFF_API int memdiff_timeline_add_mark(memdiff_timeline_writer *w, uint64_t time_ns, int pid,
+                                          const char *label);
+
+/* Appends how the process ended (code: exit status or signal; 0 otherwise). */
+MEMDIFF_API int memdiff_timeline_add_exit(memdiff_timeline_writer *w, uint64_t time_ns,
+                                          memdiff_exit_how how, int code);
+
+/* Bytes of the complete records written so far, the file header included. */
+MEMDIFF_API uint64_t memdiff_timeline_writer_bytes(const memdiff_timeline_writer *w);
+
+/* Flushes and closes the file (a stream: flushes it) and frees the writer. Returns MEMDIFF_OK,
+ * or the first write error of the writer's life (MEMDIFF_EIO) again. NULL is allowed. */
+MEMDIFF_API int memdiff_timeline_close(memdiff_timeline_writer *w);
+
+typedef struct memdiff_timeline memdiff_timeline;
+
+/* What a timeline file holds (memdiff_timeline_get_info); strings point into the reader. */
+typedef struct memdiff_timeline_info {
+    unsigned version_major, version_minor;
+    int pid;
+    uint32_t page_size;
+    uint64_t start_ns, interval_ns;
+    const char *host;
+    const char *const *argv;  /* NULL-terminated; argv[0] NULL when not recorded */
+    size_t records;           /* complete records, the header included */
+    size_t samples, snapshots, marks, exits, skipped; /* skipped: kinds of a newer minor */
+    int torn;                 /* 1: the file ends inside a record (the writer was stopped) */
+    uint64_t torn_offset;     /* where that record begins (= complete_bytes) */
+    uint64_t complete_bytes;  /* bytes up to the end of the last complete record */
+    uint64_t file_bytes;
+    uint64_t storage_bytes;   /* memory the reader holds: at most 4 x file_bytes + 2 MiB */
+} memdiff_timeline_info;
+
+/* Opens and checks a whole timeline file: header first, then every record's frame, checksums
+ * and fields (a snapshot record's snapshot file only when asked for). A file that ends inside
+ * its last record is no error: info.torn says so, and the records before it read. Errors:
+ * MEMDIFF_EINVAL (NULL), MEMDIFF_EIO or MEMDIFF_EACCES (opening, reading), MEMDIFF_EFORMAT (not a
+ * timeline, unsupported major, a corrupt record: the detail names the path, the record's index
+ * and byte offset and what is wrong), MEMDIFF_ENOMEM. Free with memdiff_timeline_free(). */
+MEMDIFF_API int memdiff_timeline_open(const char *path, memdiff_timeline **out);
+
+/* memdiff_timeline_open() from a stream (binary mode), read to its end; errors name no path. */
+MEMDIFF_API int memdiff_timeline_open_stream(FILE *stream, memdiff_timeline **out);
+
+MEMDIFF_API void memdiff_timeline_free(memdiff_timeline *timeline); /* NULL is allowed */
+
+MEMDIFF_API int memdiff_timeline_get_info(const memdiff_timeline *timeline,
+                                          memdiff_timeline_info *out);
+
+typedef enum memdiff_record_kind {
+    MEMDIFF_RECORD_SAMPLE = 2,
+    MEMDIFF_RECORD_SNAPSHOT = 3,
+    MEMDIFF_RECORD_MARK = 4,
+    MEMDIFF_RECORD_EXIT = 5
+} memdiff_record_kind;
+
+/* One record, as memdiff_timeline_next() hands it out. */
+typedef struct memdiff_timeline_record {
+    memdiff_record_kind kind;
+    size_t index;                  /* in the file: the header is record 0 */
+    uint64_t offset;               /* byte offset of the record in the file */
+    uint64_t time_ns;              /* wall clock, ns since the Unix epoch */
+    memdiff_process_totals totals; /* a sample's figures; other kinds: the last sample's */
+    size_t snapshot;               /* snapshot: its number for memdiff_timeline_snapshot() */
+    unsigned cause;                /* snapshot: MEMDIFF_CAUSE_* */
+    int pid;                       /* mark: the sender (0: unknown) */
+    const char *label;             /* mark: its text, valid until the next call; else "" */
+    memdiff_exit_how exit_how;     /* exit; else 0 */
+    int exit_code;                 /* exit: status or signal */
+} memdiff_timeline_record;
+
+/* The next record after the header, in file order (records of kinds this version does not know
+ * are skipped). Returns 1 with *out filled, 0 after the last, or MEMDIFF_EINVAL. */
+MEMDIFF_API int memdiff_timeline_next(memdiff_timeline *timeline, memdiff_timeline_record *out);
+
+/* Starts memdiff_timeline_next() from the first record again. */
+MEMDIFF_API void memdiff_timeline_rewind(memdiff_timeline *timeline);
+
+/* Recorded snapshot number index (0 .. info.snapshots - 1, in file order), loaded and checked as
+ * memdiff_snapshot_load() would; compare two with memdiff_compare(). Errors: MEMDIFF_EINVAL,
+ * MEMDIFF_ERANGE, MEMDIFF_EFORMAT (its snapshot file is corrupt: the detail names the record and
+ * offset), MEMDIFF_ENOMEM. Free with memdiff_snapshot_free(). */
+MEMDIFF_API int memdiff_timeline_snapshot(const memdiff_timeline *timeline, size_t index,
+                                          memdiff_snapshot **out);
+
+/* ---- marks: a program says where it is; a recorder puts it on the timeline ----------------
+ * memdiff_mark() sends the label to the recorder of the calling process, if there is one:
+ * through the descriptor named by the environment variable MEMDIFF_MARK_FD (set by a recorder
+ * that starts the program), else (Linux) to a datagram socket a recorder attached to this pid
+ * has bound. No recorder: one failing system call, about a microsecond (docs/api.md, "Marks").
+ * MEMDIFF_MARK_FD=off turns marks off. */
+
+#define MEMDIFF_MARK_LABEL_MAX 1024 /* bytes of a label kept; the rest is cut */
+
+/* Sends a mark stamped with the wall clock now. Returns 1 when a recorder's channel took it, 0
+ * when no recorder listens (or marks are off), MEMDIFF_EINVAL for a NULL label. Any thread; it
+ * never allocates. */
+MEMDIFF_API int memdiff_mark(const char *label);
+
+typedef struct memdiff_mark_listener memdiff_mark_listener;
+
+/* The recorder's end. pid > 0: marks of that running process (Linux: binds the abstract UNIX
+ * socket "memdiff-mark-PID"; only datagrams its kernel-stated sender is pid are taken). pid 0:
+ * a channel for a child the caller is about to start, which must inherit
+ * memdiff_mark_listener_child_fd() and find its number in MEMDIFF_MARK_FD. Errors:
+ * MEMDIFF_EINVAL, MEMDIFF_ENOTSUP (Windows), MEMDIFF_EIO (pid's name bound already: another
+ * recorder), MEMDIFF_ENOMEM. */
+MEMDIFF_API int memdiff_mark_listen(int pid, memdiff_mark_listener **out);
+
+/* pid 0 listeners: the descriptor the child inherits (close-on-exec in this process: the child
+ * side clears that, e.g. with posix_spawn_file_actions_adddup2(fd, fd)); else -1. */
+MEMDIFF_API int memdiff_mark_listener_child_fd(const memdiff_mark_listener *listener);
+
+/* A received mark; label is the listener's, valid until its next receive. */
+typedef struct memdiff_mark_msg {
+    uint64_t time_ns; /* the sender's wall clock when it sent */
+    int pid;          /* the sender as the kernel states it (0: unknown) */
+    const char *label;
+} memdiff_mark_msg;
+
+/* The next mark, waiting up to timeout_ns for one (0: do not wait). Returns 1 with *out
+ * filled, 0 when none came, or MEMDIFF_EINVAL, MEMDIFF_EIO. */
+MEMDIFF_API int memdiff_mark_receive(memdiff_mark_listener *listener, uint64_t timeout_ns,
+                                     memdiff_mark_msg *out);
+
+MEMDIFF_API void memdiff_mark_listener_free(memdiff_mark_listener *listener); /* NULL: ok */
+
 #ifdef __cplusplus
 }
 #endif

@@ -687,15 +687,10 @@ int memdiff__file_parse(memdiff__file_source *src, memdiff_snapshot *s, int boun
     return MEMDIFF_OK;
 }
 
-int memdiff_snapshot_load(FILE *in, memdiff_snapshot **out)
+/* A snapshot from src: from a stream (load) or a buffer (memdiff__snapshot_decode). */
+static int load_from(memdiff__file_source *src, memdiff_snapshot **out)
 {
-    if (!out)
-        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_snapshot_load: out is NULL");
-    *out = NULL;
-    if (!in)
-        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_snapshot_load: in is NULL");
-    memdiff__arena scratch = MEMDIFF__ARENA_INIT, a = MEMDIFF__ARENA_INIT;
-    memdiff__file_source src = {in, &scratch, NULL, 0, 0, 0};
+    memdiff__arena a = MEMDIFF__ARENA_INIT;
     int rc = MEMDIFF_OK;
     memdiff_snapshot *s = memdiff__arena_alloc(&a, sizeof *s);
     if (!s)
@@ -703,8 +698,7 @@ int memdiff_snapshot_load(FILE *in, memdiff_snapshot **out)
     else
         s->arena = a; /* the snapshot lives inside its own arena, as a taken one does */
     if (!rc)
-        rc = memdiff__file_parse(&src, s, 1, NULL);
-    memdiff__arena_release(&scratch);
+        rc = memdiff__file_parse(src, s, 1, NULL);
     if (rc) {
         memdiff_snapshot_free(s);
         return rc;
@@ -712,6 +706,27 @@ int memdiff_snapshot_load(FILE *in, memdiff_snapshot **out)
     s->info.storage_bytes = memdiff__arena_footprint(&s->arena);
     *out = s;
     return MEMDIFF_OK;
+}
+
+int memdiff_snapshot_load(FILE *in, memdiff_snapshot **out)
+{
+    if (!out)
+        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_snapshot_load: out is NULL");
+    *out = NULL;
+    if (!in)
+        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_snapshot_load: in is NULL");
+    memdiff__arena scratch = MEMDIFF__ARENA_INIT;
+    memdiff__file_source src = {in, &scratch, NULL, 0, 0, 0};
+    int rc = load_from(&src, out);
+    memdiff__arena_release(&scratch);
+    return rc;
+}
+
+int memdiff__snapshot_decode(const unsigned char *p, size_t n, memdiff_snapshot **out)
+{
+    *out = NULL;
+    memdiff__file_source src = {NULL, NULL, (unsigned char *)p, n, n, 1};
+    return load_from(&src, out);
 }
 
 int memdiff_snapshot_load_file(const char *path, memdiff_snapshot **out)

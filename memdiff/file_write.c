@@ -352,20 +352,31 @@ static int encode(writer *w)
     return rc;
 }
 
+int memdiff__snapshot_encode(const memdiff_snapshot *snapshot, memdiff__arena *scratch,
+                             const unsigned char **p, size_t *n)
+{
+    writer w;
+    memset(&w, 0, sizeof w);
+    w.s = snapshot;
+    w.scratch = scratch;
+    w.out.arena = scratch;
+    int rc = encode(&w);
+    *p = rc ? NULL : w.out.p;
+    *n = rc ? 0 : w.out.len;
+    return rc;
+}
+
 int memdiff_snapshot_save(const memdiff_snapshot *snapshot, FILE *out)
 {
     if (!snapshot || !out)
         return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_snapshot_save: NULL argument");
     memdiff__arena scratch = MEMDIFF__ARENA_INIT;
-    writer w;
-    memset(&w, 0, sizeof w);
-    w.s = snapshot;
-    w.scratch = &scratch;
-    w.out.arena = &scratch;
-    int rc = encode(&w);
+    const unsigned char *p;
+    size_t n;
+    int rc = memdiff__snapshot_encode(snapshot, &scratch, &p, &n);
     if (!rc) {
         errno = 0;
-        if (fwrite(w.out.p, 1, w.out.len, out) != w.out.len || fflush(out) != 0)
+        if (fwrite(p, 1, n, out) != n || fflush(out) != 0)
             rc = memdiff__set_error(MEMDIFF_EIO, "snapshot file: write failed: %s",
                                     errno ? strerror(errno) : "stream error");
     }
@@ -398,7 +409,7 @@ static const char *kind_name(memdiff__path_kind kind)
  * first; a symbolic link is refused whatever it names (also when it names a regular file): the
  * link itself would be replaced, and writing through it instead would let whoever can make
  * links in a shared directory choose what memdiff overwrites. */
-static int check_target(const char *path)
+int memdiff__check_save_target(const char *path)
 {
     memdiff__path_kind kind;
     int rc = memdiff__os_path_kind(path, &kind);
@@ -414,7 +425,7 @@ int memdiff_snapshot_save_file(const memdiff_snapshot *snapshot, const char *pat
         return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_snapshot_save_file: NULL argument");
     if (!path[0])
         return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_snapshot_save_file: empty path");
-    int rc = check_target(path);
+    int rc = memdiff__check_save_target(path);
     if (rc)
         return rc;
     /* A name of our own beside the target: same directory, so the rename stays in one file
@@ -445,7 +456,7 @@ int memdiff_snapshot_save_file(const memdiff_snapshot *snapshot, const char *pat
      * there (a rename never writes through a link). The old file is never removed first: a
      * rename that fails leaves path as it was. */
     if (!rc)
-        rc = check_target(path);
+        rc = memdiff__check_save_target(path);
     if (!rc)
         rc = memdiff__os_replace_file(tmp, path);
     if (rc)

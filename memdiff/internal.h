@@ -283,6 +283,19 @@ size_t memdiff__seq_bytes(const memdiff__seq *q);
  * start). Exposed for tests and the fuzz target, which forge files with valid checksums. */
 uint32_t memdiff__crc32(uint32_t crc, const void *data, size_t n);
 
+/* The snapshot file of s (docs/file-format.md), assembled in scratch: *p, *n (file_write.c).
+ * Errors: as memdiff_snapshot_save() before it writes. The timeline stores snapshots so. */
+int memdiff__snapshot_encode(const memdiff_snapshot *s, memdiff__arena *scratch,
+                             const unsigned char **p, size_t *n);
+
+/* memdiff_snapshot_load() of the file p[0..n) held in memory (file_read.c): the same checks
+ * and memory bound. */
+int memdiff__snapshot_decode(const unsigned char *p, size_t n, memdiff_snapshot **out);
+
+/* What memdiff_snapshot_save_file() allows at path: nothing, or a regular file (no symbolic
+ * link, device, FIFO...); else MEMDIFF_EINVAL with detail (file_write.c). */
+int memdiff__check_save_target(const char *path);
+
 /* ---- testing hooks (snapshot.c) --------------------------------------------------------- */
 
 /* Testing hook: fn (NULL: none) is called once in the middle of every snapshot, after the

@@ -347,4 +347,45 @@ int memdiff__plat_refs_usage(memdiff__proc *proc, memdiff__arena *arena,
  * else smaps). start and end are 0. Errors: as memdiff__plat_regions. */
 int memdiff__plat_refs_total(memdiff__proc *proc, memdiff__plat_usage *out);
 
+/* =============================================================================================
+ * The backend implements: polls and marks (memory over time: the core's poll.c and mark.c)
+ * =========================================================================================== */
+
+/* The process's totals now, in bytes (missing figures 0), without memdiff__plat_open: the one
+ * cheapest read the OS offers (Linux: <pid>/status under /proc; Windows: GetProcessMemoryInfo).
+ * pid 0: the calling process. Errors: MEMDIFF_ESRCH (none, or it has exited: a zombie),
+ * MEMDIFF_EACCES, MEMDIFF_EIO. */
+int memdiff__plat_poll(int pid, memdiff_process_totals *out);
+
+/* The longest mark datagram: what memdiff_mark() sends (docs/api.md, "Marks"). */
+#define MEMDIFF__MARK_MSG_MAX 1033u
+
+/* Sends one mark datagram msg[0..len) to the calling process's recorder: through the descriptor
+ * the environment variable MEMDIFF_MARK_FD names (looked up once per process), else where the
+ * OS has a rendezvous a recorder attached to this pid binds. Must not allocate, nor block on a
+ * recorder that is not the caller's parent. Returns 1 sent, 0 no recorder (nothing to send to,
+ * it went away, marks turned off), never an error. */
+int memdiff__plat_mark_send(const void *msg, size_t len);
+
+/* A recorder's end of the mark channel; the backend fills it, the core keeps it. */
+typedef struct memdiff__mark_chan {
+    int fd;       /* what the recorder receives on (-1: none) */
+    int child_fd; /* pid 0: the end the child inherits (-1: none) */
+    int pid;      /* the process whose marks are taken (0: any sender) */
+} memdiff__mark_chan;
+
+/* Opens the recorder's end: pid > 0 for a running process, 0 for a child about to start.
+ * Errors: MEMDIFF_ENOTSUP (no such channel on this OS), MEMDIFF_EIO (the rendezvous is taken:
+ * another recorder), MEMDIFF_ENOMEM. */
+int memdiff__plat_mark_listen(int pid, memdiff__mark_chan *out);
+
+/* Receives one datagram into buf[0..cap) (a longer one is cut), waiting up to timeout_ns.
+ * Returns 1 with *len and *sender (the sending process as the kernel states it, 0 unknown), 0
+ * when none came, MEMDIFF_EIO. Datagrams from other senders than chan->pid are dropped. */
+int memdiff__plat_mark_recv(memdiff__mark_chan *chan, uint64_t timeout_ns, void *buf, size_t cap,
+                            size_t *len, int *sender);
+
+/* Closes what memdiff__plat_mark_listen opened. */
+void memdiff__plat_mark_close(memdiff__mark_chan *chan);
+
 #endif /* MEMDIFF_PLATFORM_H */

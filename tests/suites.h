@@ -31,7 +31,8 @@
     X(optimizer)               \
     X(manual)                  \
     X(names)                   \
-    X(json)
+    X(json)                    \
+    X(timeline)
 
 /* UNDER_ASAN: 1 in an AddressSanitizer build (gcc or clang), whose shadow mappings make some
  * measurements slow or meaningless. */
