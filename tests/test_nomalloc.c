@@ -354,6 +354,24 @@ static void other_processes(void)
     close(fds[1]);
 }
 
+/* A program's marks: memdiff_mark() runs in the code it measures, with and without a recorder
+ * (the first mark looks the environment up and makes its socket: counted too). */
+static void marks(void)
+{
+    start_counting();
+    int rc = memdiff_mark("no recorder");
+    expect_no_calls("memdiff_mark, no recorder (first mark)", rc, 0);
+    memdiff_mark_listener *l = NULL;
+    if (memdiff_mark_listen(getpid(), &l) != MEMDIFF_OK) {
+        report(0, "memdiff_mark_listen: %s", memdiff_last_error());
+        return;
+    }
+    start_counting();
+    rc = memdiff_mark("a recorder listens");
+    expect_no_calls("memdiff_mark, a recorder listening", rc, 1);
+    memdiff_mark_listener_free(l);
+}
+
 int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -371,6 +389,7 @@ int main(void)
         munmap(mem, len);
     }
     other_processes();
+    marks();
     printf("%d passed, %d failed\n", passed, failed);
     return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
