@@ -1,9 +1,12 @@
 /*
  * file_common.c - what the snapshot file writer (file_write.c) and reader (file_read.c) both
- * call: the checksum. A file of its own so that neither of the two has to call the other for
- * it (file_format.h: who calls whom). The message for a file that cannot be opened is
+ * call: the checksum; and the growing write buffer of the encoders (the timeline's use both). A
+ * file of its own so that neither of the two has to call the other for it (file_format.h: who
+ * calls whom). The message for a file that cannot be opened is
  * memdiff__file_open_error() (base/error.c), shared with the POSIX backend.
  */
+#include <string.h>
+
 #include "file_format.h"
 
 /* Nibble-table CRC-32 (polynomial 0xEDB88320 reflected): 16 constants instead of 256, no
@@ -25,3 +28,45 @@ uint32_t memdiff__crc32(uint32_t crc, const void *data, size_t n)
     return ~crc;
 }
 
+void memdiff__wbuf_put(memdiff__wbuf *b, const void *data, size_t n)
+{
+    if (b->failed)
+        return;
+    if (n > b->cap - b->len) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap - b->len < n) {
+            if (cap > SIZE_MAX / 2) {
+                b->failed = memdiff__set_error(MEMDIFF_ENOMEM, "encoding: too large");
+                return;
+            }
+            cap *= 2;
+        }
+        unsigned char *p = memdiff__arena_grow_raw(b->arena, b->p, b->cap, cap);
+        if (!p) {
+            b->failed = memdiff__set_error(MEMDIFF_ENOMEM, "encoding: out of memory");
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    if (n)
+        memcpy(b->p + b->len, data, n);
+    b->len += n;
+}
+
+unsigned memdiff__varint_encode(unsigned char *out, uint64_t v)
+{
+    unsigned n = 0;
+    do {
+        out[n] = (unsigned char)((v & 0x7F) | (v > 0x7F ? 0x80 : 0));
+        v >>= 7;
+        n++;
+    } while (v);
+    return n;
+}
+
+void memdiff__wbuf_varint(memdiff__wbuf *b, uint64_t v)
+{
+    unsigned char tmp[10];
+    memdiff__wbuf_put(b, tmp, memdiff__varint_encode(tmp, v));
+}

@@ -20,59 +20,14 @@ static uint64_t zigzag(int64_t v)
     return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
 }
 
-typedef struct wbuf {
-    memdiff__arena *arena;
-    unsigned char *p;
-    size_t len, cap;
-    int failed; /* MEMDIFF_ENOMEM once an append could not grow the buffer */
-} wbuf;
-
-static void put_bytes(wbuf *b, const void *data, size_t n)
-{
-    if (b->failed)
-        return;
-    if (n > b->cap - b->len) {
-        size_t cap = b->cap ? b->cap : 4096;
-        while (cap - b->len < n) {
-            if (cap > SIZE_MAX / 2) {
-                b->failed = memdiff__set_error(MEMDIFF_ENOMEM, "snapshot file: too large");
-                return;
-            }
-            cap *= 2;
-        }
-        unsigned char *p = memdiff__arena_grow(b->arena, b->p, b->cap, cap);
-        if (!p) {
-            b->failed = MEMDIFF_ENOMEM;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    if (n)
-        memcpy(b->p + b->len, data, n);
-    b->len += n;
-}
+typedef memdiff__wbuf wbuf;
 
 static void put_le(wbuf *b, uint32_t v, unsigned bytes)
 {
     unsigned char tmp[4];
     for (unsigned i = 0; i < bytes; i++)
         tmp[i] = (unsigned char)(v >> (8 * i));
-    put_bytes(b, tmp, bytes);
-}
-
-static void put_varint(wbuf *b, uint64_t v)
-{
-    unsigned char tmp[10];
-    unsigned n = 0;
-    do {
-        tmp[n] = (unsigned char)(v & 0x7F);
-        v >>= 7;
-        if (v)
-            tmp[n] |= 0x80;
-        n++;
-    } while (v);
-    put_bytes(b, tmp, n);
+    memdiff__wbuf_put(b, tmp, bytes);
 }
 
 /* The string table being built: each distinct string once, in order of first use. */
@@ -133,21 +88,21 @@ static int encode_info(writer *w, wbuf *b)
     }
     if (rc)
         return rc;
-    put_varint(b, (uint64_t)(unsigned)in->pid);
-    put_varint(b, (uint64_t)in->depth_requested);
-    put_varint(b, (uint64_t)in->depth);
+    memdiff__wbuf_varint(b, (uint64_t)(unsigned)in->pid);
+    memdiff__wbuf_varint(b, (uint64_t)in->depth_requested);
+    memdiff__wbuf_varint(b, (uint64_t)in->depth);
     /* PSS is no fact read but a sum of the map counts (MEMDIFF_SRC_PSS): the loader sums it
      * again, so the file says map counts and stays what a 1.0 writer writes. */
-    put_varint(b, in->sources & ~(unsigned)MEMDIFF_SRC_PSS);
-    put_varint(b, in->page_size);
-    put_varint(b, in->time_ns);
-    put_varint(b, host);
-    put_varint(b, degraded);
+    memdiff__wbuf_varint(b, in->sources & ~(unsigned)MEMDIFF_SRC_PSS);
+    memdiff__wbuf_varint(b, in->page_size);
+    memdiff__wbuf_varint(b, in->time_ns);
+    memdiff__wbuf_varint(b, host);
+    memdiff__wbuf_varint(b, degraded);
     const memdiff_process_totals *t = &in->totals;
     const uint64_t totals[8] = {t->vm_size,   t->vm_rss,    t->vm_hwm, t->rss_anon,
                                 t->rss_file,  t->rss_shmem, t->vm_pte, t->vm_swap};
     for (int i = 0; i < 8; i++)
-        put_varint(b, totals[i]);
+        memdiff__wbuf_varint(b, totals[i]);
     return b->failed;
 }
 
@@ -155,7 +110,7 @@ static int encode_regions(writer *w, wbuf *b)
 {
     const memdiff_snapshot *s = w->s;
     uint64_t ps = s->info.page_size, prev_end = 0;
-    put_varint(b, s->region_count);
+    memdiff__wbuf_varint(b, s->region_count);
     for (size_t i = 0; i < s->region_count; i++) {
         const memdiff__region *r = &s->regions[i];
         if (r->start % ps || r->end % ps || r->end <= r->start || r->start < prev_end)
@@ -170,19 +125,19 @@ static int encode_regions(writer *w, wbuf *b)
             rc = string_index(w, r->path, &path);
         if (rc)
             return rc;
-        put_varint(b, (r->start - prev_end) / ps);
-        put_varint(b, (r->end - r->start) / ps);
-        put_varint(b, r->offset);
-        put_varint(b, r->dev);
-        put_varint(b, r->inode);
-        put_varint(b, r->prot);
-        put_varint(b, r->flags);
-        put_varint(b, (uint64_t)r->hint);
-        put_varint(b, (uint64_t)r->category);
-        put_varint(b, label);
-        put_varint(b, path);
-        put_varint(b, zigzag((int64_t)(r->unit - r->start))); /* usually small: the unit is
-                                                                  a nearby address */
+        memdiff__wbuf_varint(b, (r->start - prev_end) / ps);
+        memdiff__wbuf_varint(b, (r->end - r->start) / ps);
+        memdiff__wbuf_varint(b, r->offset);
+        memdiff__wbuf_varint(b, r->dev);
+        memdiff__wbuf_varint(b, r->inode);
+        memdiff__wbuf_varint(b, r->prot);
+        memdiff__wbuf_varint(b, r->flags);
+        memdiff__wbuf_varint(b, (uint64_t)r->hint);
+        memdiff__wbuf_varint(b, (uint64_t)r->category);
+        memdiff__wbuf_varint(b, label);
+        memdiff__wbuf_varint(b, path);
+        /* usually small: the unit is a nearby address */
+        memdiff__wbuf_varint(b, zigzag((int64_t)(r->unit - r->start)));
         prev_end = r->end;
     }
     return b->failed;
@@ -193,7 +148,7 @@ static int encode_runs(writer *w, wbuf *b)
     const memdiff_snapshot *s = w->s;
     uint64_t ps = s->info.page_size, prev_end = 0, next_aux = 0;
     uint32_t prev_region = 0;
-    put_varint(b, s->run_count);
+    memdiff__wbuf_varint(b, s->run_count);
     memdiff__runs_iter it;
     memdiff__run run;
     const memdiff__run *u = &run;
@@ -204,14 +159,14 @@ static int encode_runs(writer *w, wbuf *b)
                                       "memdiff_snapshot_save: run %zu at 0x%llx is empty, not "
                                       "page aligned, or out of order",
                                       i, (unsigned long long)u->start);
-        put_varint(b, (u->start - prev_end) / ps);
-        put_varint(b, u->npages);
-        put_varint(b, u->attrs);
-        put_varint(b, u->region - prev_region);
+        memdiff__wbuf_varint(b, (u->start - prev_end) / ps);
+        memdiff__wbuf_varint(b, u->npages);
+        memdiff__wbuf_varint(b, u->attrs);
+        memdiff__wbuf_varint(b, u->region - prev_region);
         if (u->aux == MEMDIFF__NO_AUX) {
-            put_varint(b, RUN_AUX_NONE);
+            memdiff__wbuf_varint(b, RUN_AUX_NONE);
         } else {
-            put_varint(b, u->aux == next_aux ? RUN_AUX_NEXT : RUN_AUX_AT + u->aux);
+            memdiff__wbuf_varint(b, u->aux == next_aux ? RUN_AUX_NEXT : RUN_AUX_AT + u->aux);
             next_aux = u->aux + u->npages;
         }
         prev_end = u->start + u->npages * ps;
@@ -239,7 +194,7 @@ static void put_seq(wbuf *b, const memdiff__seq *q, uint64_t n, int deltas)
         uint64_t len = memdiff__seq_peek(&it, n - i, &base, &step);
         for (uint64_t k = 0; k < len; k++) {
             uint64_t v = base + (uint64_t)((int64_t)step * (int64_t)k);
-            put_varint(b, deltas ? zigzag((int64_t)(v - prev)) : v);
+            memdiff__wbuf_varint(b, deltas ? zigzag((int64_t)(v - prev)) : v);
             prev = v;
         }
         memdiff__seq_skip(&it, len);
@@ -252,8 +207,8 @@ static int encode_aux(writer *w, wbuf *b)
     const memdiff_snapshot *s = w->s;
     unsigned mask = (s->frames.present ? AUX_PFN : 0) | (s->kflags.present ? AUX_KFLAGS : 0) |
                     (s->mapcount.present ? AUX_MAPCOUNT : 0);
-    put_varint(b, mask);
-    put_varint(b, s->aux_count);
+    memdiff__wbuf_varint(b, mask);
+    memdiff__wbuf_varint(b, s->aux_count);
     if (s->frames.present)
         put_seq(b, &s->frames, s->aux_count, 1);
     if (s->kflags.present)
@@ -271,7 +226,7 @@ static const unsigned char zeros[4096];
 static int assemble(writer *w, const wbuf *const *secs, size_t pad, uint64_t *used)
 {
     wbuf *out = &w->out;
-    put_bytes(out, magic, sizeof magic);
+    memdiff__wbuf_put(out, magic, sizeof magic);
     put_le(out, MEMDIFF_FILE_VERSION_MAJOR, 2);
     put_le(out, MEMDIFF_FILE_VERSION_MINOR, 2);
     put_le(out, BYTE_ORDER_MARK, 4);
@@ -280,13 +235,13 @@ static int assemble(writer *w, const wbuf *const *secs, size_t pad, uint64_t *us
         size_t extra = tag == TAG_RUNS ? pad : 0;
         if (tag == TAG_AUX && !sec->len)
             continue;
-        put_varint(out, tag);
-        put_varint(out, sec->len + extra);
-        put_bytes(out, sec->p, sec->len);
+        memdiff__wbuf_varint(out, tag);
+        memdiff__wbuf_varint(out, sec->len + extra);
+        memdiff__wbuf_put(out, sec->p, sec->len);
         for (size_t n = 0; n < extra; n += sizeof zeros)
-            put_bytes(out, zeros, MEMDIFF__MIN(sizeof zeros, extra - n));
+            memdiff__wbuf_put(out, zeros, MEMDIFF__MIN(sizeof zeros, extra - n));
     }
-    put_varint(out, TAG_END);
+    memdiff__wbuf_varint(out, TAG_END);
     if (!out->failed)
         put_le(out, memdiff__crc32(0, out->p, out->len), 4);
     if (out->failed)
@@ -326,11 +281,11 @@ static int encode(writer *w)
         rc = encode_aux(w, &aux);
     if (rc)
         return rc;
-    put_varint(&strings, w->nstrings);
+    memdiff__wbuf_varint(&strings, w->nstrings);
     for (size_t i = 0; i < w->nstrings; i++) {
         size_t len = strlen(w->order[i]);
-        put_varint(&strings, len);
-        put_bytes(&strings, w->order[i], len);
+        memdiff__wbuf_varint(&strings, len);
+        memdiff__wbuf_put(&strings, w->order[i], len);
     }
     if (strings.failed)
         return strings.failed;

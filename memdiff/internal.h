@@ -283,6 +283,24 @@ size_t memdiff__seq_bytes(const memdiff__seq *q);
  * start). Exposed for tests and the fuzz target, which forge files with valid checksums. */
 uint32_t memdiff__crc32(uint32_t crc, const void *data, size_t n);
 
+/* A byte buffer that grows in an arena, for encoders (snapshot and timeline files,
+ * file_common.c). An append that cannot grow it sets failed (MEMDIFF_ENOMEM, detail set) and
+ * every later append does nothing, so an encoder checks once at the end. */
+typedef struct memdiff__wbuf {
+    memdiff__arena *arena;
+    unsigned char *p;
+    size_t len, cap;
+    int failed;
+} memdiff__wbuf;
+
+void memdiff__wbuf_put(memdiff__wbuf *b, const void *data, size_t n);
+
+/* v as an unsigned LEB128 varint (docs/file-format.md). */
+void memdiff__wbuf_varint(memdiff__wbuf *b, uint64_t v);
+
+/* The same into out (10 bytes at most); returns its length. */
+unsigned memdiff__varint_encode(unsigned char *out, uint64_t v);
+
 /* The snapshot file of s (docs/file-format.md), assembled in scratch: *p, *n (file_write.c).
  * Errors: as memdiff_snapshot_save() before it writes. The timeline stores snapshots so. */
 int memdiff__snapshot_encode(const memdiff_snapshot *s, memdiff__arena *scratch,

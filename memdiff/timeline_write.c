@@ -16,12 +16,7 @@
 
 #include "timeline_format.h"
 
-typedef struct tbuf {
-    memdiff__arena *arena;
-    unsigned char *p;
-    size_t len, cap;
-    int failed;
-} tbuf;
+typedef memdiff__wbuf tbuf;
 
 struct memdiff_timeline_writer {
     memdiff__arena arena; /* holds this struct and buf */
@@ -37,53 +32,10 @@ struct memdiff_timeline_writer {
 };
 
 
-static void put_bytes(tbuf *b, const void *data, size_t n)
-{
-    if (b->failed)
-        return;
-    if (n > b->cap - b->len) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap - b->len < n) {
-            if (cap > SIZE_MAX / 2) {
-                b->failed = memdiff__set_error(MEMDIFF_ENOMEM, "timeline: record too large");
-                return;
-            }
-            cap *= 2;
-        }
-        unsigned char *p = memdiff__arena_grow_raw(b->arena, b->p, b->cap, cap);
-        if (!p) {
-            b->failed = memdiff__set_error(MEMDIFF_ENOMEM, "timeline: out of memory");
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    if (n)
-        memcpy(b->p + b->len, data, n);
-    b->len += n;
-}
-
-static unsigned varint_into(unsigned char *tmp, uint64_t v)
-{
-    unsigned n = 0;
-    do {
-        tmp[n] = (unsigned char)((v & 0x7F) | (v > 0x7F ? 0x80 : 0));
-        v >>= 7;
-        n++;
-    } while (v);
-    return n;
-}
-
-static void put_varint(tbuf *b, uint64_t v)
-{
-    unsigned char tmp[10];
-    put_bytes(b, tmp, varint_into(tmp, v));
-}
-
 static void put_string(tbuf *b, const char *s, size_t len)
 {
-    put_varint(b, len);
-    put_bytes(b, s, len);
+    memdiff__wbuf_varint(b, len);
+    memdiff__wbuf_put(b, s, len);
 }
 
 static void put_le32(unsigned char *p, uint32_t v)
@@ -127,13 +79,13 @@ static int emit(memdiff_timeline_writer *w, tbuf *rec, unsigned kind,
                                   w->path, what, n);
     unsigned char head[TL_HEAD_MAX];
     head[0] = (unsigned char)kind;
-    unsigned hl = 1 + varint_into(head + 1, n);
+    unsigned hl = 1 + memdiff__varint_encode(head + 1, n);
     put_le32(head + hl, memdiff__crc32(0, head, hl));
     hl += 4;
     rec->len = 0;
-    put_bytes(rec, head, hl);
-    put_bytes(rec, payload, n);
-    put_bytes(rec, head, TL_CRC_SIZE); /* room for the CRC */
+    memdiff__wbuf_put(rec, head, hl);
+    memdiff__wbuf_put(rec, payload, n);
+    memdiff__wbuf_put(rec, head, TL_CRC_SIZE); /* room for the CRC */
     if (rec->failed) {
         int rc = rec->failed;
         rec->failed = 0;
@@ -153,7 +105,7 @@ static tbuf *small_payload(memdiff_timeline_writer *w, uint64_t time_ns)
 {
     w->pay.len = 0;
     w->pay.failed = 0;
-    put_varint(&w->pay, tl_zigzag(time_ns - w->last_time));
+    memdiff__wbuf_varint(&w->pay, tl_zigzag(time_ns - w->last_time));
     return &w->pay;
 }
 
@@ -211,11 +163,11 @@ static int header_record(memdiff_timeline_writer *w, const memdiff_timeline_head
     w->bytes = TL_HEADER_SIZE;
 
     tbuf *b = small_payload(w, start);
-    put_varint(b, (uint64_t)h->pid);
-    put_varint(b, ps);
-    put_varint(b, h->interval_ns);
+    memdiff__wbuf_varint(b, (uint64_t)h->pid);
+    memdiff__wbuf_varint(b, ps);
+    memdiff__wbuf_varint(b, h->interval_ns);
     put_string(b, hs, strlen(hs));
-    put_varint(b, argc);
+    memdiff__wbuf_varint(b, argc);
     for (size_t i = 0; i < argc; i++)
         put_string(b, h->argv[i], strlen(h->argv[i]));
     return finish(w, TL_KIND_HEADER, start, "the header record");
@@ -296,10 +248,10 @@ int memdiff_timeline_add_sample(memdiff_timeline_writer *w, uint64_t time_ns,
         if (now[i] != was[i])
             mask |= 1u << i;
     tbuf *b = small_payload(w, time_ns);
-    put_varint(b, mask);
+    memdiff__wbuf_varint(b, mask);
     for (unsigned i = 0; i < TL_SAMPLE_FIELDS; i++)
         if (mask & (1u << i))
-            put_varint(b, tl_zigzag(now[i] - was[i]));
+            memdiff__wbuf_varint(b, tl_zigzag(now[i] - was[i]));
     int rc = finish(w, TL_KIND_SAMPLE, time_ns, "a sample");
     if (!rc)
         w->last = *totals;
@@ -318,11 +270,11 @@ int memdiff_timeline_add_snapshot(memdiff_timeline_writer *w, const memdiff_snap
     if (!rc) {
         uint64_t t = snapshot->info.time_ns;
         tbuf b = {&scratch, NULL, 0, 0, 0}, rec = b;
-        put_varint(&b, tl_zigzag(t - w->last_time));
-        put_varint(&b, cause);
-        put_varint(&b, TL_SNAPSHOT_FILE);
-        put_varint(&b, n);
-        put_bytes(&b, file, n);
+        memdiff__wbuf_varint(&b, tl_zigzag(t - w->last_time));
+        memdiff__wbuf_varint(&b, cause);
+        memdiff__wbuf_varint(&b, TL_SNAPSHOT_FILE);
+        memdiff__wbuf_varint(&b, n);
+        memdiff__wbuf_put(&b, file, n);
         rc = b.failed ? b.failed : emit(w, &rec, TL_KIND_SNAPSHOT, b.p, b.len, "a snapshot");
         if (!rc)
             w->last_time = t;
@@ -337,7 +289,7 @@ int memdiff_timeline_add_mark(memdiff_timeline_writer *w, uint64_t time_ns, int 
     if (!w || !label)
         return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_timeline_add_mark: NULL argument");
     tbuf *b = small_payload(w, time_ns);
-    put_varint(b, pid > 0 ? (uint64_t)pid : 0);
+    memdiff__wbuf_varint(b, pid > 0 ? (uint64_t)pid : 0);
     put_string(b, label, strnlen(label, MEMDIFF_MARK_LABEL_MAX));
     return finish(w, TL_KIND_MARK, time_ns, "a mark");
 }
@@ -351,8 +303,8 @@ int memdiff_timeline_add_exit(memdiff_timeline_writer *w, uint64_t time_ns, memd
         return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_timeline_add_exit: how %d",
                                   (int)how);
     tbuf *b = small_payload(w, time_ns);
-    put_varint(b, (uint64_t)how);
-    put_varint(b, tl_zigzag((uint64_t)(int64_t)code));
+    memdiff__wbuf_varint(b, (uint64_t)how);
+    memdiff__wbuf_varint(b, tl_zigzag((uint64_t)(int64_t)code));
     return finish(w, TL_KIND_EXIT, time_ns, "the exit record");
 }
 

@@ -532,6 +532,21 @@ START_TEST(full_disk)
 }
 END_TEST
 
+/* Appends the CRC-32 of p[0..*n) as the format states (zlib's), bit by bit, as a reader of the
+ * specification would write it. */
+static void append_crc(unsigned char *p, size_t *n)
+{
+    uint32_t crc = 0xFFFFFFFFu;
+    for (size_t i = 0; i < *n; i++) {
+        crc ^= p[i];
+        for (int b = 0; b < 8; b++)
+            crc = (crc >> 1) ^ (0xEDB88320u & (0 - (crc & 1)));
+    }
+    crc = ~crc;
+    for (int i = 0; i < 4; i++)
+        p[(*n)++] = (unsigned char)(crc >> (8 * i));
+}
+
 START_TEST(bad_files)
 {
     memdiff_timeline *t = NULL;
@@ -569,27 +584,10 @@ START_TEST(bad_files)
     payload[pn++] = 3;
     rec[n++] = 77;
     rec[n++] = (unsigned char)pn;
-    /* The CRCs, as the format states: zlib's CRC-32. */
-    uint32_t crc = 0xFFFFFFFFu;
-    for (size_t i = 0; i < n; i++) {
-        crc ^= rec[i];
-        for (int b = 0; b < 8; b++)
-            crc = (crc >> 1) ^ (0xEDB88320u & (0 - (crc & 1)));
-    }
-    crc = ~crc;
-    for (int i = 0; i < 4; i++)
-        rec[n++] = (unsigned char)(crc >> (8 * i));
+    append_crc(rec, &n); /* the head check */
     memcpy(rec + n, payload, pn);
     n += pn;
-    crc = 0xFFFFFFFFu;
-    for (size_t i = 0; i < n; i++) {
-        crc ^= rec[i];
-        for (int b = 0; b < 8; b++)
-            crc = (crc >> 1) ^ (0xEDB88320u & (0 - (crc & 1)));
-    }
-    crc = ~crc;
-    for (int i = 0; i < 4; i++)
-        rec[n++] = (unsigned char)(crc >> (8 * i));
+    append_crc(rec, &n); /* the record check */
     unsigned char *p = malloc(m.n + n);
     ck_assert_ptr_nonnull(p);
     memcpy(p, m.p, at);

@@ -248,6 +248,10 @@ ssize_t memdiff__linux_pread_full(int fd, void *buf, size_t len, uint64_t off);
  * 10 for "VmRSS:   1234 kB" style fields, 16 for "CapEff:  000001ff..". */
 uint64_t memdiff__linux_status_field(const char *text, size_t len, const char *key, int base);
 
+/* The figures of memdiff_process_totals from a /proc/PID/status text (kB lines), in bytes;
+ * missing ones 0. */
+void memdiff__linux_status_totals(const char *text, size_t len, memdiff_process_totals *out);
+
 /* The same, telling a field that reads (1, *value set) from one missing or without a figure
  * (0). */
 int memdiff__linux_status_find(const char *text, size_t len, const char *key, int base,

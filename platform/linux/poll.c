@@ -11,19 +11,6 @@
 
 int memdiff__plat_poll(int pid, memdiff_process_totals *out)
 {
-    static const struct {
-        const char *key;
-        size_t offset;
-    } fields[] = {
-        {"VmSize", offsetof(memdiff_process_totals, vm_size)},
-        {"VmRSS", offsetof(memdiff_process_totals, vm_rss)},
-        {"VmHWM", offsetof(memdiff_process_totals, vm_hwm)},
-        {"RssAnon", offsetof(memdiff_process_totals, rss_anon)},
-        {"RssFile", offsetof(memdiff_process_totals, rss_file)},
-        {"RssShmem", offsetof(memdiff_process_totals, rss_shmem)},
-        {"VmPTE", offsetof(memdiff_process_totals, vm_pte)},
-        {"VmSwap", offsetof(memdiff_process_totals, vm_swap)},
-    };
     memset(out, 0, sizeof *out);
     char path[64];
     if (pid > 0)
@@ -42,10 +29,6 @@ int memdiff__plat_poll(int pid, memdiff_process_totals *out)
     if (!memdiff__linux_status_find(text, (size_t)n, "VmSize", 10, &kb))
         return memdiff__set_error(MEMDIFF_ESRCH, "%s: the process has no memory (it has exited)",
                                   path);
-    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
-        uint64_t *slot = (uint64_t *)((char *)out + fields[i].offset);
-        /* proc.rst: these fields are in kB (KiB). */
-        *slot = memdiff__linux_status_field(text, (size_t)n, fields[i].key, 10) * 1024;
-    }
+    memdiff__linux_status_totals(text, (size_t)n, out);
     return MEMDIFF_OK;
 }

@@ -416,19 +416,6 @@ static int status_shows_memory(const char *text, size_t len)
 
 int memdiff__plat_totals(memdiff__proc *proc, memdiff_process_totals *out)
 {
-    static const struct {
-        const char *key;
-        size_t offset;
-    } fields[] = {
-        {"VmSize", offsetof(memdiff_process_totals, vm_size)},
-        {"VmRSS", offsetof(memdiff_process_totals, vm_rss)},
-        {"VmHWM", offsetof(memdiff_process_totals, vm_hwm)},
-        {"RssAnon", offsetof(memdiff_process_totals, rss_anon)},
-        {"RssFile", offsetof(memdiff_process_totals, rss_file)},
-        {"RssShmem", offsetof(memdiff_process_totals, rss_shmem)},
-        {"VmPTE", offsetof(memdiff_process_totals, vm_pte)},
-        {"VmSwap", offsetof(memdiff_process_totals, vm_swap)},
-    };
     char path[PATH_MAX];
     size_t len = 0;
     memset(out, 0, sizeof *out);
@@ -453,12 +440,7 @@ int memdiff__plat_totals(memdiff__proc *proc, memdiff_process_totals *out)
     rc = memdiff__linux_read_file(proc->scratch, path, &proc->text, &proc->text_cap, &len, 1);
     if (rc)
         return rc;
-    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
-        /* proc.rst: these fields are in kB (KiB). */
-        uint64_t kb = memdiff__linux_status_field(proc->text, len, fields[i].key, 10);
-        uint64_t *slot = (uint64_t *)((char *)out + fields[i].offset);
-        *slot = kb * 1024;
-    }
+    memdiff__linux_status_totals(proc->text, len, out);
     /* The core reads totals last: a process that still has its memory now had it during every
      * read before (see memdiff__linux_alive), so nothing read was torn down half-way. The
      * status just read tells as much in the common case, without ten more syscalls. */

@@ -4,6 +4,7 @@
  * the one errno → status translation.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -319,4 +320,27 @@ int memdiff__linux_swap_free(const memdiff__proc *proc)
 uint64_t memdiff__linux_dev(dev_t dev)
 {
     return ((uint64_t)major(dev) << 32) | (uint64_t)minor(dev);
+}
+
+void memdiff__linux_status_totals(const char *text, size_t len, memdiff_process_totals *out)
+{
+    static const struct {
+        const char *key;
+        size_t offset;
+    } fields[] = {
+        {"VmSize", offsetof(memdiff_process_totals, vm_size)},
+        {"VmRSS", offsetof(memdiff_process_totals, vm_rss)},
+        {"VmHWM", offsetof(memdiff_process_totals, vm_hwm)},
+        {"RssAnon", offsetof(memdiff_process_totals, rss_anon)},
+        {"RssFile", offsetof(memdiff_process_totals, rss_file)},
+        {"RssShmem", offsetof(memdiff_process_totals, rss_shmem)},
+        {"VmPTE", offsetof(memdiff_process_totals, vm_pte)},
+        {"VmSwap", offsetof(memdiff_process_totals, vm_swap)},
+    };
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+        /* proc.rst: these fields are in kB (KiB). */
+        uint64_t kb = memdiff__linux_status_field(text, len, fields[i].key, 10);
+        uint64_t *slot = (uint64_t *)((char *)out + fields[i].offset);
+        *slot = kb * 1024;
+    }
 }
