@@ -851,18 +851,18 @@ MEMDIFF_API int memdiff_wss_report_json(const memdiff_wss_options *run,
                                         const memdiff_report_options *options);
 
 /* ---------------------------------------------------------------------------------------------
- * Memory over time: cheap polls, timelines, marks (docs/api.md "Timelines"; the file format is
+ * Memory over time: cheap polls, timelines, marks (docs/api.md "Memory over time"; the format is
  * docs/timeline-format.md). A recorder polls a process's totals at an interval, takes snapshots
  * when it chooses, and appends both to a timeline file with the marks the program sent; a reader
  * iterates the records and hands out any recorded snapshot for memdiff_compare().
  * ------------------------------------------------------------------------------------------- */
 
-/* The process's totals as its OS reports them now (Linux: one read of /proc/PID/status, the
- * figures of memdiff_process_totals; Windows: GetProcessMemoryInfo, vm_rss and vm_hwm only), in
- * microseconds, without a snapshot. pid 0: the calling process. Linux's figures are the
- * kernel's per-CPU-batched counters: they may lag the page tables by the kernel's batch per
- * CPU (docs/api.md). Errors: MEMDIFF_EINVAL, MEMDIFF_ESRCH (no such process, or it has exited:
- * a zombie has no memory), MEMDIFF_EACCES, MEMDIFF_EIO. */
+/* The process's totals as its OS reports them now, in one read and without a snapshot (Linux:
+ * /proc/PID/status, every figure of memdiff_process_totals; Windows: GetProcessMemoryInfo,
+ * vm_rss and vm_hwm only). pid 0: the calling process. Linux's figures are the kernel's counters,
+ * kept per CPU: they may be off by the kernel's batch per CPU (docs/api.md). Errors:
+ * MEMDIFF_EINVAL, MEMDIFF_ESRCH (no such process, or it has exited: a zombie has no memory),
+ * MEMDIFF_EACCES, MEMDIFF_EIO. */
 MEMDIFF_API int memdiff_poll(int pid, memdiff_process_totals *out);
 
 /* The format this library writes; it reads every minor of its major (as snapshot files). */
@@ -903,8 +903,9 @@ typedef struct memdiff_timeline_writer memdiff_timeline_writer;
  * symbolic link, directory, device, FIFO or socket is refused) and writes its header. Every
  * record is written whole and flushed before its add returns, so a recorder killed at any moment
  * leaves a file readable up to the last record added. Errors: MEMDIFF_EINVAL (NULL, empty path,
- * a string with a NUL-free length above 64 KiB, what path names), MEMDIFF_EACCES, MEMDIFF_EIO,
- * MEMDIFF_ENOMEM. The caller ends it with memdiff_timeline_close(). */
+ * what path names, a host name or argument over 64 KiB, over 65,536 arguments, a page size that
+ * is no power of two in [512, 1 GiB]), MEMDIFF_EACCES, MEMDIFF_EIO, MEMDIFF_ENOMEM. The caller
+ * ends it with memdiff_timeline_close(). */
 MEMDIFF_API int memdiff_timeline_create(const char *path, const memdiff_timeline_header *header,
                                         memdiff_timeline_writer **out);
 
