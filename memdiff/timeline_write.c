@@ -19,18 +19,17 @@
 typedef memdiff__wbuf tbuf;
 
 struct memdiff_timeline_writer {
-    memdiff__arena arena; /* holds this struct and buf */
+    memdiff__arena arena; /* holds this struct and its buffers */
     FILE *f;
     int own_file;         /* f was opened by create (path), closed by close */
     int failed;           /* the first write error; every later add returns it */
-    tbuf pay, rec;           /* a small record's payload and its framing, reused */
+    tbuf pay, rec;        /* a small record's payload and its framing, reused */
     uint64_t bytes;       /* complete records written, the file header included */
     size_t records;
     uint64_t last_time;   /* the previous record's time (0 before the header) */
     memdiff_process_totals last; /* the previous sample's figures (0 before the first) */
     char path[512];       /* for messages: the path, or "timeline stream" */
 };
-
 
 static void put_string(tbuf *b, const char *s, size_t len)
 {

@@ -27,6 +27,7 @@
 
 #define MIB (INT64_C(1) << 20)
 #define MS (UINT64_C(1000000))
+#define TL_KIND_SAMPLE_FOR_TEST 2 /* docs/timeline-format.md: kind 2 is a sample */
 
 extern char **environ;
 
@@ -565,6 +566,10 @@ START_TEST(bad_files)
     ck_assert_ptr_nonnull(strstr(memdiff_last_error(), "record 0 (kind 0) at offset 16"));
     ck_assert_int_eq(memdiff_timeline_open("/nonexistent/x.mdt", &t), MEMDIFF_EIO);
     ck_assert_ptr_null(t);
+    /* An endless stream is refused after its 16 bytes. */
+    ck_assert_int_eq(memdiff_timeline_open("/dev/zero", &t), MEMDIFF_EFORMAT);
+    ck_assert_ptr_nonnull(strstr(memdiff_last_error(), "/dev/zero: timeline: not a memdiff "
+                                                       "timeline (bad magic)"));
 
     /* A record of a kind this version does not know is skipped; its time still counts. */
     made m = make_file();
@@ -597,6 +602,7 @@ START_TEST(bad_files)
     memdiff_timeline_info info;
     memdiff_timeline_get_info(t, &info);
     ck_assert_uint_eq(info.skipped, 1);
+    ck_assert_uint_eq(info.records, 7);
     memdiff_timeline_record r;
     size_t count = 0;
     while (memdiff_timeline_next(t, &r) == 1)
@@ -606,6 +612,22 @@ START_TEST(bad_files)
     /* The exit's step (2000 ms less the snapshot's time) counts from the skipped record's time,
      * which stepped 1 s past the snapshot's: 3000 ms. A reader that ignored it would say 2000. */
     ck_assert_uint_eq(r.time_ns, 3000 * MS);
+    memdiff_timeline_free(t);
+
+    /* A record whose (checked) head announces 4 GiB - 1 and is followed by 3 bytes: torn, read
+     * no further than the file goes, its announced length never allocated. */
+    n = 0;
+    rec[n++] = TL_KIND_SAMPLE_FOR_TEST;
+    rec[n++] = 0xFF, rec[n++] = 0xFF, rec[n++] = 0xFF, rec[n++] = 0xFF, rec[n++] = 0x0F;
+    append_crc(rec, &n);
+    rec[n++] = 1, rec[n++] = 2, rec[n++] = 3;
+    memcpy(p, m.p, at);
+    memcpy(p + at, rec, n);
+    ck_assert_msg(open_bytes(p, at + n, &t) == MEMDIFF_OK, "%s", memdiff_last_error());
+    memdiff_timeline_get_info(t, &info);
+    ck_assert_int_eq(info.torn, 1);
+    ck_assert_uint_eq(info.torn_offset, at);
+    ck_assert_uint_lt(info.storage_bytes, 4 * (at + n) + (2u << 20));
     memdiff_timeline_free(t);
     free(p);
     free(m.p);
