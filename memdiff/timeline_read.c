@@ -466,6 +466,10 @@ static int read_all(memdiff_timeline *t)
     }
     t->info.complete_bytes = pos;
     t->info.file_bytes = t->n;
+    if (!rc && t->info.records == 0)
+        rc = memdiff__set_error(MEMDIFF_EFORMAT, "timeline: ends after its 16-byte header, "
+                                                 "before the header record: nothing was "
+                                                 "recorded");
     return rc;
 }
 
