@@ -24,9 +24,13 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 #endif
     ;
 
-/* "memdiff CMD: what: <memdiff_last_error() or the status text>" on stderr (the detail comes
+/* "memdiff CMD: what: <cli_detail(status)>" on stderr (the detail comes
  * escaped from the library); returns CLI_EXIT_ERROR. */
 int cli_error(const char *cmd, int status, const char *what);
+
+/* memdiff_last_error() without the library function's name in front, or the status text when
+ * there is no detail: the words an error message of the tool ends with. */
+const char *cli_detail(int status);
 
 /* text as memdiff_escape_text() writes it (docs/cli.md, "Text output"), to out: every host name,
  * label, path and note that came from a target or a file goes through here. */

@@ -134,12 +134,11 @@ static int save_error(int status, const char *path)
 {
     if (!path)
         return cli_error("snap", status, "cannot write the snapshot to standard output");
-    const char *detail = memdiff_last_error();
+    const char *detail = cli_detail(status);
     size_t n = strlen(path);
     if (strncmp(detail, path, n) == 0 && strncmp(detail + n, ": ", 2) == 0)
         detail += n + 2;
-    fprintf(stderr, "memdiff snap: -o %s: %s\n", path,
-            detail[0] ? detail : memdiff_strerror(status));
+    fprintf(stderr, "memdiff snap: -o %s: %s\n", path, detail);
     if (status == MEMDIFF_EINVAL && strstr(detail, "not a regular file"))
         fprintf(stderr, "memdiff snap: -o writes only regular files (never over or through a "
                         "symbolic link); -o - writes to standard output\n");
@@ -222,10 +221,10 @@ static int compare_and_report(const args *a, const memdiff_snapshot *before,
                      (a->force ? MEMDIFF_COMPARE_FORCE : 0);
     memdiff_diff *d = NULL;
     int rc = memdiff_compare(before, after, flags, &d);
-    if (rc == MEMDIFF_EMISMATCH) {
-        cli_error(a->cmd, rc, "cannot compare");
-        if (!a->force && strcmp(a->cmd, "diff") == 0)
-            fprintf(stderr, "memdiff %s: use --force to compare them anyway\n", a->cmd);
+    if (rc == MEMDIFF_EMISMATCH && !a->force && strcmp(a->cmd, "diff") == 0) {
+        /* The library's detail says what differs; how to go on anyway is the tool's to say. */
+        fprintf(stderr, "memdiff %s: cannot compare: %s; use --force to compare them anyway\n",
+                a->cmd, cli_detail(rc));
         return CLI_EXIT_ERROR;
     }
     if (rc)
@@ -259,6 +258,26 @@ static int load(const char *cmd, const char *path, memdiff_snapshot **out)
     return 0;
 }
 
+/* A diff reads from before to after: with the files given the other way round, what was freed
+ * reads as new. Still reported (comparing a later state back to an earlier one can be what the
+ * user wants), but said on stderr. */
+static void warn_reversed(const memdiff_snapshot *before, const memdiff_snapshot *after,
+                          const char *name_b, const char *name_a)
+{
+    memdiff_snapshot_info b, a;
+    memdiff_snapshot_get_info(before, &b);
+    memdiff_snapshot_get_info(after, &a);
+    if (!b.time_ns || !a.time_ns || a.time_ns >= b.time_ns)
+        return;
+    uint64_t ms = (b.time_ns - a.time_ns) / 1000000u;
+    fputs("memdiff diff: warning: ", stderr);
+    cli_put_text(stderr, strcmp(name_a, "-") ? name_a : "standard input");
+    fprintf(stderr, " (after) was taken %llu.%03u s before ", (unsigned long long)(ms / 1000),
+            (unsigned)(ms % 1000));
+    cli_put_text(stderr, strcmp(name_b, "-") ? name_b : "standard input");
+    fputs(" (before): the report reads backwards in time\n", stderr);
+}
+
 int cli_cmd_diff(int argc, char **argv)
 {
     static const cli_opt opts[] = {{"verbose", 'v', 0, OPT_VERBOSE},
@@ -278,6 +297,8 @@ int cli_cmd_diff(int argc, char **argv)
     rc = load("diff", pos[0], &before);
     if (!rc)
         rc = load("diff", pos[1], &after);
+    if (!rc)
+        warn_reversed(before, after, pos[0], pos[1]);
     if (!rc)
         rc = compare_and_report(&a, before, after);
     memdiff_snapshot_free(after);

@@ -163,11 +163,23 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
     return CLI_EXIT_ERROR;
 }
 
-int cli_error(const char *cmd, int status, const char *what)
+const char *cli_detail(int status)
 {
     const char *detail = memdiff_last_error();
-    fprintf(stderr, "memdiff %s: %s: %s\n", cmd, what,
-            detail[0] ? detail : memdiff_strerror(status));
+    /* The library's details start with the function that failed ("memdiff_compare: ..."): an
+     * API name means nothing to someone at the command line. */
+    if (strncmp(detail, "memdiff_", 8) == 0) {
+        size_t n = strspn(detail + 8, "abcdefghijklmnopqrstuvwxyz_");
+        if (strncmp(detail + 8 + n, ": ", 2) == 0)
+            detail += 8 + n + 2;
+    }
+    return detail[0] ? detail : memdiff_strerror(status);
+}
+
+int cli_error(const char *cmd, int status, const char *what)
+{
+    const char *detail = cli_detail(status);
+    fprintf(stderr, "memdiff %s: %s: %s\n", cmd, what, detail);
     return CLI_EXIT_ERROR;
 }
 
