@@ -548,6 +548,35 @@ int memdiff__put_label(FILE *out, memdiff__arena *scratch, const char *label, in
 int memdiff__put_wrapped(FILE *out, memdiff__arena *scratch, const char *lead, const char *text,
                          const char *tail, int indent, int width);
 
+/* A table of the text reports: a row per category and the total, right-aligned cells. */
+#define MEMDIFF__TABLE_COLS 11
+#define MEMDIFF__TABLE_ROWS (MEMDIFF_CAT_COUNT + 1)
+
+typedef struct memdiff__table {
+    const char *corner; /* "Category" */
+    int ncols, nrows;
+    const char *heads[MEMDIFF__TABLE_COLS];
+    unsigned signed_cols; /* a bit per column: coloured by the sign of its cells */
+    const char *names[MEMDIFF__TABLE_ROWS];
+    char cells[MEMDIFF__TABLE_ROWS][MEMDIFF__TABLE_COLS][MEMDIFF__NUM_MAX];
+} memdiff__table;
+
+/* t with columns as wide as their widest cell; a table wider than width (0: no limit)
+ * continues below with the columns that did not fit. */
+void memdiff__put_table(FILE *out, unsigned flags, int width, const memdiff__table *t);
+
+/* Hex digits of v. */
+int memdiff__hex_digits(uint64_t v);
+
+/* The digits of a range column ("0x%0*x-0x%0*x") after a line ending at end, from digits so
+ * far (start with 8): user space addresses widen it, those above 2^48 (x86-64's vsyscall page)
+ * do not. */
+int memdiff__range_digits(int digits, uint64_t end);
+
+/* The columns a range ending at end takes beyond a column of digits: its line's label has that
+ * much less room. */
+int memdiff__range_extra(int digits, uint64_t end);
+
 /* ns since 1970 as "2026-11-22 10:00:00.123 UTC". */
 void memdiff__put_time(FILE *out, uint64_t ns);
 

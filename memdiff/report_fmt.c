@@ -173,12 +173,16 @@ int memdiff__put_label(FILE *out, memdiff__arena *scratch, const char *label, in
     int have = memdiff__text_cols(buf);
     const char *p = buf;
     if (have > cols) {
-        /* The end of a path names the file: keep it, and whole escapes and characters only. */
+        /* The end of a path names the file: keep it, whole escapes and characters only, and
+         * whole path components where one fits ("…/lib/libfoo.so", not "…r/lib/libfoo.so"). */
         int c;
         while (*p && have > cols - 1) {
             p += unit_at(p, &c);
             have -= c;
         }
+        const char *slash = *p && *p != '/' ? strchr(p, '/') : NULL;
+        if (slash)
+            p = slash;
         fputs(ELLIPSIS, out);
     }
     fputs(p, out);
@@ -226,6 +230,69 @@ int memdiff__put_wrapped(FILE *out, memdiff__arena *scratch, const char *lead, c
     }
     fputs(tail, out);
     return MEMDIFF_OK;
+}
+
+/* ---- addresses ----------------------------------------------------------------------------- */
+
+int memdiff__hex_digits(uint64_t v)
+{
+    int n = 1;
+    while (v >>= 4)
+        n++;
+    return n;
+}
+
+int memdiff__range_digits(int digits, uint64_t end)
+{
+    /* x86-64's vsyscall page (0xffffffffff600000) sits above user space: for its one line, every
+     * other would take 8 columns more. Its line sticks out instead (memdiff__range_extra). */
+    return end >> 48 ? digits : MEMDIFF__MAX(digits, memdiff__hex_digits(end));
+}
+
+int memdiff__range_extra(int digits, uint64_t end)
+{
+    int d = memdiff__hex_digits(end);
+    return d > digits ? 2 * (d - digits) : 0;
+}
+
+/* ---- tables -------------------------------------------------------------------------------- */
+
+void memdiff__put_table(FILE *out, unsigned flags, int width, const memdiff__table *t)
+{
+    int w[MEMDIFF__TABLE_COLS];
+    for (int i = 0; i < t->ncols; i++) {
+        w[i] = memdiff__text_cols(t->heads[i]);
+        for (int r = 0; r < t->nrows; r++)
+            w[i] = MEMDIFF__MAX(w[i], memdiff__text_cols(t->cells[r][i]));
+    }
+    /* A table wider than the report continues below with the columns that did not fit, each
+     * part with the row names again. */
+    for (int first = 0, end; first < t->ncols; first = end) {
+        int used = 12;
+        for (end = first; end < t->ncols; end++) {
+            if (width && end > first && used + 2 + w[end] > width)
+                break;
+            used += 2 + w[end];
+        }
+        if (first)
+            fputc('\n', out);
+        memdiff__put_cell(out, flags, t->corner, -12, MEMDIFF__SGR_HEAD);
+        for (int i = first; i < end; i++) {
+            fputs("  ", out);
+            memdiff__put_cell(out, flags, t->heads[i], w[i], MEMDIFF__SGR_HEAD);
+        }
+        fputc('\n', out);
+        for (int r = 0; r < t->nrows; r++) {
+            fprintf(out, "%-12s", t->names[r]);
+            for (int i = first; i < end; i++) {
+                const char *cell = t->cells[r][i];
+                fputs("  ", out);
+                memdiff__put_cell(out, flags, cell, w[i],
+                                  (t->signed_cols >> i) & 1u ? memdiff__sgr_of(cell) : NULL);
+            }
+            fputc('\n', out);
+        }
+    }
 }
 
 /* ---- times and PSS ------------------------------------------------------------------------- */

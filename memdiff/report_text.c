@@ -406,7 +406,7 @@ static int row_empty(const memdiff_diff *diff, int c)
                               !diff->impact_category[c].persistent_bytes);
 }
 
-enum { COLS_MAX = 11, NET_COL = 2, NET_PSS_COL = 10 };
+enum { COLS_MAX = MEMDIFF__TABLE_COLS, NET_PSS_COL = 10 };
 
 /* One table row's cells, formatted; *signed_cols: which (as a bit per cell) are signed.
  * m: the row's impact in a bracket's diff, else NULL. */
@@ -437,83 +437,40 @@ static int table_cells(const rt *t, const memdiff_totals *tt, const memdiff_impa
     return n;
 }
 
-/* The rows a table lists: the categories that changed (and that the options list), Own apart,
- * then the total (always the whole process's); -1 ends. */
-static int next_row(const memdiff_diff *diff, const memdiff_report_options *o, int c)
-{
-    for (c++; c < MEMDIFF_CAT_COUNT; c++) {
-        if (c != MEMDIFF_CAT_OWN && !row_empty(diff, c) &&
-            memdiff__report_lists(o, (memdiff_category)c))
-            return c;
-    }
-    return c == MEMDIFF_CAT_COUNT ? c : -1;
-}
-
+/* The table: a row per category that changed (and that the options list), Own apart, then the
+ * total (always the whole process's). */
 static void put_table(const rt *t, const memdiff_diff *diff, const memdiff_report_options *o)
 {
     static const char *const all_heads[COLS_MAX] = {
         "New", "Freed", "Net", "Private", "Shared", "Replaced", "Became private", "Became shared",
         "Touched", "Persistent", "Net PSS",
     };
-    FILE *out = t->out;
     const memdiff_totals *tt = &diff->total;
     int wide = tt->replaced_bytes || tt->became_private_bytes || tt->became_shared_bytes;
     int pss = memdiff__diff_knows_pss(diff);
-    char cells[COLS_MAX][NUM_MAX];
-    const char *heads[COLS_MAX];
-    int width[COLS_MAX];
-    unsigned signed_cols;
-    int ncols = 0;
+    memdiff__table tab;
+    tab.corner = "Category";
+    tab.ncols = tab.nrows = 0;
     for (int i = 0; i < COLS_MAX; i++) {
         if ((i >= 5 && i < 8 && !wide) || (i >= 8 && i < 10 && !diff->bracket) ||
             (i == NET_PSS_COL && !pss))
             continue;
-        heads[ncols] = all_heads[i];
-        width[ncols] = (int)strlen(all_heads[i]);
-        ncols++;
+        tab.heads[tab.ncols++] = all_heads[i];
     }
-    /* Widths from every printed row (the total row is the widest), then the rows. */
-    for (int c = next_row(diff, o, -1); c >= 0; c = next_row(diff, o, c)) {
+    for (int c = 0; c <= MEMDIFF_CAT_COUNT; c++) {
+        if (c < MEMDIFF_CAT_COUNT && (c == MEMDIFF_CAT_OWN || row_empty(diff, c) ||
+                                      !memdiff__report_lists(o, (memdiff_category)c)))
+            continue;
         const memdiff_totals *row = c < MEMDIFF_CAT_COUNT ? &diff->category[c] : tt;
         const memdiff_impact *m = !diff->bracket            ? NULL
                                   : c < MEMDIFF_CAT_COUNT ? &diff->impact_category[c]
                                                           : &diff->impact;
-        table_cells(t, row, m, wide, pss, cells, &signed_cols);
-        for (int i = 0; i < ncols; i++)
-            width[i] = MEMDIFF__MAX(width[i], text_cols(cells[i]));
+        tab.names[tab.nrows] =
+            c < MEMDIFF_CAT_COUNT ? memdiff_category_name((memdiff_category)c) : "total";
+        table_cells(t, row, m, wide, pss, tab.cells[tab.nrows], &tab.signed_cols);
+        tab.nrows++;
     }
-    /* A table wider than the report continues below with the columns that did not fit, each
-     * part with the Category column again. */
-    for (int first = 0, end; first < ncols; first = end) {
-        int used = 12;
-        for (end = first; end < ncols; end++) {
-            if (t->width && end > first && used + 2 + width[end] > t->width)
-                break;
-            used += 2 + width[end];
-        }
-        if (first)
-            fputc('\n', out);
-        put_head(t, "Category", -12);
-        for (int i = first; i < end; i++) {
-            fputs("  ", out);
-            put_head(t, heads[i], width[i]);
-        }
-        fputc('\n', out);
-        for (int c = next_row(diff, o, -1); c >= 0; c = next_row(diff, o, c)) {
-            const memdiff_totals *row = c < MEMDIFF_CAT_COUNT ? &diff->category[c] : tt;
-            const memdiff_impact *m = !diff->bracket            ? NULL
-                                      : c < MEMDIFF_CAT_COUNT ? &diff->impact_category[c]
-                                                              : &diff->impact;
-            table_cells(t, row, m, wide, pss, cells, &signed_cols);
-            fprintf(out, "%-12s",
-                    c < MEMDIFF_CAT_COUNT ? memdiff_category_name((memdiff_category)c) : "total");
-            for (int i = first; i < end; i++) {
-                fputs("  ", out);
-                put_num(t, cells[i], width[i], (signed_cols >> i) & 1u);
-            }
-            fputc('\n', out);
-        }
-    }
+    memdiff__put_table(t->out, t->flags, t->width, &tab);
 }
 
 /* The size shown for a block: the net change when pages came or went, else the bytes whose
@@ -585,17 +542,9 @@ static const char *block_attrs(char buf[ATTRS_MAX], const memdiff_block *k)
     return buf;
 }
 
-static int hex_digits(uint64_t v)
-{
-    int n = 1;
-    while (v >>= 4)
-        n++;
-    return n;
-}
-
-/* A label needs this many columns beside the other fields of its line; with less, it goes on
- * a line of its own below them. */
-#define LABEL_MIN 20
+/* A label needs this many columns beside the other fields of its line ("…/libc.so.6" and
+ * "thread 12345" fit); with less, it goes on a line of its own below them. */
+#define LABEL_MIN 12
 
 static void put_blocks(rt *t, const memdiff_diff *diff, const memdiff_block *const *list,
                        size_t n)
@@ -618,7 +567,7 @@ static void put_blocks(rt *t, const memdiff_diff *diff, const memdiff_block *con
     int wa = 8, ws = 0, wc = 0, wh = 0, wt = 0, wr = 0;
     for (size_t i = 0; i < n; i++) {
         const memdiff_block *k = list[i];
-        wa = MEMDIFF__MAX(wa, hex_digits(k->end));
+        wa = memdiff__range_digits(wa, k->end);
         ws = MEMDIFF__MAX(ws, text_cols(block_size(t, size, k)));
         if (diff->bracket)
             wr = MEMDIFF__MAX(wr, text_cols(fmt_touched(t, touched, &k->impact, 0)));
@@ -665,19 +614,18 @@ static void put_blocks(rt *t, const memdiff_diff *diff, const memdiff_block *con
             fputc('\n', out);
             continue;
         }
-        int pad = labelled ? wh : 0;
+        int line_room = room - memdiff__range_extra(wa, k->end);
+        int beside = labelled && (!t->width || line_room >= LABEL_MIN);
         if (verbose)
-            fprintf(out, "%-*s  %-*s", wh, change, labelled ? wt : 0, block_attrs(attrs, k));
+            fprintf(out, "%-*s  %-*s", wh, change, beside ? wt : 0, block_attrs(attrs, k));
         else
-            fprintf(out, "%-*s", pad, change);
-        if (labelled) {
-            if (t->width && room < LABEL_MIN) {
-                fputs("\n    ", out);
-                put_label(t, k->label, t->width - 4);
-            } else {
-                fputs("  ", out);
-                put_label(t, k->label, room);
-            }
+            fprintf(out, "%-*s", beside ? wh : 0, change);
+        if (beside) {
+            fputs("  ", out);
+            put_label(t, k->label, line_room);
+        } else if (labelled) {
+            fputs("\n    ", out);
+            put_label(t, k->label, t->width - 4);
         }
         fputc('\n', out);
     }

@@ -3,6 +3,7 @@
  */
 #include <errno.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -32,12 +33,19 @@ typedef struct args {
     uint64_t interval_ns;
     int count;
     int baseline_first;
+    cli_view view;
+    cli_select sel;
 } args;
 
 static int on_opt(void *ctx, int id, const char *v)
 {
     args *a = ctx;
     char err[200];
+    int rc = cli_view_opt(&a->view, a->cmd, id, v);
+    if (rc != 1)
+        return rc;
+    if (cli_select_opt(&a->sel, id, v) == 0)
+        return 0;
     switch (id) {
     case CLI_OPT_HELP:
         a->help = 1;
@@ -92,28 +100,33 @@ static int on_opt(void *ctx, int id, const char *v)
     return cli_usage_error(a->cmd, "internal error: option %d", id);
 }
 
-/* Parses a command's arguments; returns -1 when the command should go on, else an exit status
- * (help printed: 0; usage error: 2). */
+/* Parses a command's arguments, min_pos to max_pos words into pos (*npos); returns -1 when the
+ * command should go on, else an exit status (help printed: 0; usage error: 2). */
 static int parse_args(args *a, const char *cmd, int argc, char **argv, const cli_opt *opts,
-                      const char **pos, int want_pos, const char *pos_names)
+                      const char **pos, int min_pos, int max_pos, int *npos,
+                      const char *pos_names)
 {
     memset(a, 0, sizeof *a);
     a->cmd = cmd;
     a->depth = MEMDIFF_DEPTH_STANDARD;
-    int npos = 0;
-    int rc = cli_parse(cmd, argc, argv, opts, on_opt, a, pos, want_pos, &npos);
+    cli_view_init(&a->view);
+    *npos = 0;
+    int rc = cli_parse(cmd, argc, argv, opts, on_opt, a, pos, max_pos, npos);
     if (rc)
         return rc;
     if (a->help) {
         cli_help(cmd, stdout);
         return CLI_EXIT_OK;
     }
-    if (npos != want_pos)
+    if (*npos < min_pos || *npos > max_pos)
         return cli_usage_error(cmd, "expected %s", pos_names);
     return -1;
 }
 
-static int take(const char *cmd, int pid, memdiff_depth depth, memdiff_snapshot **out)
+/* Words a command takes as processes: at most this many (--name has no limit). */
+#define MAX_WORDS 64
+
+int cli_take(const char *cmd, int pid, memdiff_depth depth, memdiff_snapshot **out)
 {
     memdiff_options o;
     memdiff_options_init(&o);
@@ -145,42 +158,48 @@ static int save_error(int status, const char *path)
     return CLI_EXIT_ERROR;
 }
 
-int cli_cmd_snap(int argc, char **argv)
+/* -o's path for pid: "%p" replaced by the pid, "%%" by "%"; -1 when it does not fit. */
+static int output_path(const char *tmpl, int pid, char *buf, size_t size)
 {
-    static const cli_opt opts[] = {{"output", 'o', 1, OPT_OUTPUT},
-                                   {"depth", 'd', 1, OPT_DEPTH},
-                                   {"quiet", 'q', 0, OPT_QUIET},
-                                   {NULL, 0, 0, 0}};
-    args a;
-    const char *pos[1];
-    int rc = parse_args(&a, "snap", argc, argv, opts, pos, 1, "a process id");
-    if (rc >= 0)
-        return rc;
-    int pid;
-    if (cli_parse_pid(pos[0], &pid))
-        return cli_usage_error("snap", "bad process id '%s'", pos[0]);
-    if (!a.output)
-        return cli_usage_error("snap", "no output file (-o FILE)");
-    if (!a.output[0])
-        return cli_usage_error("snap", "-o: empty path (give a file, or - for standard output)");
+    size_t used = 0;
+    for (const char *p = tmpl; *p; p++) {
+        int n;
+        if (p[0] == '%' && p[1] == 'p') {
+            n = snprintf(buf + used, size - used, "%d", pid);
+            p++;
+        } else {
+            n = snprintf(buf + used, size - used, "%c", p[0]);
+            p += p[0] == '%' && p[1] == '%';
+        }
+        if (n < 0 || (size_t)n >= size - used)
+            return -1;
+        used += (size_t)n;
+    }
+    return 0;
+}
 
+static int snap_one(const args *a, int pid, const char *output)
+{
     memdiff_snapshot *s = NULL;
-    if ((rc = take("snap", pid, a.depth, &s)))
+    int rc = cli_take("snap", pid, a->depth, &s);
+    if (rc)
         return rc;
-    int to_stdout = strcmp(a.output, "-") == 0;
-    rc = to_stdout ? memdiff_snapshot_save(s, stdout) : memdiff_snapshot_save_file(s, a.output);
+    int to_stdout = strcmp(output, "-") == 0;
+    rc = to_stdout ? memdiff_snapshot_save(s, stdout) : memdiff_snapshot_save_file(s, output);
     if (rc) {
         memdiff_snapshot_free(s);
-        return save_error(rc, to_stdout ? NULL : a.output);
+        return save_error(rc, to_stdout ? NULL : output);
     }
-    if (!a.quiet) {
+    if (!a->quiet) {
         memdiff_snapshot_info i;
         memdiff_snapshot_get_info(s, &i);
         FILE *msg = to_stdout ? stderr : stdout;
         char b1[32];
         fprintf(msg, "memdiff snap: pid %d at %s depth: %zu regions, %zu runs, %s bytes resident "
-                "-> %s\n", i.pid, memdiff_depth_name(i.depth), i.region_count, i.run_count,
-                cli_fmt_uint(b1, i.resident_bytes), to_stdout ? "standard output" : a.output);
+                "-> ", i.pid, memdiff_depth_name(i.depth), i.region_count, i.run_count,
+                cli_fmt_uint(b1, i.resident_bytes));
+        cli_put_text(msg, to_stdout ? "standard output" : output);
+        fputc('\n', msg);
         if (i.degraded) {
             fprintf(msg, "memdiff snap: %s depth requested, %s obtained: ",
                     memdiff_depth_name(i.depth_requested), memdiff_depth_name(i.depth));
@@ -190,6 +209,46 @@ int cli_cmd_snap(int argc, char **argv)
     }
     memdiff_snapshot_free(s);
     return CLI_EXIT_OK;
+}
+
+int cli_cmd_snap(int argc, char **argv)
+{
+    static const cli_opt opts[] = {{"output", 'o', 1, OPT_OUTPUT},
+                                   {"depth", 'd', 1, OPT_DEPTH},
+                                   {"quiet", 'q', 0, OPT_QUIET},
+                                   CLI_SELECT_OPTS,
+                                   {NULL, 0, 0, 0}};
+    args a;
+    const char *pos[MAX_WORDS];
+    int npos;
+    int rc = parse_args(&a, "snap", argc, argv, opts, pos, 0, MAX_WORDS, &npos,
+                        "processes: pids, self, or --name REGEX");
+    if (rc >= 0)
+        return rc;
+    if (!a.output)
+        return cli_usage_error("snap", "no output file (-o FILE)");
+    if (!a.output[0])
+        return cli_usage_error("snap", "-o: empty path (give a file, or - for standard output)");
+    int *pids, n;
+    if ((rc = cli_select_pids("snap", &a.sel, pos, npos, 1, 1, &pids, &n)))
+        return rc;
+    /* Several processes, several files: one FILE would hold only the last. */
+    if (n > 1 && (strcmp(a.output, "-") == 0 || !strstr(a.output, "%p"))) {
+        fprintf(stderr, "memdiff snap: %d processes match, and -o %s holds one snapshot; put %%p "
+                        "in FILE for each pid (-o 'snap-%%p.mds')\n", n, a.output);
+        free(pids);
+        return CLI_EXIT_ERROR;
+    }
+    for (int i = 0; i < n && rc == 0; i++) {
+        char path[4096];
+        if (output_path(a.output, pids[i], path, sizeof path)) {
+            rc = cli_usage_error("snap", "-o: path too long");
+            break;
+        }
+        rc = snap_one(&a, pids[i], path);
+    }
+    free(pids);
+    return rc;
 }
 
 /* ---- diff ------------------------------------------------------------------------------- */
@@ -229,8 +288,8 @@ static int compare_and_report(const args *a, const memdiff_snapshot *before,
     }
     if (rc)
         return cli_error(a->cmd, rc, "cannot compare");
-    memdiff_report_options ro = MEMDIFF_REPORT_OPTIONS_INIT;
-    ro.flags = a->no_header ? MEMDIFF_REPORT_NO_HEADER : 0;
+    memdiff_report_options ro = cli_view_report(&a->view);
+    ro.flags |= a->no_header ? MEMDIFF_REPORT_NO_HEADER : 0;
     if (a->brief)
         brief_line(d, stdout);
     else if (a->json)
@@ -285,10 +344,12 @@ int cli_cmd_diff(int argc, char **argv)
                                    {"force", 'f', 0, OPT_FORCE},
                                    {"fail-on", 0, 1, OPT_FAIL_ON},
                                    {"no-header", 0, 0, OPT_NO_HEADER},
+                                   CLI_VIEW_OPTS,
                                    {NULL, 0, 0, 0}};
     args a;
     const char *pos[2];
-    int rc = parse_args(&a, "diff", argc, argv, opts, pos, 2, "two snapshot files");
+    int npos;
+    int rc = parse_args(&a, "diff", argc, argv, opts, pos, 2, 2, &npos, "two snapshot files");
     if (rc >= 0)
         return rc;
     if (strcmp(pos[0], "-") == 0 && strcmp(pos[1], "-") == 0)
@@ -346,29 +407,35 @@ int cli_cmd_watch(int argc, char **argv)
                                    {"fail-on", 0, 1, OPT_FAIL_ON},
                                    {"no-header", 0, 0, OPT_NO_HEADER},
                                    {"brief", 0, 0, OPT_BRIEF},
+                                   CLI_VIEW_OPTS,
+                                   CLI_SELECT_OPTS,
                                    {NULL, 0, 0, 0}};
     args a;
-    const char *pos[1];
-    int rc = parse_args(&a, "watch", argc, argv, opts, pos, 1, "a process id");
+    const char *pos[MAX_WORDS];
+    int npos;
+    int rc = parse_args(&a, "watch", argc, argv, opts, pos, 0, MAX_WORDS, &npos,
+                        "a process: a pid or --name REGEX");
     if (rc >= 0)
         return rc;
-    int pid;
-    if (cli_parse_pid(pos[0], &pid))
-        return cli_usage_error("watch", "bad process id '%s'", pos[0]);
     if (!a.interval_ns)
         return cli_usage_error("watch", "no interval (--interval T)");
+    int *pids, npids;
+    if ((rc = cli_select_pids("watch", &a.sel, pos, npos, 0, 0, &pids, &npids)))
+        return rc;
+    int pid = pids[0];
+    free(pids);
 
     signal(SIGINT, on_interrupt);
     signal(SIGTERM, on_interrupt);
     memdiff_snapshot *base = NULL, *cur = NULL;
-    if ((rc = take("watch", pid, a.depth, &base)))
+    if ((rc = cli_take("watch", pid, a.depth, &base)))
         return rc;
     memdiff_snapshot_info first;
     memdiff_snapshot_get_info(base, &first);
     for (int n = 1; rc == CLI_EXIT_OK && (a.count == 0 || n <= a.count); n++) {
         if (sleep_ns(a.interval_ns))
             break; /* Ctrl-C: a normal end of watching */
-        if ((rc = take("watch", pid, a.depth, &cur)))
+        if ((rc = cli_take("watch", pid, a.depth, &cur)))
             break;
         memdiff_snapshot_info now;
         memdiff_snapshot_get_info(cur, &now);
