@@ -548,6 +548,18 @@ int memdiff__put_label(FILE *out, memdiff__arena *scratch, const char *label, in
 int memdiff__put_wrapped(FILE *out, memdiff__arena *scratch, const char *lead, const char *text,
                          const char *tail, int indent, int width);
 
+/* The same after a lead the caller wrote, at column at. */
+int memdiff__put_wrapped_at(FILE *out, memdiff__arena *scratch, int at, const char *text,
+                            const char *tail, int indent, int width);
+
+/* The narrowest width the text reports keep to: a width below it is taken as this one (the
+ * fields of a block line take up to 80 columns before its label). */
+#define MEMDIFF__WIDTH_MIN 80
+
+/* The width the text reports keep to for options o: 0 for none, else at least
+ * MEMDIFF__WIDTH_MIN. */
+int memdiff__report_width(const memdiff_report_options *o);
+
 /* A table of the text reports: a row per category and the total, right-aligned cells. */
 #define MEMDIFF__TABLE_COLS 11
 #define MEMDIFF__TABLE_ROWS (MEMDIFF_CAT_COUNT + 1)

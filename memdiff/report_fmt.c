@@ -9,9 +9,19 @@
  * are written around cells, never inside the text that is measured.
  */
 #include <inttypes.h>
+#include <limits.h>
 #include <string.h>
 
 #include "internal.h"
+
+int memdiff__report_width(const memdiff_report_options *o)
+{
+    if (o->width == 0)
+        return 0;
+    return o->width < MEMDIFF__WIDTH_MIN ? MEMDIFF__WIDTH_MIN
+           : o->width > INT_MAX          ? INT_MAX
+                                         : (int)o->width;
+}
 
 /* ---- numbers ------------------------------------------------------------------------------- */
 
@@ -192,14 +202,21 @@ int memdiff__put_label(FILE *out, memdiff__arena *scratch, const char *label, in
 int memdiff__put_wrapped(FILE *out, memdiff__arena *scratch, const char *lead, const char *text,
                          const char *tail, int indent, int width)
 {
+    fputs(lead, out);
+    return memdiff__put_wrapped_at(out, scratch, memdiff__text_cols(lead), text, tail, indent,
+                                   width);
+}
+
+int memdiff__put_wrapped_at(FILE *out, memdiff__arena *scratch, int at, const char *text,
+                            const char *tail, int indent, int width)
+{
     char small[512];
     size_t n = memdiff_escape_text(NULL, 0, text);
     char *buf = n < sizeof small ? small : memdiff__arena_alloc_raw(scratch, n + 1);
     if (!buf)
         return MEMDIFF_ENOMEM;
     memdiff_escape_text(buf, n + 1, text);
-    fputs(lead, out);
-    int at = memdiff__text_cols(lead), tail_cols = memdiff__text_cols(tail), c;
+    int tail_cols = memdiff__text_cols(tail), c;
     for (const char *p = buf; *p;) {
         /* The next word with the spaces before it, on this line if it fits (the tail after the
          * last word too), else on the next; a word wider than a line is cut where it ends. */

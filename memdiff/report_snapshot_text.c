@@ -120,6 +120,12 @@ static void put_header(st *t, const memdiff_snapshot_info *i)
     fprintf(out, "%zu regions, %zu page runs\n", i->region_count, i->run_count);
 }
 
+/* The rest of a line after its figure, which ends at column at: wrapped within the width. */
+static void put_rest(st *t, int at, const char *text)
+{
+    keep_rc(t, memdiff__put_wrapped_at(t->out, t->scratch, at, text, "\n", at + 3, t->width));
+}
+
 static void put_totals(st *t, const memdiff_snapshot_info *i)
 {
     FILE *out = t->out;
@@ -133,23 +139,29 @@ static void put_totals(st *t, const memdiff_snapshot_info *i)
                          MEMDIFF__MAX(memdiff__text_cols(own),
                                       knows_pss ? memdiff__text_cols(pss) : 0));
     w = MEMDIFF__MAX(w, 16);
-    fprintf(out, "\n%-23s", "Resident:");
+    if (!(t->flags & MEMDIFF_REPORT_NO_HEADER))
+        fputc('\n', out);
+    fprintf(out, "%-23s", "Resident:");
     memdiff__put_cell(out, t->flags, res, w, NULL);
-    fprintf(out, "  (private %s, ", memdiff__fmt_bytes(x, i->private_bytes, 0, t->flags));
-    fprintf(out, "shared %s)\n", memdiff__fmt_bytes(y, i->shared_bytes, 0, t->flags));
+    char rest[2 * NUM_MAX + 64];
+    snprintf(rest, sizeof rest, "  (private %s, shared %s)",
+             memdiff__fmt_bytes(x, i->private_bytes, 0, t->flags),
+             memdiff__fmt_bytes(y, i->shared_bytes, 0, t->flags));
+    put_rest(t, 23 + w, rest);
     fprintf(out, "%-23s", "Swapped:");
     memdiff__put_cell(out, t->flags, swp, w, NULL);
     fprintf(out, "\n%-23s", "PSS:");
     if (knows_pss) {
         memdiff__put_cell(out, t->flags, pss, w, NULL);
-        fputs("  (page size / map count per page, as smaps)\n", out);
+        put_rest(t, 23 + w, "  (page size / map count per page, as smaps)");
     } else {
         memdiff__put_cell(out, t->flags, DASH, w, NULL);
-        fprintf(out, "  (%s)\n", memdiff__pss_unknown(i));
+        snprintf(rest, sizeof rest, "  (%s)", memdiff__pss_unknown(i));
+        put_rest(t, 23 + w, rest);
     }
     fprintf(out, "%-23s", "memdiff's own storage:");
     memdiff__put_cell(out, t->flags, own, w, NULL);
-    fputs("  (excluded from all totals)\n", out);
+    put_rest(t, 23 + w, "  (excluded from all totals)");
     const memdiff_process_totals *k = &i->totals;
     if (k->vm_rss || k->vm_size) {
         char line[256], a[NUM_MAX], b[NUM_MAX], c[NUM_MAX], d[NUM_MAX];
@@ -255,17 +267,25 @@ static void put_blocks(st *t, const memdiff_snapshot_info *i, const memdiff__sna
         for (int k = 0; k < B_COLS; k++)
             w[k] = MEMDIFF__MAX(w[k], memdiff__text_cols(cells[k]));
     }
-    /* The same fields before every label: the room left for labels is the same for all. */
-    int fixed = 2 + 2 * (wa + 2) + 1 + 2 + 4 + 2 + wc;
+    /* The same fields before every label: the room left for labels is the same for all. When
+     * the figures leave no room for the category, it goes on a second line with the label. */
+    int fixed = 2 + 2 * (wa + 2) + 1 + 2 + 4;
     for (int k = 0; k < B_COLS; k++)
-        fixed += show[k] ? w[k] + 2 : 0;
+        fixed += show[k] ? 2 + w[k] : 0;
+    int category_below = t->width && fixed + 2 + wc > t->width;
+    fixed += 2 + wc;
     int room = t->width ? t->width - fixed - 2 : 0;
     fprintf(out, "  %-*s  prot", 2 * (wa + 2) + 1, "range");
     for (int k = 0; k < B_COLS; k++) {
         if (show[k])
             fprintf(out, "  %*s", w[k], heads[k]);
     }
-    fprintf(out, "  %-*s  label\n", wc, "category");
+    if (category_below)
+        fputs("\n      category  label\n", out);
+    else if (t->width && room < LABEL_MIN)
+        fputs("  category\n    label\n", out); /* the labels are on lines of their own */
+    else
+        fprintf(out, "  %-*s  label\n", wc, "category");
     for (size_t j = 0; j < n; j++) {
         const memdiff_region *r = &b[j].r;
         char prot[4];
@@ -278,9 +298,21 @@ static void put_blocks(st *t, const memdiff_snapshot_info *i, const memdiff__sna
                 fprintf(out, "  %*s", w[k] + (int)strlen(cells[k]) -
                                           memdiff__text_cols(cells[k]), cells[k]);
         }
+        const char *category = memdiff_category_name(r->category);
+        if (category_below) {
+            int left = t->width - 6 - (int)strlen(category) - 2;
+            fprintf(out, "\n      %s", category);
+            if (r->label[0]) {
+                fputs(left < LABEL_MIN ? "\n    " : "  ", out);
+                keep_rc(t, memdiff__put_label(out, t->scratch, r->label,
+                                              left < LABEL_MIN ? t->width - 4 : left));
+            }
+            fputc('\n', out);
+            continue;
+        }
         int line_room = room - memdiff__range_extra(wa, r->end);
         int beside = r->label[0] && (!t->width || line_room >= LABEL_MIN);
-        fprintf(out, "  %-*s", beside ? wc : 0, memdiff_category_name(r->category));
+        fprintf(out, "  %-*s", beside ? wc : 0, category);
         if (r->label[0]) {
             fputs(beside ? "  " : "\n    ", out);
             keep_rc(t, memdiff__put_label(out, t->scratch, r->label,
@@ -322,7 +354,7 @@ int memdiff_snapshot_report_text(const memdiff_snapshot *snapshot, FILE *out,
                        : rc;
         }
     }
-    st t = {out, o.flags, o.width > INT_MAX ? INT_MAX : (int)o.width, &scratch, MEMDIFF_OK};
+    st t = {out, o.flags, memdiff__report_width(&o), &scratch, MEMDIFF_OK};
     if (!(o.flags & MEMDIFF_REPORT_NO_HEADER))
         put_header(&t, &i);
     put_totals(&t, &i);

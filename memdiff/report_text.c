@@ -51,6 +51,7 @@
  */
 #include <inttypes.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <string.h>
 
 #include "internal.h"
@@ -252,18 +253,38 @@ static void put_header(rt *t, const memdiff_diff *diff)
     }
 }
 
+/* The rest of a summary line after its figure, which ends at column at: wrapped within the
+ * width, the following lines under the text after its opening "  (". */
+static void put_rest(rt *t, int at, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+static void put_rest(rt *t, int at, const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    int rc = memdiff__put_wrapped_at(t->out, t->scratch, at, buf, "\n", at + 3, t->width);
+    if (rc && !t->rc)
+        t->rc = rc;
+}
+
 /* "Net PSS:" when one of the snapshots does not know PSS: a dash and why. */
-static void put_pss_unknown(const rt *t, const memdiff_diff *diff, int w)
+static void put_pss_unknown(rt *t, const memdiff_diff *diff, int w)
 {
     int known_b = (diff->info[0].sources & MEMDIFF_SRC_PSS) != 0;
     int known_a = (diff->info[1].sources & MEMDIFF_SRC_PSS) != 0;
     fprintf(t->out, "%-23s", "Net PSS:");
     memdiff__put_cell(t->out, t->flags, DASH, w, NULL);
-    fprintf(t->out, "  (%s%s)\n", known_b == known_a ? "" : known_a ? "before: " : "after: ",
-            memdiff__pss_unknown(&diff->info[known_a ? 0 : 1]));
+    put_rest(t, 23 + w, "  (%s%s)", known_b == known_a ? "" : known_a ? "before: " : "after: ",
+             memdiff__pss_unknown(&diff->info[known_a ? 0 : 1]));
 }
 
-static void put_summary(const rt *t, const memdiff_diff *diff)
+static void put_summary(rt *t, const memdiff_diff *diff)
 {
     FILE *out = t->out;
     const memdiff_totals *tt = &diff->total, *own = &diff->category[MEMDIFF_CAT_OWN];
@@ -290,35 +311,37 @@ static void put_summary(const rt *t, const memdiff_diff *diff)
     int64_t net_pages = tt->net_bytes / (int64_t)ps;
     fprintf(out, "%-23s", "Net change:");
     put_num(t, net, w, 1);
-    fprintf(out, "  (%s pages)\n", fmt_signed(x, net_pages));
+    put_rest(t, 23 + w, "  (%s pages)", fmt_signed(x, net_pages));
     fprintf(out, "%-23s", "Memory allocated:");
     put_num(t, alloc, w, 1);
-    fprintf(out, "  (%s pages: %s private, %s shared%s)\n", fmt_num(x, tt->new_bytes / ps, 0),
-            fmt_num(y, tt->new_private_bytes / ps, 0), fmt_num(z, tt->new_shared_bytes / ps, 0),
-            memdiff__knows_privacy(&diff->info[1]) ? "" : ", estimated");
+    put_rest(t, 23 + w, "  (%s pages: %s private, %s shared%s)",
+             fmt_num(x, tt->new_bytes / ps, 0), fmt_num(y, tt->new_private_bytes / ps, 0),
+             fmt_num(z, tt->new_shared_bytes / ps, 0),
+             memdiff__knows_privacy(&diff->info[1]) ? "" : ", estimated");
     fprintf(out, "%-23s", "Memory freed:");
     put_num(t, freed, w, 1);
-    fprintf(out, "  (%s pages: %s unmapped, %s discarded, ", fmt_num(x, tt->freed_bytes / ps, 0),
-            fmt_num(y, tt->freed_unmapped_bytes / ps, 0),
-            fmt_num(z, tt->freed_discarded_bytes / ps, 0));
-    fprintf(out, "%s swapped out)\n", fmt_num(x, tt->freed_swapped_bytes / ps, 0));
+    char p[NUM_MAX];
+    put_rest(t, 23 + w, "  (%s pages: %s unmapped, %s discarded, %s swapped out)",
+             fmt_num(x, tt->freed_bytes / ps, 0), fmt_num(y, tt->freed_unmapped_bytes / ps, 0),
+             fmt_num(z, tt->freed_discarded_bytes / ps, 0),
+             fmt_num(p, tt->freed_swapped_bytes / ps, 0));
     if (knows_pss) {
         fprintf(out, "%-23s", "Net PSS:");
         put_num(t, pss, w, 1);
-        fprintf(out, "  (%s gained, ", fmt_size(t, x, tt->new_pss_bytes, '+'));
-        fprintf(out, "%s lost)\n", fmt_size(t, y, tt->freed_pss_bytes, '-'));
+        put_rest(t, 23 + w, "  (%s gained, %s lost)", fmt_size(t, x, tt->new_pss_bytes, '+'),
+                 fmt_size(t, y, tt->freed_pss_bytes, '-'));
     } else {
         put_pss_unknown(t, diff, w);
     }
     if (tt->replaced_bytes || tt->became_private_bytes || tt->became_shared_bytes)
-        fprintf(out, "Replaced: %s  Became private: %s  Became shared: %s\n",
-                fmt_amount(t, x, tt->replaced_bytes, 0),
-                fmt_amount(t, y, tt->became_private_bytes, 0),
-                fmt_amount(t, z, tt->became_shared_bytes, 0));
+        put_rest(t, 0, "Replaced: %s  Became private: %s  Became shared: %s",
+                 fmt_amount(t, x, tt->replaced_bytes, 0),
+                 fmt_amount(t, y, tt->became_private_bytes, 0),
+                 fmt_amount(t, z, tt->became_shared_bytes, 0));
     fprintf(out, "%-23s", "memdiff's own storage:");
     put_num(t, mine, w, 0);
-    fprintf(out, "  (%s after; excluded from all totals)\n",
-            fmt_size(t, x, diff->info[1].own_bytes, 0));
+    put_rest(t, 23 + w, "  (%s after; excluded from all totals)",
+             fmt_size(t, x, diff->info[1].own_bytes, 0));
 }
 
 /* The reference-set lines of a bracket's diff (see the top of the file). */
@@ -343,14 +366,14 @@ static void put_refset(rt *t, const memdiff_diff *diff)
     fprintf(out, "%-23s", "Touched:");
     if (known) {
         put_num(t, v[0], w, 0);
-        fprintf(out, "  (%s%s pages accessed, resident before or new%s",
-                m->touched_estimated_bytes ? APPROX : "", fmt_num(x, m->touched_bytes / ps, 0),
-                (in->sources & MEMDIFF_REFS_PAGES) ? "" : "; per mapping");
+        char est[2 * NUM_MAX + 40] = "";
         if (m->touched_estimated_bytes)
-            fprintf(out, "; %s of it estimated, at most %s",
-                    fmt_size(t, y, m->touched_estimated_bytes, 0),
-                    fmt_size(t, x, m->touched_max_bytes, 0));
-        fputs(")\n", out);
+            snprintf(est, sizeof est, "; %s of it estimated, at most %s",
+                     fmt_size(t, y, m->touched_estimated_bytes, 0),
+                     fmt_size(t, x, m->touched_max_bytes, 0));
+        put_rest(t, 23 + w, "  (%s%s pages accessed, resident before or new%s%s)",
+                 m->touched_estimated_bytes ? APPROX : "", fmt_num(x, m->touched_bytes / ps, 0),
+                 (in->sources & MEMDIFF_REFS_PAGES) ? "" : "; per mapping", est);
     } else {
         put_num(t, "unknown", w, 0);
         fputc('\n', out);
@@ -360,10 +383,11 @@ static void put_refset(rt *t, const memdiff_diff *diff)
         uint64_t above = in->peak_bytes > in->begin_rss_bytes
                              ? in->peak_bytes - in->begin_rss_bytes : 0;
         put_num(t, v[1], w, 0);
-        fprintf(out, "  (%s above the start", fmt_size(t, x, above, '+'));
+        char within[NUM_MAX + 16] = "";
         if (in->peak_slack_bytes)
-            fprintf(out, ", within %s", fmt_size(t, y, in->peak_slack_bytes, 0));
-        fputs(")\n", out);
+            snprintf(within, sizeof within, ", within %s",
+                     fmt_size(t, y, in->peak_slack_bytes, 0));
+        put_rest(t, 23 + w, "  (%s above the start%s)", fmt_size(t, x, above, '+'), within);
     } else {
         put_num(t, "unknown", w, 0);
         fputc('\n', out);
@@ -377,7 +401,7 @@ static void put_refset(rt *t, const memdiff_diff *diff)
     fprintf(out, "%-23s", "Transient:");
     if (peak) {
         put_num(t, v[4], w, 0);
-        fputs("  (the peak above both ends: allocated and freed inside)\n", out);
+        put_rest(t, 23 + w, "  (the peak above both ends: allocated and freed inside)");
     } else {
         put_num(t, "unknown", w, 0);
         fputc('\n', out);
@@ -577,12 +601,14 @@ static void put_blocks(rt *t, const memdiff_diff *diff, const memdiff_block *con
             wt = MEMDIFF__MAX(wt, (int)strlen(block_attrs(attrs, k)));
     }
     /* Every line has the same fields before its label: the columns stay in place, and the room
-     * left for labels is the same for all. Within a width, a verbose diff whose attributes leave
-     * too little of it writes them on a second line, with the label. */
-    int fixed = 2 + 2 * (wa + 2) + 1 + 2 + ws + 2 + (diff->bracket ? 8 + wr + 2 : 0) + wc + 2 + wh;
-    int attrs_below = verbose && t->width && fixed + 2 + wt + 2 + LABEL_MIN > t->width;
-    if (verbose && !attrs_below)
-        fixed += 2 + wt;
+     * left for labels is the same for all. Within a width, what does not fit goes on a second
+     * line, from the right: the label; in a verbose diff the attributes with it when they leave
+     * too little room; the change too when even it does not fit. */
+    int base = 2 + 2 * (wa + 2) + 1 + 2 + ws + 2 + (diff->bracket ? 8 + wr + 2 : 0) + wc;
+    int change_below = t->width && base + 2 + wh > t->width;
+    int attrs_below = verbose && t->width &&
+                      (change_below || base + 2 + wh + 2 + wt + 2 + LABEL_MIN > t->width);
+    int fixed = base + 2 + wh + (verbose && !attrs_below ? 2 + wt : 0);
     int room = t->width ? t->width - fixed - 2 : 0;
     for (size_t i = 0; i < n; i++) {
         const memdiff_block *k = list[i];
@@ -597,16 +623,25 @@ static void put_blocks(rt *t, const memdiff_diff *diff, const memdiff_block *con
             put_num(t, touched, wr, 0);
             fputs("  ", out);
         }
-        fprintf(out, "%-*s  ", wc, memdiff_category_name(k->category));
+        const char *category = memdiff_category_name(k->category);
         block_change(change, sizeof change, k);
-        if (attrs_below) {
-            fprintf(out, "%s\n      %s", change, block_attrs(attrs, k));
+        if (change_below || attrs_below) {
+            int col = 6;
+            if (change_below)
+                fprintf(out, "%s\n      %s", category, change);
+            else
+                fprintf(out, "%-*s  %s\n      ", wc, category, change);
+            col += change_below ? (int)strlen(change) : 0;
+            if (verbose) {
+                fprintf(out, "%s%s", change_below ? "  " : "", block_attrs(attrs, k));
+                col += 2 * change_below + (int)strlen(attrs);
+            }
             if (labelled) {
-                int left = t->width - 6 - (int)strlen(attrs) - 2;
+                int left = t->width - col - 2;
                 if (left < LABEL_MIN) {
                     fputs("\n    ", out);
                     left = t->width - 4;
-                } else {
+                } else if (col > 6) {
                     fputs("  ", out);
                 }
                 put_label(t, k->label, left);
@@ -614,6 +649,7 @@ static void put_blocks(rt *t, const memdiff_diff *diff, const memdiff_block *con
             fputc('\n', out);
             continue;
         }
+        fprintf(out, "%-*s  ", wc, category);
         int line_room = room - memdiff__range_extra(wa, k->end);
         int beside = labelled && (!t->width || line_room >= LABEL_MIN);
         if (verbose)
@@ -648,7 +684,7 @@ int memdiff_report_text(const memdiff_diff *diff, FILE *out,
         memdiff__arena_release(&scratch);
         return memdiff__set_error(rc, "memdiff_report_text: out of memory");
     }
-    rt t = {out, o.flags, o.width > INT_MAX ? INT_MAX : (int)o.width, &scratch, MEMDIFF_OK};
+    rt t = {out, o.flags, memdiff__report_width(&o), &scratch, MEMDIFF_OK};
     if (!(o.flags & MEMDIFF_REPORT_NO_HEADER))
         put_header(&t, diff);
     put_summary(&t, diff);
