@@ -5,12 +5,13 @@
  * Layout (every number with thousands separators; sizes of changes signed, + new, - freed;
  * tests/fixtures/reports/text*.txt are complete examples):
  *
- *   memdiff: pid 4242 on host, standard depth, 4096-byte pages; before 2026-11-22 10:00:00.123 UTC,
- *   after +0.250 s                       (one line; folded here)
+ *   memdiff: pid 4242 on host, standard depth, 4096-byte pages
+ *     before 2026-11-22 10:00:00.123 UTC, after +0.250 s
  *     (after: frame numbers unavailable: needs CAP_SYS_ADMIN)
  *   Net change:               +40,960 bytes  (+10 pages)
  *   Memory allocated:         +65,536 bytes  (16 pages: 9 private, 7 shared)
  *   Memory freed:             -24,576 bytes  (6 pages: 3 unmapped, 1 discarded, 2 swapped out)
+ *   Net PSS:                              –  (needs deep depth: map counts, CAP_SYS_ADMIN)
  *   Replaced: 0 bytes  Became private: 8,192 bytes  Became shared: 0 bytes
  *   memdiff's own storage:    +65,536 bytes  (131,072 after; excluded from all totals)
  *
@@ -37,17 +38,25 @@
  * "; N of it estimated, at most M". tests/fixtures/reports/
  * bracket*.txt are complete examples.
  *
- * MEMDIFF_REPORT_NO_HEADER leaves out the header (first line and degraded notes). The Replaced line
+ * MEMDIFF_REPORT_NO_HEADER leaves out the header (two lines and degraded notes). The Replaced line
  * appears only when a page was replaced or changed exclusivity, the table's Replaced /
  * Became-private / Became-shared columns likewise. Verbose diffs add the page attributes before
  * and after ("present,private -> -") before the label. Labels come last because they are as
  * long as paths. Labels, host names and degraded notes are escaped (escape.c) so that what a
  * target or a file chose as a name can neither break a line nor drive the terminal. A diff of
- * two snapshots that know PSS (MEMDIFF_SRC_PSS: deep) adds after Memory freed
+ * two snapshots that know PSS (MEMDIFF_SRC_PSS: deep) has after Memory freed
  *   Net PSS:                  -40,960 bytes  (+0 gained, -40,960 lost)
- * and a Net PSS column (new_pss_bytes - freed_pss_bytes) to the table; other diffs have no PSS.
+ * and a Net PSS column (new_pss_bytes - freed_pss_bytes) in the table; other diffs say there
+ * why PSS is unknown, with a dash, never a 0.
  *
- * No allocation: numbers are formatted into stack buffers; output is deterministic for a diff.
+ * The options (report_select.c checks them and lists the blocks): MEMDIFF_REPORT_HUMAN sizes in
+ * binary units, MEMDIFF_REPORT_COLOR signed sizes and headings in colour, categories, sort, top
+ * ("Blocks (3 of 5, ...)"), and a width every line keeps to (report_fmt.c: a label cut from the
+ * left, or moved below with what else does not fit; summary lines wrapped; a wide table
+ * continued below). tests/fixtures/reports/text-*.txt show each.
+ *
+ * Numbers are formatted into stack buffers; the block list and long labels use a scratch
+ * arena. Output is deterministic for a diff and its options.
  */
 #include <inttypes.h>
 #include <limits.h>

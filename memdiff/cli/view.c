@@ -80,13 +80,14 @@ int cli_view_opt(cli_view *v, const char *cmd, int id, const char *value)
             return cli_usage_error(cmd, "bad --color '%s' (auto, always or never)", value);
         return 0;
     case CLI_OPT_WIDTH:
-        /* 0: no limit; below 40 columns not even a block's fixed fields fit. */
+        /* 0: no limit; below 80 columns the reports do not keep to a width (the fields of a
+         * block line take up to 80 before its label). */
         if (strcmp(value, "0") == 0) {
             v->report.width = 0;
             return 0;
         }
-        if (cli_parse_count(value, &n) || n < 40)
-            return cli_usage_error(cmd, "bad --width '%s' (0 for no limit, or 40 columns and "
+        if (cli_parse_count(value, &n) || n < 80)
+            return cli_usage_error(cmd, "bad --width '%s' (0 for no limit, or 80 columns and "
                                         "more)", value);
         v->report.width = (unsigned)n;
         return 0;
