@@ -168,6 +168,16 @@ const char *memdiff__sgr_of(const char *signed_text)
 
 #define ELLIPSIS "\xe2\x80\xa6" /* U+2026 in UTF-8: one column */
 
+/* text escaped, in small (512 bytes) when it fits, else in scratch; NULL when out of memory. */
+static char *escaped(memdiff__arena *scratch, const char *text, char small[512])
+{
+    size_t n = memdiff_escape_text(NULL, 0, text);
+    char *buf = n < 512 ? small : memdiff__arena_alloc_raw(scratch, n + 1);
+    if (buf)
+        memdiff_escape_text(buf, n + 1, text);
+    return buf;
+}
+
 int memdiff__put_label(FILE *out, memdiff__arena *scratch, const char *label, int cols)
 {
     if (cols <= 0) {
@@ -175,11 +185,9 @@ int memdiff__put_label(FILE *out, memdiff__arena *scratch, const char *label, in
         return MEMDIFF_OK;
     }
     char small[512];
-    size_t n = memdiff_escape_text(NULL, 0, label);
-    char *buf = n < sizeof small ? small : memdiff__arena_alloc_raw(scratch, n + 1);
+    const char *buf = escaped(scratch, label, small);
     if (!buf)
         return MEMDIFF_ENOMEM;
-    memdiff_escape_text(buf, n + 1, label);
     int have = memdiff__text_cols(buf);
     const char *p = buf;
     if (have > cols) {
@@ -211,11 +219,9 @@ int memdiff__put_wrapped_at(FILE *out, memdiff__arena *scratch, int at, const ch
                             const char *tail, int indent, int width)
 {
     char small[512];
-    size_t n = memdiff_escape_text(NULL, 0, text);
-    char *buf = n < sizeof small ? small : memdiff__arena_alloc_raw(scratch, n + 1);
+    const char *buf = escaped(scratch, text, small);
     if (!buf)
         return MEMDIFF_ENOMEM;
-    memdiff_escape_text(buf, n + 1, text);
     int tail_cols = memdiff__text_cols(tail), c;
     for (const char *p = buf; *p;) {
         /* The next word with the spaces before it, on this line if it fits (the tail after the

@@ -172,13 +172,13 @@ static int add_named(const char *cmd, const cli_select *s, pid_list *l)
         fprintf(stderr, "memdiff %s: out of memory\n", cmd);
         return CLI_EXIT_ERROR;
     }
-    qsort(l->pids + first, (size_t)(l->n - first), sizeof *l->pids, by_value);
     if (l->n == first) {
         fprintf(stderr, "memdiff %s: no process is named %s'", cmd, s->exact ? "" : "like ");
         cli_put_text(stderr, s->name);
         fputs("' (--name matches the name ps shows, at most 15 characters)\n", stderr);
         return CLI_EXIT_ERROR;
     }
+    qsort(l->pids + first, (size_t)(l->n - first), sizeof *l->pids, by_value);
     return 0;
 }
 
