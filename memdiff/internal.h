@@ -543,6 +543,10 @@ const char *memdiff__sgr_of(const char *signed_text);
  * its end, cut from the left after U+2026 ("…/lib/libfoo.so"). MEMDIFF_OK or MEMDIFF_ENOMEM. */
 int memdiff__put_label(FILE *out, memdiff__arena *scratch, const char *label, int cols);
 
+/* Whether label, in cols columns, keeps at least its last path component ("…/libc.so.6"):
+ * a label that does not goes on a line of its own rather than lose the end of its name. */
+int memdiff__label_fits(memdiff__arena *scratch, const char *label, int cols);
+
 /* lead, then text escaped, then tail, broken at spaces into lines of at most width columns
  * (0: one line), the following lines indented by indent. MEMDIFF_OK or MEMDIFF_ENOMEM. */
 int memdiff__put_wrapped(FILE *out, memdiff__arena *scratch, const char *lead, const char *text,

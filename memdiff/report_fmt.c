@@ -207,6 +207,20 @@ int memdiff__put_label(FILE *out, memdiff__arena *scratch, const char *label, in
     return MEMDIFF_OK;
 }
 
+int memdiff__label_fits(memdiff__arena *scratch, const char *label, int cols)
+{
+    if (cols <= 0)
+        return 1;
+    char small[512];
+    const char *buf = escaped(scratch, label, small);
+    if (!buf)
+        return 1; /* memdiff__put_label reports it */
+    if (memdiff__text_cols(buf) <= cols)
+        return 1;
+    const char *slash = strrchr(buf, '/');
+    return slash && memdiff__text_cols(slash) <= cols - 1;
+}
+
 int memdiff__put_wrapped(FILE *out, memdiff__arena *scratch, const char *lead, const char *text,
                          const char *tail, int indent, int width)
 {

@@ -303,15 +303,18 @@ static void put_blocks(st *t, const memdiff_snapshot_info *i, const memdiff__sna
             int left = t->width - 6 - (int)strlen(category) - 2;
             fprintf(out, "\n      %s", category);
             if (r->label[0]) {
-                fputs(left < LABEL_MIN ? "\n    " : "  ", out);
+                int below = left < LABEL_MIN || !memdiff__label_fits(t->scratch, r->label, left);
+                fputs(below ? "\n    " : "  ", out);
                 keep_rc(t, memdiff__put_label(out, t->scratch, r->label,
-                                              left < LABEL_MIN ? t->width - 4 : left));
+                                              below ? t->width - 4 : left));
             }
             fputc('\n', out);
             continue;
         }
         int line_room = room - memdiff__range_extra(wa, r->end);
-        int beside = r->label[0] && (!t->width || line_room >= LABEL_MIN);
+        int beside = r->label[0] &&
+                     (!t->width || (line_room >= LABEL_MIN &&
+                                    memdiff__label_fits(t->scratch, r->label, line_room)));
         fprintf(out, "  %-*s", beside ? wc : 0, category);
         if (r->label[0]) {
             fputs(beside ? "  " : "\n    ", out);

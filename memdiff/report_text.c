@@ -576,7 +576,8 @@ static const char *block_attrs(char buf[ATTRS_MAX], const memdiff_block *k)
 }
 
 /* A label needs this many columns beside the other fields of its line ("…/libc.so.6" and
- * "thread 12345" fit); with less, it goes on a line of its own below them. */
+ * "thread 12345" fit); with less, or when not even its last path component fits, it goes on a
+ * line of its own below them. */
 #define LABEL_MIN 12
 
 static void put_blocks(rt *t, const memdiff_diff *diff, const memdiff_block *const *list,
@@ -647,7 +648,7 @@ static void put_blocks(rt *t, const memdiff_diff *diff, const memdiff_block *con
             }
             if (labelled) {
                 int left = t->width - col - 2;
-                if (left < LABEL_MIN) {
+                if (left < LABEL_MIN || !memdiff__label_fits(t->scratch, k->label, left)) {
                     fputs("\n    ", out);
                     left = t->width - 4;
                 } else if (col > 6) {
@@ -660,7 +661,9 @@ static void put_blocks(rt *t, const memdiff_diff *diff, const memdiff_block *con
         }
         fprintf(out, "%-*s  ", wc, category);
         int line_room = room - memdiff__range_extra(wa, k->end);
-        int beside = labelled && (!t->width || line_room >= LABEL_MIN);
+        int beside = labelled && (!t->width || (line_room >= LABEL_MIN &&
+                                                memdiff__label_fits(t->scratch, k->label,
+                                                                    line_room)));
         if (verbose)
             fprintf(out, "%-*s  %-*s", wh, change, beside ? wt : 0, block_attrs(attrs, k));
         else

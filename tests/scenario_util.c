@@ -5,6 +5,7 @@
 #include <grp.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -310,4 +311,23 @@ const char *scn_disk_tmpdir(void)
     }
     ck_abort_msg("no writable directory on a disk file system for the file-mapping scenario");
     return NULL;
+}
+
+int scn_sh(char *out, size_t size, const char *fmt, ...)
+{
+    char cmd[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    int len = vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    ck_assert_msg(len >= 0 && (size_t)len < sizeof cmd, "command too long: %.200s", cmd);
+    fflush(NULL);
+    FILE *p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    size_t n = fread(out, 1, size - 1, p);
+    out[n] = '\0';
+    while (fgetc(p) != EOF) /* the rest, so that the command never blocks writing it */
+        ;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }

@@ -140,18 +140,19 @@ memdiff_report_options cli_view_report(const cli_view *v);
 
 /* What names the processes of a command: its words (pids, "self") and --name / --exact. */
 typedef struct cli_select {
-    const char *name; /* --name REGEX, or NULL */
-    int exact;        /* -x/--exact: the regex must match the whole name */
+    const char *name;  /* --name REGEX, or NULL */
+    const char *exact; /* --exact NAME, or NULL */
 } cli_select;
 
 enum { CLI_OPT_NAME = 120, CLI_OPT_EXACT };
 
-#define CLI_SELECT_OPTS {"name", 0, 1, CLI_OPT_NAME}, {"exact", 'x', 0, CLI_OPT_EXACT}
+#define CLI_SELECT_OPTS {"name", 0, 1, CLI_OPT_NAME}, {"exact", 0, 1, CLI_OPT_EXACT}
 
 /* Takes --name or --exact into s: 0; 1 when id is neither. */
 int cli_select_opt(cli_select *s, int id, const char *value);
 
-/* The processes words[0..nwords) and s name, in the order given (--name's in pid order), each
+/* The processes words[0..nwords) and s name, in the order given (--name's and --exact's in pid
+ * order), each
  * once, into a new array *pids (free()) of *n. A word is a pid or "self" (this memdiff process,
  * refused with a message unless allow_self). One is the most when !many. 0, or CLI_EXIT_ERROR
  * after a message on stderr (nothing matches, several where one is needed, a pid with no

@@ -1,6 +1,7 @@
 /*
  * main.c - the memdiff command-line tool: snapshot a running process into a file, diff two
- * files, show one, or watch a live process for growth. docs/cli.md is its manual.
+ * files, show one, or watch a live process for growth. docs/memdiff.1 is its manual (man
+ * memdiff), docs/cli.md its guide.
  */
 #include <stdarg.h>
 #include <stdlib.h>
@@ -11,7 +12,7 @@
 /* Choosing processes (select.c), in the help of every command that takes them. */
 #define PROC_OPTIONS                                                                            \
     "      --name REGEX   processes whose name (as ps shows it) matches the extended REGEX\n"  \
-    "  -x, --exact        REGEX matches the whole name (pgrep -x)\n"
+    "      --exact NAME   processes whose name is NAME (pgrep -x)\n"
 
 /* How text reports look (view.c), in the help of diff, show and watch. */
 #define VIEW_OPTIONS                                                                            \
@@ -36,17 +37,18 @@ static const char tool_help[] =
     "                                    working-set size of a live process (wss.pl)\n"
     "  help [COMMAND]                    this text, or a command's\n"
     "\n"
-    "PROC: pids, self (memdiff itself; snap and show only), or --name REGEX [-x].\n"
+    "PROC: pids, self (memdiff itself; snap and show only), --name REGEX, --exact NAME.\n"
     "\n"
     "options:\n"
     "  --help, -h      show help (after a command: that command's)\n"
-    "  --version       show the version of memdiff and of its snapshot file format\n"
+    "  --version, -V   show the version of memdiff and of its snapshot file format\n"
     "\n"
     "exit status: 0 ok, 1 a --fail-on condition held, 2 usage error or failure.\n"
-    "Documentation: docs/cli.md, docs/file-format.md.\n";
+    "The manual: man memdiff.\n";
 
 static const char snap_help[] =
-    "usage: memdiff snap PID... | self | --name REGEX [-x]  -o FILE [--depth D] [--quiet]\n"
+    "usage: memdiff snap PID... | self | --name REGEX | --exact NAME  -o FILE [--depth D]\n"
+    "                    [--quiet] [--json]\n"
     "\n"
     "Takes a snapshot of each process and writes it to FILE (\"-\": standard output). The file\n"
     "is written beside FILE and renamed over it when complete. FILE must not exist yet or be\n"
@@ -57,9 +59,12 @@ static const char snap_help[] =
     "  -d, --depth D      fast, standard (default) or deep; a depth the caller may not use is\n"
     "                     degraded and the snapshot records why\n"
     "  -q, --quiet        print nothing on success\n"
+    "      --json         print the snapshot written as a JSON object, without its blocks\n"
+    "                     (not with -o -)\n"
     PROC_OPTIONS
     "\n"
-    "Reading another process needs the right to ptrace it (same user, or root).\n";
+    "Reading another process needs the right to ptrace it (same user, or root).\n"
+    "The manual: man memdiff.\n";
 
 static const char diff_help[] =
     "usage: memdiff diff A B [--verbose] [--json] [--force] [--fail-on EXPR]...\n"
@@ -68,7 +73,7 @@ static const char diff_help[] =
     "freed, net, per category, per block (\"-\" reads one of them from standard input).\n"
     "\n"
     "  -v, --verbose      blocks are runs of pages with equal attributes, with the attributes\n"
-    "      --json         the report as one JSON object (docs/json-report.md)\n"
+    "      --json         the report as one JSON object\n"
     "      --no-header    leave out the snapshot header lines\n"
     "  -f, --force        compare snapshots of different processes or hosts\n"
     "      --fail-on EXPR exit 1 when EXPR holds; may be repeated\n"
@@ -79,10 +84,11 @@ static const char diff_help[] =
     "net-private (new private - freed: what a leak leaves), private (new private bytes),\n"
     "shared (new shared bytes) or replaced; OP >, >=, <, <=, ==, !=; SIZE bytes with an\n"
     "optional K, M, G, T suffix (binary). Examples: 'net>1M', 'heap.net>0',\n"
-    "'private.new>=512K', 'total.freed>10M', 'net-private>0'.\n";
+    "'private.new>=512K', 'total.freed>10M', 'net-private>0'. The manual: man memdiff.\n";
 
 static const char show_help[] =
-    "usage: memdiff show FILE | PID... | self | --name REGEX [-x]  [--json] [--regions]\n"
+    "usage: memdiff show FILE | PID... | self | --name REGEX | --exact NAME\n"
+    "                    [--json] [--regions]\n"
     "\n"
     "Prints a snapshot file (\"-\": standard input), or snapshots of live processes, one report\n"
     "each: the header (process, host, time, depth, sources), resident, private, shared, swapped\n"
@@ -94,12 +100,14 @@ static const char show_help[] =
     "  -d, --depth D      depth of a live snapshot: fast, standard (default) or deep\n"
     "      --no-header    leave out the header lines\n"
     PROC_OPTIONS
-    VIEW_OPTIONS;
+    VIEW_OPTIONS
+    "\n"
+    "The manual: man memdiff.\n";
 
 static const char watch_help[] =
-    "usage: memdiff watch PID | --name REGEX [-x]  --interval T [--count N]\n"
+    "usage: memdiff watch PID | --name REGEX | --exact NAME  --interval T [--count N]\n"
     "                     [--baseline first|previous]\n"
-    "                     [--depth D] [--verbose|--brief] [--fail-on EXPR]...\n"
+    "                     [--depth D] [--verbose|--brief|--json] [--fail-on EXPR]...\n"
     "\n"
     "Snapshots one process every T and prints the diff of each snapshot against the previous\n"
     "one (or the first). Stops after N diffs, when the process exits (exit 2), when a\n"
@@ -110,15 +118,20 @@ static const char watch_help[] =
     "  -b, --baseline B   previous (default) or first\n"
     "  -d, --depth D      fast, standard (default) or deep\n"
     "  -v, --verbose      verbose diffs (runs of pages with equal attributes)\n"
-    "      --brief        one line per diff: net change and the categories that changed\n"
+    "      --brief        one line per diff of plain numbers: the resident and private size,\n"
+    "                     the net change and the categories that changed\n"
+    "      --json         one JSON object per diff on one line (JSON Lines): absolute sizes\n"
+    "                     per category with their change\n"
     "      --no-header    leave out the snapshot header lines of each report\n"
     "      --fail-on EXPR stop with exit 1 when EXPR holds for a diff (see memdiff diff --help)\n"
     PROC_OPTIONS
-    VIEW_OPTIONS;
+    VIEW_OPTIONS
+    "\n"
+    "The manual: man memdiff.\n";
 
 static const char wss_help[] =
-    "usage: memdiff wss PID | --name REGEX [-x]  [--interval T] [--count N]\n"
-    "                   [--cumulative | --profile] [--times]\n"
+    "usage: memdiff wss PID | --name REGEX | --exact NAME  [--interval T] [--count N]\n"
+    "                   [--cumulative | --profile] [--times] [--json]\n"
     "\n"
     "Measures the working-set size of one process as Brendan Gregg's wss.pl does: clears its\n"
     "pages' referenced bits (/proc/PID/clear_refs), sleeps T, and sums what smaps calls\n"
@@ -130,11 +143,12 @@ static const char wss_help[] =
     "  -C, --cumulative   clear once, then show the growing working set every T\n"
     "  -P, --profile      clear once, then read after T, 2T, 4T, 8T... (power-of-two steps)\n"
     "  -t, --times        also show Slp(s), the time slept, and Dur(s), clear to end of read\n"
+    "      --json         one JSON object per sample on one line (JSON Lines), no header\n"
     PROC_OPTIONS
     "\n"
     "The header comes with the first sample: an error is never printed after it.\n"
     "Clearing referenced bits disturbs the kernel's page aging for the process and needs the\n"
-    "process's owner or root (docs/reference-set.md).\n";
+    "process's owner or root. The manual: man memdiff.\n";
 
 static const struct {
     const char *name;
@@ -224,7 +238,7 @@ int main(int argc, char **argv)
         cli_help(NULL, stdout);
         return CLI_EXIT_OK;
     }
-    if (strcmp(cmd, "--version") == 0) {
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0) {
         printf("memdiff %s (snapshot file format %d.%d)\n", memdiff_version(),
                MEMDIFF_FILE_VERSION_MAJOR, MEMDIFF_FILE_VERSION_MINOR);
         return CLI_EXIT_OK;

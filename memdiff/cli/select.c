@@ -1,7 +1,8 @@
 /*
  * select.c - which processes a command acts on (docs/cli.md, "Choosing processes"): pids given
- * as words, "self", and --name REGEX (-x/--exact: the whole name) matched against the name the
- * kernel keeps for each process (/proc/PID/comm, at most 15 bytes), as pgrep does.
+ * as words, "self", --name REGEX (an extended regex anywhere in the name, as pgrep) and --exact
+ * NAME (the whole name, as pgrep -x), against the name the kernel keeps for each process
+ * (/proc/PID/comm, at most 15 bytes).
  *
  * Every pid is checked before a command prints anything, so that an error never follows a
  * banner or a header on stdout.
@@ -25,7 +26,7 @@ int cli_select_opt(cli_select *s, int id, const char *value)
     if (id == CLI_OPT_NAME)
         s->name = value;
     else if (id == CLI_OPT_EXACT)
-        s->exact = 1;
+        s->exact = value;
     else
         return 1;
     return 0;
@@ -89,11 +90,12 @@ static int read_name(int pid, char *buf, size_t size)
     return -1;
 }
 
-static int add_named(const char *cmd, const cli_select *s, pid_list *l)
+static int add_named(const char *cmd, const char *pattern, int exact, pid_list *l)
 {
-    (void)s;
+    (void)pattern;
     (void)l;
-    fprintf(stderr, "memdiff %s: --name needs /proc: it is for Linux only\n", cmd);
+    fprintf(stderr, "memdiff %s: %s needs /proc: it is for Linux only\n", cmd,
+            exact ? "--exact" : "--name");
     return CLI_EXIT_ERROR;
 }
 
@@ -131,51 +133,50 @@ static int by_value(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static int add_named(const char *cmd, const cli_select *s, pid_list *l)
+/* The processes whose name matches pattern: an extended regex anywhere in the name, or with
+ * exact the whole name, byte for byte (--exact, pgrep -x). */
+static int add_named(const char *cmd, const char *pattern, int exact, pid_list *l)
 {
-    /* -x: the whole name, as pgrep -x; the pattern in a group so that "a|b" stays whole. */
-    size_t len = strlen(s->name);
-    char *pattern = malloc(len + 5);
-    if (!pattern) {
-        fprintf(stderr, "memdiff %s: out of memory\n", cmd);
-        return CLI_EXIT_ERROR;
-    }
-    snprintf(pattern, len + 5, s->exact ? "^(%s)$" : "%s", s->name);
     regex_t re;
-    int rc = regcomp(&re, pattern, REG_EXTENDED | REG_NOSUB);
-    free(pattern);
+    int rc = exact ? 0 : regcomp(&re, pattern, REG_EXTENDED | REG_NOSUB);
     if (rc) {
         char why[200];
         regerror(rc, &re, why, sizeof why);
-        return cli_usage_error(cmd, "bad --name '%s': %s", s->name, why);
+        return cli_usage_error(cmd, "bad --name '%s': %s", pattern, why);
     }
     DIR *d = opendir("/proc");
     if (!d) {
-        regfree(&re);
-        fprintf(stderr, "memdiff %s: --name: cannot read /proc: %s\n", cmd, strerror(errno));
+        if (!exact)
+            regfree(&re);
+        fprintf(stderr, "memdiff %s: %s: cannot read /proc: %s\n", cmd,
+                exact ? "--exact" : "--name", strerror(errno));
         return CLI_EXIT_ERROR;
     }
-    int first = l->n, me = own_pid(), oom = 0;
+    int first = l->n, me = own_pid(), oom = 0, matched = 0;
     for (struct dirent *e; !oom && (e = readdir(d)) != NULL;) {
         int pid;
         char name[64];
         /* Not memdiff itself: its own name or command line never means the process to look
          * at (pgrep leaves itself out too). */
         if (!all_digits(e->d_name) || cli_parse_pid(e->d_name, &pid) || pid == me ||
-            read_name(pid, name, sizeof name) || regexec(&re, name, 0, NULL, 0) != 0)
+            read_name(pid, name, sizeof name) ||
+            (exact ? strcmp(name, pattern) != 0 : regexec(&re, name, 0, NULL, 0) != 0))
             continue;
+        matched++;
         oom = add_pid(l, pid) != 0;
     }
     closedir(d);
-    regfree(&re);
+    if (!exact)
+        regfree(&re);
     if (oom) {
         fprintf(stderr, "memdiff %s: out of memory\n", cmd);
         return CLI_EXIT_ERROR;
     }
-    if (l->n == first) {
-        fprintf(stderr, "memdiff %s: no process is named %s'", cmd, s->exact ? "" : "like ");
-        cli_put_text(stderr, s->name);
-        fputs("' (--name matches the name ps shows, at most 15 characters)\n", stderr);
+    if (matched == 0) {
+        fprintf(stderr, "memdiff %s: no process is named %s'", cmd, exact ? "" : "like ");
+        cli_put_text(stderr, pattern);
+        fprintf(stderr, "' (%s matches the name ps shows, at most 15 characters)\n",
+                exact ? "--exact" : "--name");
         return CLI_EXIT_ERROR;
     }
     qsort(l->pids + first, (size_t)(l->n - first), sizeof *l->pids, by_value);
@@ -220,8 +221,8 @@ int cli_select_pids(const char *cmd, const cli_select *s, const char *const *wor
             }
             pid = own_pid();
         } else if (cli_parse_pid(words[i], &pid)) {
-            rc = cli_usage_error(cmd, "bad process id '%s' (a pid, self, or --name REGEX)",
-                                 words[i]);
+            rc = cli_usage_error(cmd, "bad process id '%s' (a pid, self, --name REGEX or "
+                                      "--exact NAME)", words[i]);
             break;
         } else if (!exists(pid)) {
             fprintf(stderr, "memdiff %s: no process with pid %d\n", cmd, pid);
@@ -234,11 +235,12 @@ int cli_select_pids(const char *cmd, const cli_select *s, const char *const *wor
         }
     }
     if (!rc && s->name)
-        rc = add_named(cmd, s, &l);
-    else if (!rc && s->exact)
-        rc = cli_usage_error(cmd, "-x/--exact goes with --name");
+        rc = add_named(cmd, s->name, 0, &l);
+    if (!rc && s->exact)
+        rc = add_named(cmd, s->exact, 1, &l);
     if (!rc && l.n == 0)
-        rc = cli_usage_error(cmd, "expected a process: a pid, self, or --name REGEX");
+        rc = cli_usage_error(cmd, "expected a process: a pid, self, --name REGEX or --exact "
+                                  "NAME");
     if (!rc && !many && l.n > 1)
         rc = too_many(cmd, &l);
     if (rc) {

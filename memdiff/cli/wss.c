@@ -8,7 +8,7 @@
 
 #include "cli.h"
 
-enum { OPT_INTERVAL = 1, OPT_COUNT, OPT_CUMULATIVE, OPT_PROFILE, OPT_TIMES };
+enum { OPT_INTERVAL = 1, OPT_COUNT, OPT_CUMULATIVE, OPT_PROFILE, OPT_TIMES, OPT_JSON };
 
 typedef struct wss_args {
     int help;
@@ -17,7 +17,8 @@ typedef struct wss_args {
     int banner_done; /* the banner goes out with the first sample (see cli_cmd_wss) */
     uint64_t interval_ns;
     int count;
-    int times;
+    int times, json;
+    memdiff_wss_options run; /* what memdiff_wss_run was given, for the JSON records */
     memdiff_wss_mode mode;
     int modes; /* how many of --cumulative, --profile were given */
 } wss_args;
@@ -48,6 +49,9 @@ static int on_opt(void *ctx, int id, const char *v)
     case OPT_TIMES:
         a->times = 1;
         return 0;
+    case OPT_JSON:
+        a->json = 1;
+        return 0;
     }
     return cli_usage_error("wss", "internal error: option %d", id);
 }
@@ -69,18 +73,17 @@ static void print_banner(const wss_args *a, const memdiff_wss_options *o)
     printf("%-7s %10s %10s %10s\n", "Est(s)", "RSS(MB)", "PSS(MB)", "Ref(MB)");
 }
 
-typedef struct wss_run {
-    wss_args *a;
-    const memdiff_wss_options *o;
-} wss_run;
-
 static int print_sample(void *ctx, const memdiff_wss_sample *s)
 {
-    wss_run *run = ctx;
-    wss_args *a = run->a;
+    wss_args *a = ctx;
     const double mib = 1024.0 * 1024.0;
+    if (a->json) {
+        memdiff_report_options ro = MEMDIFF_REPORT_OPTIONS_INIT;
+        ro.flags = MEMDIFF_REPORT_LINE;
+        return memdiff_wss_report_json(&a->run, s, stdout, &ro); /* it flushes */
+    }
     if (!a->banner_done) {
-        print_banner(a, run->o);
+        print_banner(a, &a->run);
         a->banner_done = 1;
     }
     if (a->times)
@@ -98,6 +101,7 @@ int cli_cmd_wss(int argc, char **argv)
                                    {"cumulative", 'C', 0, OPT_CUMULATIVE},
                                    {"profile", 'P', 0, OPT_PROFILE},
                                    {"times", 't', 0, OPT_TIMES},
+                                   {"json", 0, 0, OPT_JSON},
                                    CLI_SELECT_OPTS,
                                    {NULL, 0, 0, 0}};
     wss_args a;
@@ -128,10 +132,11 @@ int cli_cmd_wss(int argc, char **argv)
     o.count = a.count ? (unsigned)a.count
                       : a.mode == MEMDIFF_WSS_INTERVAL ? 1u
                                                        : a.mode == MEMDIFF_WSS_PROFILE ? 10u : 0u;
-    /* The banner waits for the first sample: an error (no such process, no right to clear its
-     * referenced bits) then comes before any output, never after a header on stdout. */
-    wss_run run = {&a, &o};
-    rc = memdiff_wss_run(&o, print_sample, &run);
+    a.run = o;
+    /* The banner waits for the first sample (JSON Lines has none): an error (no such process,
+     * no right to clear its referenced bits) then comes before any output, never after a
+     * header on stdout. */
+    rc = memdiff_wss_run(&o, print_sample, &a);
     if (rc) {
         char what[64];
         snprintf(what, sizeof what, "cannot measure pid %d", pid);
