@@ -655,6 +655,8 @@ START_TEST(reports_fit_100_columns)
     unsetenv("MEMDIFF_CLI_TARGET_MAP");
     tell(&t, 'm'); /* the long-named file mapped, a page more every 20 ms */
     ASSERT_RUN(0, "snap %d -o before.mds -q", (int)t.pid);
+    struct timespec pause = {0, 200 * 1000 * 1000}; /* ~10 pages of it more */
+    nanosleep(&pause, NULL);
     tell(&t, 'a');
     ASSERT_RUN(0, "snap %d -o after.mds -q", (int)t.pid);
     static const char *const cmds[] = {
