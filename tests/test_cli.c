@@ -5,6 +5,7 @@
  * --fail-on held, 2 usage or error), what goes to stdout and what to stderr.
  */
 #include <pty.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -785,6 +786,22 @@ START_TEST(errors_before_any_output)
     ASSERT_RUN(2, "wss 99999999");
     ck_assert_str_eq(out, "");
     ck_assert_str_eq(err, "memdiff wss: no process with pid 99999999\n");
+    /* A zombie exists (the pid is taken) but has no memory to measure: the failure comes from
+     * the measurement itself, and still before the banner. */
+    pid_t zombie = fork();
+    ck_assert_int_ge(zombie, 0);
+    if (zombie == 0)
+        _exit(0);
+    char stat[64];
+    snprintf(stat, sizeof stat, "grep -q '^State:.*Z' /proc/%d/status", (int)zombie);
+    while (sh("%s", stat) != 0) /* until it has exited, unreaped */
+        sched_yield();
+    ASSERT_RUN(2, "wss %d -i 10ms", (int)zombie);
+    ck_assert_msg(strcmp(out, "") == 0, "stdout:\n%s", out);
+    snprintf(want, sizeof want, "memdiff wss: cannot measure pid %d: ", (int)zombie);
+    ck_assert_msg(strncmp(err, want, strlen(want)) == 0, "%s", err);
+    int st;
+    ck_assert_int_eq(waitpid(zombie, &st, 0), zombie);
 
     /* The directory that is missing is named, not a temporary file. */
     ASSERT_RUN(2, "snap %d -q -o %s/no/such/x.mds", (int)getpid(), dir);
