@@ -467,8 +467,9 @@ typedef struct memdiff_report_options {
     size_t top;          /* at most this many blocks, the first after sorting; 0: all */
     unsigned categories; /* blocks and table rows of these categories only, bit 1u << category;
                             0: every one. The totals stay the whole process's */
-    unsigned width;      /* text: block lines fit this many columns, labels cut from the left
-                            with "..." (JSON keeps them whole); 0: no limit */
+    unsigned width;      /* text: every line fits this many columns (at least 80: less is
+                            taken as 80), labels cut from the left after U+2026 (ellipsis) or
+                            on a line of their own (JSON keeps them whole); 0: no limit */
 } memdiff_report_options;
 
 #define MEMDIFF_REPORT_OPTIONS_INIT {0, MEMDIFF_SORT_ADDRESS, 0, 0, 0}
@@ -483,10 +484,11 @@ MEMDIFF_API int memdiff_report_text(const memdiff_diff *diff, FILE *out,
 MEMDIFF_API int memdiff_report_json(const memdiff_diff *diff, FILE *out,
                                     const memdiff_report_options *options);
 
-/* One snapshot: header, resident, private, shared, swapped (and PSS where known) per category,
- * and its blocks (adjacent regions of one category and label) or regions. The JSON one is a
- * document of "kind": "snapshot" (docs/json-report.md); MEMDIFF_REPORT_NO_BLOCKS gives the
- * summary memdiff snap --json prints. */
+/* One snapshot: header, resident, private, shared, swapped (and PSS where known; else, in text,
+ * a dash and why) per category, and its blocks (adjacent regions of one category and label) or
+ * regions; the text as memdiff show prints it (docs/cli.md). The JSON one is a document of
+ * "kind": "snapshot" (docs/json-report.md); MEMDIFF_REPORT_NO_BLOCKS gives the summary
+ * memdiff snap --json prints. */
 MEMDIFF_API int memdiff_snapshot_report_text(const memdiff_snapshot *snapshot, FILE *out,
                                              const memdiff_report_options *options);
 MEMDIFF_API int memdiff_snapshot_report_json(const memdiff_snapshot *snapshot, FILE *out,

@@ -702,8 +702,7 @@ int memdiff__compare_refs(const memdiff_snapshot *before, const memdiff_snapshot
         (before->info.pid != after->info.pid || strcmp(host_b, host_a) != 0))
         return memdiff__set_error(MEMDIFF_EMISMATCH,
                                   "memdiff_compare: the snapshots are of different processes "
-                                  "(before: pid %d on host '%s'; after: pid %d on host '%s'); "
-                                  "pass MEMDIFF_COMPARE_FORCE to compare them anyway",
+                                  "(before: pid %d on host '%s'; after: pid %d on host '%s')",
                                   before->info.pid, host_b, after->info.pid, host_a);
     if (before->info.page_size != after->info.page_size)
         return memdiff__set_error(MEMDIFF_EMISMATCH,

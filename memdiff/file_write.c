@@ -374,6 +374,25 @@ int memdiff__check_save_target(const char *path)
                               kind_name(kind));
 }
 
+/* The temporary file beside path could not be created: what failed is path's directory (missing,
+ * not a directory, not writable), so the detail names that, never the temporary name the caller
+ * did not choose. */
+static int create_error(const char *path, int e)
+{
+    const char *slash = strrchr(path, '/');
+#ifdef _WIN32
+    const char *back = strrchr(path, '\\');
+    if (back && (!slash || back > slash))
+        slash = back;
+#endif
+    int dir_len = !slash ? 1 : slash == path ? 1 : (int)(slash - path);
+    const char *dir = slash ? path : ".";
+    return memdiff__set_error(e == EACCES || e == EPERM || e == EROFS ? MEMDIFF_EACCES
+                                                                      : MEMDIFF_EIO,
+                              "%s: cannot create a file in directory %.*s: %s", path, dir_len,
+                              dir, strerror(e));
+}
+
 int memdiff_snapshot_save_file(const memdiff_snapshot *snapshot, const char *path)
 {
     if (!snapshot || !path)
@@ -398,7 +417,7 @@ int memdiff_snapshot_save_file(const memdiff_snapshot *snapshot, const char *pat
         errno = 0;
         f = fopen(tmp, "wbx");
         if (!f && errno != EEXIST)
-            return memdiff__file_open_error("create", tmp, errno);
+            return create_error(path, errno);
     }
     if (!f)
         return memdiff__set_error(MEMDIFF_EIO, "create %s: no unused temporary name", tmp);

@@ -536,14 +536,101 @@ typedef struct memdiff__snap_sum {
 void memdiff__report_snapshot_sums(const memdiff_snapshot *s,
                                    memdiff__snap_sum sums[MEMDIFF_CAT_COUNT]);
 
-/* ---- assertions and filters (assert.c, filter.c, bracket.c) ----------------------------- */
+/* ---- text report formatting (report_fmt.c) ------------------------------------------------ */
 
 /* Room for one number with thousands separators and a sign ("-9,223,372,036,854,775,808"). */
 #define MEMDIFF__NUM_MAX 40
 
 /* v with thousands separators into buf; sign '+' or '-' in front unless v is 0, or 0 for none
- * (report_text.c's formatting, shared with the check messages). Returns buf. */
+ * (report_fmt.c, shared with the check messages). Returns buf. */
 const char *memdiff__fmt_count(char buf[MEMDIFF__NUM_MAX], uint64_t v, char sign);
+
+/* ANSI SGR sequences of MEMDIFF_REPORT_COLOR: memory that grew, that shrank, headings. */
+#define MEMDIFF__SGR_GROW "\033[31m"
+#define MEMDIFF__SGR_SHRINK "\033[32m"
+#define MEMDIFF__SGR_HEAD "\033[1m"
+#define MEMDIFF__SGR_RESET "\033[0m"
+
+/* A byte count as a table cell: with thousands separators, or with MEMDIFF_REPORT_HUMAN in flags
+ * in KiB, MiB, GiB... with one decimal ("1.5 MiB"; below 1 KiB "512 B"); sign as
+ * memdiff__fmt_count's. memdiff__fmt_amount: the same with " bytes" after a plain number. */
+const char *memdiff__fmt_bytes(char buf[MEMDIFF__NUM_MAX], uint64_t v, char sign, unsigned flags);
+const char *memdiff__fmt_amount(char buf[MEMDIFF__NUM_MAX], uint64_t v, char sign,
+                                unsigned flags);
+
+/* Columns the printable (escaped) text s takes on a terminal. */
+int memdiff__text_cols(const char *s);
+
+void memdiff__put_pad(FILE *out, int n);
+
+/* text padded to |width| columns (width > 0: right-aligned, < 0: left-aligned), in colour sgr
+ * (NULL: none) when flags has MEMDIFF_REPORT_COLOR; the padding stays uncoloured. */
+void memdiff__put_cell(FILE *out, unsigned flags, const char *text, int width, const char *sgr);
+
+/* The colour of a signed cell: growth for "+...", shrinkage for "-...", else NULL. */
+const char *memdiff__sgr_of(const char *signed_text);
+
+/* label escaped (memdiff_escape_text) in at most cols columns (<= 0: whole): a longer one keeps
+ * its end, cut from the left after U+2026 ("…/lib/libfoo.so"). MEMDIFF_OK or MEMDIFF_ENOMEM. */
+int memdiff__put_label(FILE *out, memdiff__arena *scratch, const char *label, int cols);
+
+/* Whether label, in cols columns, keeps at least its last path component ("…/libc.so.6"):
+ * a label that does not goes on a line of its own rather than lose the end of its name. */
+int memdiff__label_fits(memdiff__arena *scratch, const char *label, int cols);
+
+/* lead, then text escaped, then tail, broken at spaces into lines of at most width columns
+ * (0: one line), the following lines indented by indent. MEMDIFF_OK or MEMDIFF_ENOMEM. */
+int memdiff__put_wrapped(FILE *out, memdiff__arena *scratch, const char *lead, const char *text,
+                         const char *tail, int indent, int width);
+
+/* The same after a lead the caller wrote, at column at. */
+int memdiff__put_wrapped_at(FILE *out, memdiff__arena *scratch, int at, const char *text,
+                            const char *tail, int indent, int width);
+
+/* The narrowest width the text reports keep to: a width below it is taken as this one (the
+ * fields of a block line take up to 80 columns before its label). */
+#define MEMDIFF__WIDTH_MIN 80
+
+/* The width the text reports keep to for options o: 0 for none, else at least
+ * MEMDIFF__WIDTH_MIN. */
+int memdiff__report_width(const memdiff_report_options *o);
+
+/* A table of the text reports: a row per category and the total, right-aligned cells. */
+#define MEMDIFF__TABLE_COLS 11
+#define MEMDIFF__TABLE_ROWS (MEMDIFF_CAT_COUNT + 1)
+
+typedef struct memdiff__table {
+    const char *corner; /* "Category" */
+    int ncols, nrows;
+    const char *heads[MEMDIFF__TABLE_COLS];
+    unsigned signed_cols; /* a bit per column: coloured by the sign of its cells */
+    const char *names[MEMDIFF__TABLE_ROWS];
+    char cells[MEMDIFF__TABLE_ROWS][MEMDIFF__TABLE_COLS][MEMDIFF__NUM_MAX];
+} memdiff__table;
+
+/* t with columns as wide as their widest cell; a table wider than width (0: no limit)
+ * continues below with the columns that did not fit. */
+void memdiff__put_table(FILE *out, unsigned flags, int width, const memdiff__table *t);
+
+/* Hex digits of v. */
+int memdiff__hex_digits(uint64_t v);
+
+/* The digits of a range column ("0x%0*x-0x%0*x") after a line ending at end, from digits so
+ * far (start with 8): user space addresses widen it, those above 2^48 (x86-64's vsyscall page)
+ * do not. */
+int memdiff__range_digits(int digits, uint64_t end);
+
+/* The columns a range ending at end takes beyond a column of digits: its line's label has that
+ * much less room. */
+int memdiff__range_extra(int digits, uint64_t end);
+
+/* ns since 1970 as "2026-11-22 10:00:00.123 UTC". */
+void memdiff__put_time(FILE *out, uint64_t ns);
+
+/* Why a snapshot without MEMDIFF_SRC_PSS does not know PSS, in a few words. */
+const char *memdiff__pss_unknown(const memdiff_snapshot_info *info);
+
+/* ---- assertions and filters (assert.c, filter.c, bracket.c) ----------------------------- */
 
 /* MEMDIFF_OK, or MEMDIFF_EINVAL (detail prefixed with who) for a filter with unknown flags or
  * categories. NULL is a valid filter. */

@@ -5,7 +5,8 @@
  * by $MEMDIFF_CLI_TARGET_MAP (which it first fills with 64 MiB) and from then on, while it waits
  * for the next command, reads one more of its pages every 20 ms, and drops them all (MADV_DONTNEED)
  * once it has read the last (5 s on): two snapshots more than 20 ms apart see that mapping
- * change; 'q' or EOF exits.
+ * change; 'q' or EOF exits. $MEMDIFF_CLI_TARGET_NAME, when set, becomes its process name
+ * (/proc/PID/comm) before it answers 'r'.
  *
  * A program of its own, built without sanitizers, rather than a fork of the test: the 8 MiB must
  * come from glibc's malloc (a heap to memdiff), not from a sanitizer's allocator.
@@ -77,6 +78,10 @@ int main(void)
 #ifdef PR_SET_PTRACER
     prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0); /* Yama: let memdiff read us */
 #endif
+    /* A name of the test's choosing (memdiff --name finds us by it): set before answering. */
+    const char *name = getenv("MEMDIFF_CLI_TARGET_NAME");
+    if (name)
+        prctl(PR_SET_NAME, name, 0, 0, 0);
     char *block = NULL;
     char c;
     answer('r');

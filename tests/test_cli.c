@@ -4,6 +4,8 @@
  * to, between two snapshots, and answers on a pipe when done. Checks exit statuses (0 ok, 1
  * --fail-on held, 2 usage or error), what goes to stdout and what to stderr.
  */
+#include <pty.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -235,12 +237,13 @@ START_TEST(snap_of_a_missing_process_fails_naming_it)
     pid_t pid = dead_pid();
     ASSERT_RUN(2, "snap %d -o x.mds", (int)pid);
     char want[64];
-    snprintf(want, sizeof want, "cannot snapshot pid %d", (int)pid);
+    snprintf(want, sizeof want, "no process with pid %d\n", (int)pid);
     ck_assert_msg(strstr(err, want), "%s", err);
     ck_assert_str_eq(out, "");
     ck_assert_int_ne(sh("test -e x.mds"), 0); /* nothing written */
     ASSERT_RUN(2, "watch %d --interval 100ms --count 1", (int)pid);
     ck_assert_ptr_nonnull(strstr(err, want));
+    ck_assert_str_eq(out, "");
 }
 END_TEST
 
@@ -466,15 +469,389 @@ START_TEST(watch_ends_when_the_process_exits)
 }
 END_TEST
 
+/* ---- report options, process selection, errors and warnings (issue 23) ------------------ */
+
+/* A target named name (/proc/PID/comm), for --name. */
+static target start_named_target(const char *name)
+{
+    ck_assert_int_eq(setenv("MEMDIFF_CLI_TARGET_NAME", name, 1), 0);
+    target t = start_target();
+    unsetenv("MEMDIFF_CLI_TARGET_NAME");
+    return t;
+}
+
+/* The widest line of text in display columns: UTF-8 characters, one column each (the reports'
+ * own are U+2013, U+2026 and U+2248; labels here are ASCII). */
+static int widest_line(const char *text, char *which, size_t size)
+{
+    int widest = 0, cols = 0;
+    const char *start = text;
+    for (const char *p = text;; p++) {
+        if (*p == '\n' || *p == '\0') {
+            if (cols > widest) {
+                widest = cols;
+                snprintf(which, size, "%.*s", (int)(p - start), start);
+            }
+            if (*p == '\0')
+                return widest;
+            cols = 0;
+            start = p + 1;
+        } else if (((unsigned char)*p & 0xC0) != 0x80) {
+            cols++;
+        }
+    }
+}
+
+#define ASSERT_FITS(what)                                                                      \
+    do {                                                                                       \
+        char line_[2048];                                                                      \
+        int w_ = widest_line(out, line_, sizeof line_);                                        \
+        ck_assert_msg(w_ <= 100, "%s: a line of %d columns:\n%s", what, w_, line_);            \
+    } while (0)
+
+/* Whether needle occurs in the line that starts at line (a '\n' in front is skipped). */
+static int in_line(const char *line, const char *needle)
+{
+    if (!line)
+        return 0;
+    const char *eol = strchr(line + (*line == '\n'), '\n');
+    const char *hit = strstr(line, needle);
+    return hit && (!eol || hit < eol);
+}
+
+/* A number of times needle occurs in haystack. */
+static int count_of(const char *haystack, const char *needle)
+{
+    int n = 0;
+    for (const char *p = haystack; (p = strstr(p, needle)) != NULL; p++)
+        n++;
+    return n;
+}
+
+START_TEST(report_options_on_diff_and_show)
+{
+    target t = start_target();
+    ASSERT_RUN(0, "snap %d -o before.mds -q", (int)t.pid);
+    tell(&t, 'a'); /* 8 MiB more heap: the block that grew most */
+    ASSERT_RUN(0, "snap %d -o after.mds -q", (int)t.pid);
+    stop_target(&t);
+
+    ASSERT_RUN(0, "diff before.mds after.mds --sort net --top 1");
+    const char *b = strstr(out, "\nBlocks (1 of ");
+    ck_assert_msg(b != NULL, "%s", out);
+    b = strchr(b + 1, '\n');
+    ck_assert_msg(strncmp(b, "\n  0x", 5) == 0 && in_line(b, "  heap  ") &&
+                      count_of(b, "\n  0x") == 1,
+                  "%s", out);
+    /* Only heap rows and blocks; the total row still the whole process's. */
+    ASSERT_RUN(0, "diff before.mds after.mds --category heap");
+    char total[256];
+    const char *row = strstr(out, "\ntotal ");
+    ck_assert_ptr_nonnull(row);
+    snprintf(total, sizeof total, "%.*s", (int)strcspn(row + 1, "\n"), row + 1);
+    ck_assert_msg(strstr(out, "\nheap ") && !strstr(out, "\nimage ") && !strstr(out, "\nstack "),
+                  "%s", out);
+    for (const char *l = strstr(out, "\n  0x"); l; l = strstr(l + 1, "\n  0x"))
+        ck_assert_msg(in_line(l, "  heap  "), "%s", out);
+    ASSERT_RUN(0, "diff before.mds after.mds");
+    ck_assert_msg(strstr(out, total) != NULL, "total row '%s' not in:\n%s", total, out);
+    /* Units: 8 MiB and a little, one decimal. */
+    ASSERT_RUN(0, "diff -H before.mds after.mds");
+    const char *net = strstr(out, "Net change:"), *heap = strstr(out, "\nheap ");
+    ck_assert_msg(in_line(net, " MiB  (+") && in_line(heap, "  +8.0 MiB  "), "%s", out);
+    ck_assert_ptr_null(strstr(out, " bytes"));
+    ASSERT_RUN(0, "show after.mds --sort size --top 2 --human");
+    ck_assert_msg(strstr(out, "\nBlocks (2 of ") != NULL, "%s", out);
+    ck_assert_int_eq(count_of(out, "\n  0x"), 2);
+    ASSERT_RUN(0, "diff --width 0 before.mds after.mds");
+
+    ASSERT_RUN(2, "diff before.mds after.mds --sort biggest");
+    ck_assert_ptr_nonnull(strstr(err, "bad sort 'biggest' (size, net, address or name)"));
+    ck_assert_str_eq(out, "");
+    ASSERT_RUN(2, "show after.mds --top 0");
+    ck_assert_ptr_nonnull(strstr(err, "bad --top '0'"));
+    ASSERT_RUN(2, "diff before.mds after.mds --category heap,heaps");
+    ck_assert_ptr_nonnull(strstr(err, "bad category 'heaps' in --category"));
+    ASSERT_RUN(2, "diff before.mds after.mds --color=sometimes");
+    ck_assert_ptr_nonnull(strstr(err, "bad --color 'sometimes' (auto, always or never)"));
+    ASSERT_RUN(2, "show after.mds --width 20");
+    ck_assert_ptr_nonnull(strstr(err, "bad --width '20'"));
+}
+END_TEST
+
+/* Runs memdiff ARGS with its stdout on a terminal (a pty); NO_COLOR as given (NULL: unset).
+ * What it wrote, into out. */
+static void run_on_terminal(const char *no_color, const char *args)
+{
+    int master;
+    fflush(NULL);
+    pid_t pid = forkpty(&master, NULL, NULL, NULL);
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        if (no_color)
+            setenv("NO_COLOR", no_color, 1);
+        else
+            unsetenv("NO_COLOR");
+        char cmd[1400];
+        snprintf(cmd, sizeof cmd, "cd %s && '%s' %s 2>/dev/null", dir, MEMDIFF_CLI_PATH, args);
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    size_t n = 0;
+    for (ssize_t got; n + 1 < sizeof out && (got = read(master, out + n, sizeof out - 1 - n)) > 0;)
+        n += (size_t)got; /* until EIO: the child closed the terminal */
+    out[n] = '\0';
+    close(master);
+    int st;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "memdiff %s: status 0x%x\n%s", args,
+                  st, out);
+}
+
+/* Colour only with --color=always or on a terminal, never with NO_COLOR set (and not empty) or
+ * --color=never; nothing but the colour changes. */
+START_TEST(colour_only_on_a_terminal)
+{
+    target t = start_target();
+    ASSERT_RUN(0, "snap %d -o before.mds -q", (int)t.pid);
+    tell(&t, 'a');
+    ASSERT_RUN(0, "snap %d -o after.mds -q", (int)t.pid);
+    stop_target(&t);
+    ASSERT_RUN(0, "diff before.mds after.mds");
+    ck_assert_ptr_null(strchr(out, '\033')); /* a file: no colour */
+    static char plain[sizeof out];
+    strcpy(plain, out);
+    ASSERT_RUN(0, "diff --color=never before.mds after.mds");
+    ck_assert_str_eq(out, plain);
+    ASSERT_RUN(0, "diff --color=always before.mds after.mds");
+    ck_assert_ptr_nonnull(strstr(out, "\033[1mCategory\033[0m"));
+    ck_assert_ptr_nonnull(strstr(out, "\033[31m+"));
+    ASSERT_RUN(0, "show --color=always after.mds");
+    ck_assert_ptr_nonnull(strstr(out, "\033[1mCategory\033[0m"));
+
+    run_on_terminal(NULL, "diff before.mds after.mds");
+    ck_assert_msg(strstr(out, "\033[1mCategory\033[0m") != NULL, "%s", out);
+    run_on_terminal("", "diff before.mds after.mds"); /* empty: as unset */
+    ck_assert_ptr_nonnull(strstr(out, "\033[1mCategory\033[0m"));
+    run_on_terminal("1", "diff before.mds after.mds");
+    ck_assert_msg(strchr(out, '\033') == NULL, "%s", out);
+    run_on_terminal(NULL, "diff --color=never before.mds after.mds");
+    ck_assert_ptr_null(strchr(out, '\033'));
+    run_on_terminal("1", "diff --color=always before.mds after.mds");
+    ck_assert_ptr_nonnull(strchr(out, '\033'));
+}
+END_TEST
+
+/* Real processes: no line of a diff or show report over 100 columns, a long path cut from the
+ * left (its end kept after U+2026), and whole in JSON. */
+#define LONG_NAME "a-file-whose-name-is-long-enough-that-no-report-line-could-hold-it-beside-" \
+                  "the-figures-of-its-block-and-still-fit.bin"
+
+START_TEST(reports_fit_100_columns)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/" LONG_NAME, dir);
+    ck_assert_int_eq(setenv("MEMDIFF_CLI_TARGET_MAP", path, 1), 0);
+    target t = start_target();
+    unsetenv("MEMDIFF_CLI_TARGET_MAP");
+    tell(&t, 'm'); /* the long-named file mapped, a page more every 20 ms */
+    ASSERT_RUN(0, "snap %d -o before.mds -q", (int)t.pid);
+    struct timespec pause = {0, 200 * 1000 * 1000}; /* ~10 pages of it more */
+    nanosleep(&pause, NULL);
+    tell(&t, 'a');
+    ASSERT_RUN(0, "snap %d -o after.mds -q", (int)t.pid);
+    static const char *const cmds[] = {
+        "diff before.mds after.mds", "diff -v before.mds after.mds",
+        "diff -H before.mds after.mds", "show after.mds", "show -r after.mds",
+    };
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        ASSERT_RUN(0, "%s", cmds[i]);
+        ASSERT_FITS(cmds[i]);
+        ck_assert_msg(strstr(out, "\xe2\x80\xa6") && strstr(out, "fit.bin\n") &&
+                          !strstr(out, "/" LONG_NAME),
+                      "%s: the long name not cut:\n%s", cmds[i], out);
+    }
+    ASSERT_RUN(0, "show %d", (int)t.pid);
+    ASSERT_FITS("show PID");
+    ASSERT_RUN(0, "watch %d -i 100ms -n 1", (int)t.pid);
+    ASSERT_FITS("watch");
+    ASSERT_RUN(0, "diff --json before.mds after.mds");
+    ck_assert_ptr_nonnull(strstr(out, "/" LONG_NAME "\""));
+    stop_target(&t);
+}
+END_TEST
+
+START_TEST(processes_by_pid_self_and_name)
+{
+    char name[16], one[16];
+    snprintf(name, sizeof name, "mdsel%d", (int)(getpid() % 100000));
+    snprintf(one, sizeof one, "mdone%d", (int)(getpid() % 100000));
+    target t1 = start_named_target(name), t2 = start_named_target(name);
+    target t3 = start_named_target(one);
+    char h1[64], h2[64], h3[64];
+    snprintf(h1, sizeof h1, "memdiff snapshot: pid %d on ", (int)t1.pid);
+    snprintf(h2, sizeof h2, "memdiff snapshot: pid %d on ", (int)t2.pid);
+    snprintf(h3, sizeof h3, "memdiff snapshot: pid %d on ", (int)t3.pid);
+
+    /* show PID: a live snapshot. Several pids: a report each, in the order given. */
+    ASSERT_RUN(0, "show %d --top 1", (int)t3.pid);
+    ck_assert_msg(strncmp(out, h3, strlen(h3)) == 0, "%s", out);
+    ASSERT_RUN(0, "show %d %d --top 1", (int)t3.pid, (int)t1.pid);
+    ck_assert_msg(strncmp(out, h3, strlen(h3)) == 0 && strstr(out, h1), "%s", out);
+    ck_assert_int_eq(count_of(out, "memdiff snapshot: pid "), 2);
+    /* --name: every process whose name matches (here both of name), in pid order. */
+    ASSERT_RUN(0, "show --name '^%s$' --top 1", name);
+    ck_assert_int_eq(count_of(out, "memdiff snapshot: pid "), 2);
+    ck_assert_msg(strstr(out, t1.pid < t2.pid ? h1 : h2) == out && strstr(out, h1) &&
+                      strstr(out, h2) && !strstr(out, h3),
+                  "%s", out);
+    /* --exact: the whole name; a part matches nothing. */
+    ASSERT_RUN(0, "show --exact %s --top 1", name);
+    ck_assert_int_eq(count_of(out, "memdiff snapshot: pid "), 2);
+    ASSERT_RUN(0, "show --name '^%s$' --exact %s --top 1", name, one); /* all three */
+    ck_assert_int_eq(count_of(out, "memdiff snapshot: pid "), 3);
+    ASSERT_RUN(2, "show --exact mdsel");
+    ck_assert_str_eq(err, "memdiff show: no process is named 'mdsel' (--exact matches the name ps "
+                          "shows, at most 15 characters)\n");
+    ck_assert_str_eq(out, "");
+    ASSERT_RUN(2, "snap --name 'nosuch%d' -o x.mds", (int)getpid());
+    ck_assert_ptr_nonnull(strstr(err, "memdiff snap: no process is named like 'nosuch"));
+    ASSERT_RUN(2, "show --name '('");
+    ck_assert_ptr_nonnull(strstr(err, "memdiff show: bad --name '(': "));
+
+    /* Several where one is needed: refused, naming them. */
+    char several[160];
+    snprintf(several, sizeof several, "2 processes match, and watch takes one: %d (%s), %d (%s); ",
+             (int)(t1.pid < t2.pid ? t1.pid : t2.pid), name,
+             (int)(t1.pid < t2.pid ? t2.pid : t1.pid), name);
+    ASSERT_RUN(2, "watch --name %s -i 100ms -n 1", name);
+    ck_assert_msg(strstr(err, several) != NULL, "%s", err);
+    ck_assert_str_eq(out, "");
+    ASSERT_RUN(2, "wss --name %s -i 10ms", name);
+    ck_assert_ptr_nonnull(strstr(err, "2 processes match, and wss takes one"));
+    ck_assert_str_eq(out, "");
+    ASSERT_RUN(0, "watch --name %s -i 100ms -n 1", one);
+    char want[64];
+    snprintf(want, sizeof want, "memdiff watch: pid %d, diff 1 of 1", (int)t3.pid);
+    ck_assert_msg(strstr(out, want) != NULL, "%s", out);
+
+    /* snap of several: a file each with %%p in -o, refused without. */
+    ASSERT_RUN(2, "snap --name %s -o x.mds", name);
+    ck_assert_ptr_nonnull(strstr(err, "memdiff snap: 2 processes match, and -o x.mds holds one "
+                                      "snapshot; put %p in FILE for each pid"));
+    ck_assert_int_ne(sh("test -e x.mds"), 0);
+    ASSERT_RUN(2, "snap %d %d -o -", (int)t1.pid, (int)t2.pid);
+    ASSERT_RUN(0, "snap --name %s -o 'x-%%p.mds' -q", name);
+    ck_assert_int_eq(sh("test -f x-%d.mds && test -f x-%d.mds", (int)t1.pid, (int)t2.pid), 0);
+    ASSERT_RUN(0, "show x-%d.mds", (int)t2.pid);
+    ck_assert_msg(strncmp(out, h2, strlen(h2)) == 0, "%s", out);
+
+    /* self: memdiff itself for snap and show; refused where it would only watch itself. */
+    ASSERT_RUN(0, "show self --top 1");
+    ck_assert_ptr_nonnull(strstr(out, "memdiff snapshot: pid "));
+    ASSERT_RUN(0, "snap self -o self.mds -q");
+    ASSERT_RUN(2, "watch self -i 100ms -n 1");
+    ck_assert_ptr_nonnull(strstr(err, "memdiff watch: 'self' would be this memdiff process"));
+    ck_assert_str_eq(out, "");
+    ASSERT_RUN(2, "wss self");
+    ck_assert_ptr_nonnull(strstr(err, "memdiff wss: 'self' would be this memdiff process"));
+
+    /* A word of digits is a file when one of that name exists, else a process. */
+    ASSERT_RUN(2, "show 999999999");
+    ck_assert_str_eq(err, "memdiff show: no process with pid 999999999\n");
+    ASSERT_RUN(0, "snap %d -o 999999999 -q", (int)t3.pid);
+    ASSERT_RUN(0, "show 999999999");
+    ck_assert_msg(strncmp(out, h3, strlen(h3)) == 0, "%s", out);
+    ASSERT_RUN(2, "show 999999999 %d", (int)t3.pid);
+    ck_assert_ptr_nonnull(strstr(err, "show takes one file, or processes"));
+    stop_target(&t3);
+    stop_target(&t2);
+    stop_target(&t1);
+}
+END_TEST
+
+/* An error comes before any output: nothing on stdout, the message on stderr. */
+START_TEST(errors_before_any_output)
+{
+    pid_t gone = dead_pid();
+    static const char *const cmds[] = {"wss %d", "wss %d --cumulative", "watch %d -i 100ms",
+                                       "show %d", "snap %d -o x.mds", "show %d %d"};
+    char want[64];
+    snprintf(want, sizeof want, "no process with pid %d\n", (int)gone);
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        ASSERT_RUN(2, cmds[i], (int)gone, (int)getpid());
+        ck_assert_msg(strcmp(out, "") == 0, "%s: stdout:\n%s", cmds[i], out);
+        ck_assert_msg(strstr(err, want) != NULL, "%s: %s", cmds[i], err);
+    }
+    ASSERT_RUN(2, "wss 99999999");
+    ck_assert_str_eq(out, "");
+    ck_assert_str_eq(err, "memdiff wss: no process with pid 99999999\n");
+    /* A zombie exists (the pid is taken) but has no memory to measure: the failure comes from
+     * the measurement itself, and still before the banner. */
+    pid_t zombie = fork();
+    ck_assert_int_ge(zombie, 0);
+    if (zombie == 0)
+        _exit(0);
+    char stat[64];
+    snprintf(stat, sizeof stat, "grep -q '^State:.*Z' /proc/%d/status", (int)zombie);
+    while (sh("%s", stat) != 0) /* until it has exited, unreaped */
+        sched_yield();
+    ASSERT_RUN(2, "wss %d -i 10ms", (int)zombie);
+    ck_assert_msg(strcmp(out, "") == 0, "stdout:\n%s", out);
+    snprintf(want, sizeof want, "memdiff wss: cannot measure pid %d: ", (int)zombie);
+    ck_assert_msg(strncmp(err, want, strlen(want)) == 0, "%s", err);
+    int st;
+    ck_assert_int_eq(waitpid(zombie, &st, 0), zombie);
+
+    /* The directory that is missing is named, not a temporary file. */
+    ASSERT_RUN(2, "snap %d -q -o %s/no/such/x.mds", (int)getpid(), dir);
+    char msg[512];
+    snprintf(msg, sizeof msg, "memdiff snap: -o %s/no/such/x.mds: cannot create a file in "
+                              "directory %s/no/such: No such file or directory\n", dir, dir);
+    ck_assert_str_eq(err, msg);
+    ck_assert_str_eq(out, "");
+    ck_assert_ptr_null(strstr(err, ".tmp-"));
+}
+END_TEST
+
+/* A diff whose after was taken before its before: reported, with a warning on stderr. */
+START_TEST(reversed_diff_warns)
+{
+    target t = start_target();
+    ASSERT_RUN(0, "snap %d -o early.mds -q", (int)t.pid);
+    ASSERT_RUN(0, "snap %d -o late.mds -q", (int)t.pid);
+    stop_target(&t);
+    ASSERT_RUN(0, "diff early.mds late.mds");
+    ck_assert_str_eq(err, "");
+    ASSERT_RUN(0, "diff late.mds early.mds");
+    ck_assert_ptr_nonnull(strstr(out, "Net change:"));
+    ck_assert_msg(strncmp(err, "memdiff diff: warning: early.mds (after) was taken ", 51) == 0 &&
+                      strstr(err, " s before late.mds (before): the report reads backwards in "
+                                  "time\n"),
+                  "%s", err);
+    ASSERT_RUN(0, "diff --json late.mds early.mds");
+    ck_assert_ptr_nonnull(strstr(err, "warning"));
+    ck_assert_int_eq(out[0], '{');
+}
+END_TEST
+
 /* ---- hostile names: every text path escapes them (memdiff_escape_text) ------------------- */
 
-/* Fails unless text is printable ASCII lines: what every name in these tests must become. */
+/* Fails unless text is printable ASCII lines: what every name in these tests must become.
+ * The reports' own characters are let through: the dash of an unknown figure (U+2013) and the
+ * ellipsis of a cut label (U+2026). */
 static void assert_printable(const char *what, const char *text)
 {
-    for (const unsigned char *p = (const unsigned char *)text; *p; p++)
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
+        if (strncmp((const char *)p, "\xe2\x80\x93", 3) == 0 ||
+            strncmp((const char *)p, "\xe2\x80\xa6", 3) == 0) {
+            p += 2;
+            continue;
+        }
         ck_assert_msg((*p >= 0x20 && *p < 0x7F) || *p == '\n',
                       "%s: raw byte 0x%02x at %zu in:\n%s", what, *p,
                       (size_t)(p - (const unsigned char *)text), text);
+    }
 }
 
 #define HOST_B "evil\x1b]0;pwned\x07\nhost\x9b\xc2\x9b\xff"
@@ -513,31 +890,30 @@ START_TEST(show_and_diff_escape_hostile_files)
     save_hostile("a.mds", HOST_A, 1);
     save_hostile("same.mds", HOST_B, 1);
 
-    ASSERT_RUN(0, "show b.mds");
-    static const char head[] = "memdiff snapshot: pid 4242 on " HOST_B_SHOWN ", standard depth";
+    ASSERT_RUN(0, "show b.mds -w 0"); /* whole names: no width to cut them to */
+    static const char head[] = "memdiff snapshot: pid 4242 on " HOST_B_SHOWN "\n  standard depth";
     ck_assert_msg(strncmp(out, head, strlen(head)) == 0, "%s", out);
     ck_assert_msg(strstr(out, "\nDegraded: why\\x1b[0m\\x9b\n") != NULL, "%s", out);
-    ck_assert_msg(strstr(out, "  mapped-file " LABEL_SHOWN "\n") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "  mapped-file  " LABEL_SHOWN "\n") != NULL, "%s", out);
     assert_printable("show", out);
-    ASSERT_RUN(0, "show --regions b.mds");
-    ck_assert_msg(strstr(out, "  mapped-file " LABEL_SHOWN "\n") != NULL, "%s", out);
+    ASSERT_RUN(0, "show --regions -w 0 b.mds");
+    ck_assert_msg(strstr(out, "  mapped-file  " LABEL_SHOWN "\n") != NULL, "%s", out);
     assert_printable("show --regions", out);
 
     /* Different hosts: refused, the message naming both, escaped, one line each. */
     ASSERT_RUN(2, "diff b.mds a.mds");
     ck_assert_str_eq(out, "");
-    ck_assert_str_eq(err, "memdiff diff: cannot compare: memdiff_compare: the snapshots are of "
-                          "different processes (before: pid 4242 on host '" HOST_B_SHOWN
-                          "'; after: pid 4242 on host '" HOST_A_SHOWN "'); pass "
-                          "MEMDIFF_COMPARE_FORCE to compare them anyway\n"
-                          "memdiff diff: use --force to compare them anyway\n");
-    ASSERT_RUN(0, "diff --force b.mds a.mds");
+    ck_assert_str_eq(err, "memdiff diff: cannot compare: the snapshots are of different "
+                          "processes (before: pid 4242 on host '" HOST_B_SHOWN "'; after: pid "
+                          "4242 on host '" HOST_A_SHOWN "'); use --force to compare them "
+                          "anyway\n");
+    ASSERT_RUN(0, "diff --force -w 0 b.mds a.mds");
     static const char fhead[] = "memdiff: pid 4242 on " HOST_B_SHOWN " -> " HOST_A_SHOWN ", ";
     ck_assert_msg(strncmp(out, fhead, strlen(fhead)) == 0, "%s", out);
     ck_assert_msg(strstr(out, "\n  (before and after: why\\x1b[0m\\x9b)\n") != NULL, "%s", out);
     ck_assert_msg(strstr(out, "  new  " LABEL_SHOWN "\n") != NULL, "%s", out);
     assert_printable("diff --force", out);
-    ASSERT_RUN(0, "diff b.mds same.mds");
+    ASSERT_RUN(0, "diff -w 0 b.mds same.mds");
     ck_assert_msg(strstr(out, "  new  " LABEL_SHOWN "\n") != NULL, "%s", out);
     assert_printable("diff", out);
 }
@@ -561,19 +937,19 @@ START_TEST(live_hostile_file_name_is_escaped)
     tell(&t, 'm'); /* mapped; a page more every 20 ms from now on */
 
     ASSERT_RUN(0, "snap %d -o one.mds -q", (int)t.pid);
-    ASSERT_RUN(0, "show one.mds");
+    ASSERT_RUN(0, "show -w 0 one.mds"); /* whole names: no width to cut them to */
     ck_assert_msg(strstr(out, shown) != NULL, "want %s in:\n%s", shown, out);
     assert_printable("show", out);
     struct timespec pause = {0, 200 * 1000 * 1000}; /* ~10 pages more */
     nanosleep(&pause, NULL);
     ASSERT_RUN(0, "snap %d -o two.mds -q", (int)t.pid);
-    ASSERT_RUN(0, "diff one.mds two.mds");
+    ASSERT_RUN(0, "diff -w 0 one.mds two.mds");
     ck_assert_msg(strstr(out, shown) != NULL, "want %s in:\n%s", shown, out);
     assert_printable("diff", out);
-    ASSERT_RUN(0, "watch %d --interval 200ms --count 1", (int)t.pid);
+    ASSERT_RUN(0, "watch %d -w 0 --interval 200ms --count 1", (int)t.pid);
     ck_assert_msg(strstr(out, shown) != NULL, "want %s in:\n%s", shown, out);
     assert_printable("watch", out);
-    ASSERT_RUN(0, "watch %d --interval 200ms --count 1 --verbose", (int)t.pid);
+    ASSERT_RUN(0, "watch %d -w 0 --interval 200ms --count 1 --verbose", (int)t.pid);
     ck_assert_msg(strstr(out, shown) != NULL, "want %s in:\n%s", shown, out);
     assert_printable("watch --verbose", out);
     stop_target(&t);
@@ -584,7 +960,8 @@ END_TEST
 START_TEST(usage_errors_escape_arguments)
 {
     ASSERT_RUN(2, "snap \"$(printf '1\\033[2J\\n')\" -o x.mds");
-    ck_assert_str_eq(err, "memdiff snap: bad process id '1\\x1b[2J'\nTry 'memdiff snap --help'.\n");
+    ck_assert_str_eq(err, "memdiff snap: bad process id '1\\x1b[2J' (a pid, self, --name REGEX "
+                          "or --exact NAME)\nTry 'memdiff snap --help'.\n");
     ASSERT_RUN(2, "show \"$(printf 'x\\033]0;t\\007y')\"");
     ck_assert_msg(strstr(err, "x\\x1b]0;t\\x07y") != NULL, "%s", err);
     assert_printable("show error", err);
@@ -633,8 +1010,9 @@ START_TEST(show_names_sources_in_0_2_words)
     memdiff_snapshot_free(s);
 
     ASSERT_RUN(0, "show all.mds");
+    /* Wrapped to fit 100 columns, the next line indented. */
     ck_assert_msg(strstr(out, "\nSources: regions pages frames page-flags map-counts "
-                              "process-totals threads heaps modules page-access pss\n") != NULL,
+                              "process-totals threads heaps modules page-access\n  pss\n") != NULL,
                   "%s", out);
     ASSERT_RUN(0, "show --json all.mds");
     ck_assert_msg(strstr(out, "\"sources\": [\"regions\", \"pages\", \"frames\", "
@@ -732,7 +1110,7 @@ START_TEST(files_freeing_2_63_bytes)
     /* One page less fits: every figure exact. */
     huge_file("near.mds", two63 - 4096, 1);
     huge_file("near-empty.mds", two63 - 4096, 0);
-    ASSERT_RUN(0, "diff near.mds near-empty.mds");
+    ASSERT_RUN(0, "diff -w 0 near.mds near-empty.mds"); /* one line: no width */
     ck_assert_msg(strstr(out, "Memory freed:          -9,223,372,036,854,771,712 bytes  "
                               "(2,251,799,813,685,247 pages: 0 unmapped, "
                               "2,251,799,813,685,247 discarded"),
@@ -772,6 +1150,12 @@ Suite *cli_suite(void)
     tcase_add_test(tc, watch_a_live_process);
     tcase_add_test(tc, watch_ends_when_the_process_exits);
     tcase_add_test(tc, live_hostile_file_name_is_escaped);
+    tcase_add_test(tc, report_options_on_diff_and_show);
+    tcase_add_test(tc, colour_only_on_a_terminal);
+    tcase_add_test(tc, reports_fit_100_columns);
+    tcase_add_test(tc, processes_by_pid_self_and_name);
+    tcase_add_test(tc, errors_before_any_output);
+    tcase_add_test(tc, reversed_diff_warns);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("Escaping");

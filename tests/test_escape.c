@@ -204,7 +204,7 @@ START_TEST(mismatch_error_names_hosts_escaped)
     ck_assert_str_eq(memdiff_last_error(),
                      "memdiff_compare: the snapshots are of different processes (before: pid "
                      "4242 on host '" HOST_B_SHOWN "'; after: pid 4242 on host '" HOST_A_SHOWN
-                     "'); pass MEMDIFF_COMPARE_FORCE to compare them anyway");
+                     "')");
     memdiff_snapshot_free(a);
     memdiff_snapshot_free(b);
 }
@@ -225,13 +225,18 @@ START_TEST(report_header_and_label_escaped)
     ck_assert_int_eq(memdiff_report_text(d, f, 0), MEMDIFF_OK);
     ck_assert_int_eq(fclose(f), 0);
     static const char head[] = "memdiff: pid 4242 on " HOST_B_SHOWN " -> " HOST_A_SHOWN
-                               ", standard depth, 4096-byte pages; ";
+                               ", standard depth, 4096-byte pages\n  times unknown\n";
     ck_assert_msg(strncmp(got, head, strlen(head)) == 0, "header:\n%s", got);
     ck_assert_msg(strstr(got, "\n  (before: why\\x1b[0m)\n") != NULL, "%s", got);
     ck_assert_msg(strstr(got, "  new  " LABEL_SHOWN "\n") != NULL, "%s", got);
-    /* Only printable ASCII and line ends: none of the test's texts has a character to keep. */
+    /* Only printable ASCII and line ends: none of the test's texts has a character to keep.
+     * The report's own dash (U+2013, PSS unknown) is the one character beyond ASCII. */
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)got[i];
+        if (strncmp(got + i, "\xe2\x80\x93", 3) == 0) {
+            i += 2;
+            continue;
+        }
         ck_assert_msg((c >= 0x20 && c < 0x7F) || c == '\n', "raw byte %02x at %zu", c, i);
     }
     free(got);

@@ -1143,8 +1143,8 @@ START_TEST(degraded_without_clear_refs)
     ck_assert_uint_eq(total.touched_bytes, 0);
     ck_assert_uint_gt(total.persistent_bytes, 0);
     char *text = scn_report(d, MEMDIFF_REPORT_NO_HEADER);
-    ck_assert_msg(strstr(text, "Touched:                  unknown\n") &&
-                      strstr(text, "Peak resident:            unknown\n") &&
+    ck_assert_msg(strstr(text, "Touched:                        unknown\n") &&
+                      strstr(text, "Peak resident:                  unknown\n") &&
                       strstr(text, "(reference set: write "),
                   "%s", text);
     free(text);

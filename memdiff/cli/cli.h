@@ -24,9 +24,13 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 #endif
     ;
 
-/* "memdiff CMD: what: <memdiff_last_error() or the status text>" on stderr (the detail comes
+/* "memdiff CMD: what: <cli_detail(status)>" on stderr (the detail comes
  * escaped from the library); returns CLI_EXIT_ERROR. */
 int cli_error(const char *cmd, int status, const char *what);
+
+/* memdiff_last_error() without the library function's name in front, or the status text when
+ * there is no detail: the words an error message of the tool ends with. */
+const char *cli_detail(int status);
 
 /* text as memdiff_escape_text() writes it (docs/cli.md, "Text output"), to out: every host name,
  * label, path and note that came from a target or a file goes through here. */
@@ -86,6 +90,9 @@ typedef struct cli_cond {
     int64_t bound;
 } cli_cond;
 
+/* A category by name (s[0..len)), or "total" as MEMDIFF_CAT_ALL. 0 or -1. */
+int cli_lookup_category(const char *s, size_t len, memdiff_category *out);
+
 /* Parses text into c; on failure writes why into err and returns -1. */
 int cli_parse_cond(const char *text, cli_cond *c, char *err, size_t errlen);
 
@@ -101,7 +108,67 @@ int cli_check_conds(const char *cmd, const cli_cond *conds, int n, const memdiff
 const char *cli_fmt_int(char *buf, int64_t v, int with_sign);
 const char *cli_fmt_uint(char *buf, uint64_t v);
 
+/* ---- how reports look: --sort, --top, --category, --human, --color, --width (view.c) ----- */
+
+enum {
+    CLI_OPT_SORT = 100, CLI_OPT_TOP, CLI_OPT_CATEGORY, CLI_OPT_HUMAN, CLI_OPT_COLOR,
+    CLI_OPT_WIDTH
+};
+
+/* The option table entries of those options, for a command's table. */
+#define CLI_VIEW_OPTS                                                                           \
+    {"sort", 0, 1, CLI_OPT_SORT}, {"top", 0, 1, CLI_OPT_TOP},                                 \
+        {"category", 0, 1, CLI_OPT_CATEGORY}, {"human", 'H', 0, CLI_OPT_HUMAN},               \
+        {"color", 0, 1, CLI_OPT_COLOR}, {"width", 'w', 1, CLI_OPT_WIDTH}
+
+typedef struct cli_view {
+    memdiff_report_options report; /* width 100 unless --width */
+    int color;                     /* -1 auto (the default), 0 never, 1 always */
+} cli_view;
+
+void cli_view_init(cli_view *v);
+
+/* Takes option id (one of CLI_OPT_SORT...) with its value into v: 0, or CLI_EXIT_ERROR after a
+ * usage error of cmd; 1 when id is none of them. */
+int cli_view_opt(cli_view *v, const char *cmd, int id, const char *value);
+
+/* The report options for stdout: colour when asked, or in auto when stdout is a terminal and
+ * NO_COLOR is unset or empty. */
+memdiff_report_options cli_view_report(const cli_view *v);
+
+/* ---- processes: pids, self, --name (select.c) ------------------------------------------- */
+
+/* What names the processes of a command: its words (pids, "self") and --name / --exact. */
+typedef struct cli_select {
+    const char *name;  /* --name REGEX, or NULL */
+    const char *exact; /* --exact NAME, or NULL */
+} cli_select;
+
+enum { CLI_OPT_NAME = 120, CLI_OPT_EXACT };
+
+#define CLI_SELECT_OPTS {"name", 0, 1, CLI_OPT_NAME}, {"exact", 0, 1, CLI_OPT_EXACT}
+
+/* Takes --name or --exact into s: 0; 1 when id is neither. */
+int cli_select_opt(cli_select *s, int id, const char *value);
+
+/* The processes words[0..nwords) and s name, in the order given (--name's and --exact's in pid
+ * order), each
+ * once, into a new array *pids (free()) of *n. A word is a pid or "self" (this memdiff process,
+ * refused with a message unless allow_self). One is the most when !many. 0, or CLI_EXIT_ERROR
+ * after a message on stderr (nothing matches, several where one is needed, a pid with no
+ * process, a bad regex). */
+int cli_select_pids(const char *cmd, const cli_select *s, const char *const *words, int nwords,
+                    int many, int allow_self, int **pids, int *n);
+
+/* Whether word names a process rather than a file for show: "self", or all digits and no file
+ * of that name. */
+int cli_word_is_process(const char *word);
+
 /* ---- commands (commands.c, show.c) ------------------------------------------------------ */
+
+/* A snapshot of pid at depth into *out: 0, or CLI_EXIT_ERROR after "memdiff CMD: cannot
+ * snapshot pid N: why" on stderr. */
+int cli_take(const char *cmd, int pid, memdiff_depth depth, memdiff_snapshot **out);
 
 int cli_cmd_snap(int argc, char **argv);
 int cli_cmd_diff(int argc, char **argv);

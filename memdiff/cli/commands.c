@@ -3,6 +3,7 @@
  */
 #include <errno.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -33,12 +34,19 @@ typedef struct args {
     int count;
     int baseline_first;
     uint64_t first_ns; /* watch: when the first snapshot began */
+    cli_view view;
+    cli_select sel;
 } args;
 
 static int on_opt(void *ctx, int id, const char *v)
 {
     args *a = ctx;
     char err[200];
+    int rc = cli_view_opt(&a->view, a->cmd, id, v);
+    if (rc != 1)
+        return rc;
+    if (cli_select_opt(&a->sel, id, v) == 0)
+        return 0;
     switch (id) {
     case CLI_OPT_HELP:
         a->help = 1;
@@ -93,28 +101,33 @@ static int on_opt(void *ctx, int id, const char *v)
     return cli_usage_error(a->cmd, "internal error: option %d", id);
 }
 
-/* Parses a command's arguments; returns -1 when the command should go on, else an exit status
- * (help printed: 0; usage error: 2). */
+/* Parses a command's arguments, min_pos to max_pos words into pos (*npos); returns -1 when the
+ * command should go on, else an exit status (help printed: 0; usage error: 2). */
 static int parse_args(args *a, const char *cmd, int argc, char **argv, const cli_opt *opts,
-                      const char **pos, int want_pos, const char *pos_names)
+                      const char **pos, int min_pos, int max_pos, int *npos,
+                      const char *pos_names)
 {
     memset(a, 0, sizeof *a);
     a->cmd = cmd;
     a->depth = MEMDIFF_DEPTH_STANDARD;
-    int npos = 0;
-    int rc = cli_parse(cmd, argc, argv, opts, on_opt, a, pos, want_pos, &npos);
+    cli_view_init(&a->view);
+    *npos = 0;
+    int rc = cli_parse(cmd, argc, argv, opts, on_opt, a, pos, max_pos, npos);
     if (rc)
         return rc;
     if (a->help) {
         cli_help(cmd, stdout);
         return CLI_EXIT_OK;
     }
-    if (npos != want_pos)
+    if (*npos < min_pos || *npos > max_pos)
         return cli_usage_error(cmd, "expected %s", pos_names);
     return -1;
 }
 
-static int take(const char *cmd, int pid, memdiff_depth depth, memdiff_snapshot **out)
+/* Words a command takes as processes: at most this many (--name has no limit). */
+#define MAX_WORDS 64
+
+int cli_take(const char *cmd, int pid, memdiff_depth depth, memdiff_snapshot **out)
 {
     memdiff_options o;
     memdiff_options_init(&o);
@@ -135,51 +148,50 @@ static int save_error(int status, const char *path)
 {
     if (!path)
         return cli_error("snap", status, "cannot write the snapshot to standard output");
-    const char *detail = memdiff_last_error();
+    const char *detail = cli_detail(status);
     size_t n = strlen(path);
     if (strncmp(detail, path, n) == 0 && strncmp(detail + n, ": ", 2) == 0)
         detail += n + 2;
-    fprintf(stderr, "memdiff snap: -o %s: %s\n", path,
-            detail[0] ? detail : memdiff_strerror(status));
+    fprintf(stderr, "memdiff snap: -o %s: %s\n", path, detail);
     if (status == MEMDIFF_EINVAL && strstr(detail, "not a regular file"))
         fprintf(stderr, "memdiff snap: -o writes only regular files (never over or through a "
                         "symbolic link); -o - writes to standard output\n");
     return CLI_EXIT_ERROR;
 }
 
-int cli_cmd_snap(int argc, char **argv)
+/* -o's path for pid: "%p" replaced by the pid, "%%" by "%"; -1 when it does not fit. */
+static int output_path(const char *tmpl, int pid, char *buf, size_t size)
 {
-    static const cli_opt opts[] = {{"output", 'o', 1, OPT_OUTPUT},
-                                   {"depth", 'd', 1, OPT_DEPTH},
-                                   {"quiet", 'q', 0, OPT_QUIET},
-                                   {"json", 0, 0, OPT_JSON},
-                                   {NULL, 0, 0, 0}};
-    args a;
-    const char *pos[1];
-    int rc = parse_args(&a, "snap", argc, argv, opts, pos, 1, "a process id");
-    if (rc >= 0)
-        return rc;
-    int pid;
-    if (cli_parse_pid(pos[0], &pid))
-        return cli_usage_error("snap", "bad process id '%s'", pos[0]);
-    if (!a.output)
-        return cli_usage_error("snap", "no output file (-o FILE)");
-    if (!a.output[0])
-        return cli_usage_error("snap", "-o: empty path (give a file, or - for standard output)");
-    if (a.json && strcmp(a.output, "-") == 0)
-        return cli_usage_error("snap", "--json: standard output holds the snapshot (-o -); "
-                                       "write it to a file, or show it with memdiff show --json");
+    size_t used = 0;
+    for (const char *p = tmpl; *p; p++) {
+        int n;
+        if (p[0] == '%' && p[1] == 'p') {
+            n = snprintf(buf + used, size - used, "%d", pid);
+            p++;
+        } else {
+            n = snprintf(buf + used, size - used, "%c", p[0]);
+            p += p[0] == '%' && p[1] == '%';
+        }
+        if (n < 0 || (size_t)n >= size - used)
+            return -1;
+        used += (size_t)n;
+    }
+    return 0;
+}
 
+static int snap_one(const args *a, int pid, const char *output)
+{
     memdiff_snapshot *s = NULL;
-    if ((rc = take("snap", pid, a.depth, &s)))
+    int rc = cli_take("snap", pid, a->depth, &s);
+    if (rc)
         return rc;
-    int to_stdout = strcmp(a.output, "-") == 0;
-    rc = to_stdout ? memdiff_snapshot_save(s, stdout) : memdiff_snapshot_save_file(s, a.output);
+    int to_stdout = strcmp(output, "-") == 0;
+    rc = to_stdout ? memdiff_snapshot_save(s, stdout) : memdiff_snapshot_save_file(s, output);
     if (rc) {
         memdiff_snapshot_free(s);
-        return save_error(rc, to_stdout ? NULL : a.output);
+        return save_error(rc, to_stdout ? NULL : output);
     }
-    if (a.json) {
+    if (a->json) {
         /* The summary of what was written: the snapshot's header and figures, no blocks. */
         memdiff_report_options ro = MEMDIFF_REPORT_OPTIONS_INIT;
         ro.flags = MEMDIFF_REPORT_NO_BLOCKS;
@@ -187,14 +199,16 @@ int cli_cmd_snap(int argc, char **argv)
         memdiff_snapshot_free(s);
         return rc ? cli_error("snap", rc, "cannot write the summary") : CLI_EXIT_OK;
     }
-    if (!a.quiet) {
+    if (!a->quiet) {
         memdiff_snapshot_info i;
         memdiff_snapshot_get_info(s, &i);
         FILE *msg = to_stdout ? stderr : stdout;
         char b1[32];
         fprintf(msg, "memdiff snap: pid %d at %s depth: %zu regions, %zu runs, %s bytes resident "
-                "-> %s\n", i.pid, memdiff_depth_name(i.depth), i.region_count, i.run_count,
-                cli_fmt_uint(b1, i.resident_bytes), to_stdout ? "standard output" : a.output);
+                "-> ", i.pid, memdiff_depth_name(i.depth), i.region_count, i.run_count,
+                cli_fmt_uint(b1, i.resident_bytes));
+        cli_put_text(msg, to_stdout ? "standard output" : output);
+        fputc('\n', msg);
         if (i.degraded) {
             fprintf(msg, "memdiff snap: %s depth requested, %s obtained: ",
                     memdiff_depth_name(i.depth_requested), memdiff_depth_name(i.depth));
@@ -204,6 +218,50 @@ int cli_cmd_snap(int argc, char **argv)
     }
     memdiff_snapshot_free(s);
     return CLI_EXIT_OK;
+}
+
+int cli_cmd_snap(int argc, char **argv)
+{
+    static const cli_opt opts[] = {{"output", 'o', 1, OPT_OUTPUT},
+                                   {"depth", 'd', 1, OPT_DEPTH},
+                                   {"quiet", 'q', 0, OPT_QUIET},
+                                   {"json", 0, 0, OPT_JSON},
+                                   CLI_SELECT_OPTS,
+                                   {NULL, 0, 0, 0}};
+    args a;
+    const char *pos[MAX_WORDS];
+    int npos;
+    int rc = parse_args(&a, "snap", argc, argv, opts, pos, 0, MAX_WORDS, &npos,
+                        "processes: pids, self, or --name REGEX");
+    if (rc >= 0)
+        return rc;
+    if (!a.output)
+        return cli_usage_error("snap", "no output file (-o FILE)");
+    if (!a.output[0])
+        return cli_usage_error("snap", "-o: empty path (give a file, or - for standard output)");
+    if (a.json && strcmp(a.output, "-") == 0)
+        return cli_usage_error("snap", "--json: standard output holds the snapshot (-o -); "
+                                       "write it to a file, or show it with memdiff show --json");
+    int *pids, n;
+    if ((rc = cli_select_pids("snap", &a.sel, pos, npos, 1, 1, &pids, &n)))
+        return rc;
+    /* Several processes, several files: one FILE would hold only the last. */
+    if (n > 1 && (strcmp(a.output, "-") == 0 || !strstr(a.output, "%p"))) {
+        fprintf(stderr, "memdiff snap: %d processes match, and -o %s holds one snapshot; put %%p "
+                        "in FILE for each pid (-o 'snap-%%p.mds')\n", n, a.output);
+        free(pids);
+        return CLI_EXIT_ERROR;
+    }
+    for (int i = 0; i < n && rc == 0; i++) {
+        char path[4096];
+        if (output_path(a.output, pids[i], path, sizeof path)) {
+            rc = cli_usage_error("snap", "-o: path too long");
+            break;
+        }
+        rc = snap_one(&a, pids[i], path);
+    }
+    free(pids);
+    return rc;
 }
 
 /* ---- diff ------------------------------------------------------------------------------- */
@@ -244,16 +302,16 @@ static int compare_and_report(const args *a, const memdiff_snapshot *before,
                      (a->force ? MEMDIFF_COMPARE_FORCE : 0);
     memdiff_diff *d = NULL;
     int rc = memdiff_compare(before, after, flags, &d);
-    if (rc == MEMDIFF_EMISMATCH) {
-        cli_error(a->cmd, rc, "cannot compare");
-        if (!a->force && strcmp(a->cmd, "diff") == 0)
-            fprintf(stderr, "memdiff %s: use --force to compare them anyway\n", a->cmd);
+    if (rc == MEMDIFF_EMISMATCH && !a->force && strcmp(a->cmd, "diff") == 0) {
+        /* The library's detail says what differs; how to go on anyway is the tool's to say. */
+        fprintf(stderr, "memdiff %s: cannot compare: %s; use --force to compare them anyway\n",
+                a->cmd, cli_detail(rc));
         return CLI_EXIT_ERROR;
     }
     if (rc)
         return cli_error(a->cmd, rc, "cannot compare");
-    memdiff_report_options ro = MEMDIFF_REPORT_OPTIONS_INIT;
-    ro.flags = a->no_header ? MEMDIFF_REPORT_NO_HEADER : 0;
+    memdiff_report_options ro = cli_view_report(&a->view);
+    ro.flags |= a->no_header ? MEMDIFF_REPORT_NO_HEADER : 0;
     if (a->json && tick) /* JSON Lines: one record a tick, its totals without blocks */
         ro.flags |= MEMDIFF_REPORT_LINE | MEMDIFF_REPORT_NO_BLOCKS;
     if (a->brief)
@@ -285,6 +343,26 @@ static int load(const char *cmd, const char *path, memdiff_snapshot **out)
     return 0;
 }
 
+/* A diff reads from before to after: with the files given the other way round, what was freed
+ * reads as new. Still reported (comparing a later state back to an earlier one can be what the
+ * user wants), but said on stderr. */
+static void warn_reversed(const memdiff_snapshot *before, const memdiff_snapshot *after,
+                          const char *name_b, const char *name_a)
+{
+    memdiff_snapshot_info b, a;
+    memdiff_snapshot_get_info(before, &b);
+    memdiff_snapshot_get_info(after, &a);
+    if (!b.time_ns || !a.time_ns || a.time_ns >= b.time_ns)
+        return;
+    uint64_t ms = (b.time_ns - a.time_ns) / 1000000u;
+    fputs("memdiff diff: warning: ", stderr);
+    cli_put_text(stderr, strcmp(name_a, "-") ? name_a : "standard input");
+    fprintf(stderr, " (after) was taken %llu.%03u s before ", (unsigned long long)(ms / 1000),
+            (unsigned)(ms % 1000));
+    cli_put_text(stderr, strcmp(name_b, "-") ? name_b : "standard input");
+    fputs(" (before): the report reads backwards in time\n", stderr);
+}
+
 int cli_cmd_diff(int argc, char **argv)
 {
     static const cli_opt opts[] = {{"verbose", 'v', 0, OPT_VERBOSE},
@@ -292,10 +370,12 @@ int cli_cmd_diff(int argc, char **argv)
                                    {"force", 'f', 0, OPT_FORCE},
                                    {"fail-on", 0, 1, OPT_FAIL_ON},
                                    {"no-header", 0, 0, OPT_NO_HEADER},
+                                   CLI_VIEW_OPTS,
                                    {NULL, 0, 0, 0}};
     args a;
     const char *pos[2];
-    int rc = parse_args(&a, "diff", argc, argv, opts, pos, 2, "two snapshot files");
+    int npos;
+    int rc = parse_args(&a, "diff", argc, argv, opts, pos, 2, 2, &npos, "two snapshot files");
     if (rc >= 0)
         return rc;
     if (strcmp(pos[0], "-") == 0 && strcmp(pos[1], "-") == 0)
@@ -304,6 +384,8 @@ int cli_cmd_diff(int argc, char **argv)
     rc = load("diff", pos[0], &before);
     if (!rc)
         rc = load("diff", pos[1], &after);
+    if (!rc)
+        warn_reversed(before, after, pos[0], pos[1]);
     if (!rc)
         rc = compare_and_report(&a, before, after, 0);
     memdiff_snapshot_free(after);
@@ -352,24 +434,30 @@ int cli_cmd_watch(int argc, char **argv)
                                    {"no-header", 0, 0, OPT_NO_HEADER},
                                    {"brief", 0, 0, OPT_BRIEF},
                                    {"json", 0, 0, OPT_JSON},
+                                   CLI_VIEW_OPTS,
+                                   CLI_SELECT_OPTS,
                                    {NULL, 0, 0, 0}};
     args a;
-    const char *pos[1];
-    int rc = parse_args(&a, "watch", argc, argv, opts, pos, 1, "a process id");
+    const char *pos[MAX_WORDS];
+    int npos;
+    int rc = parse_args(&a, "watch", argc, argv, opts, pos, 0, MAX_WORDS, &npos,
+                        "a process: a pid or --name REGEX");
     if (rc >= 0)
         return rc;
-    int pid;
-    if (cli_parse_pid(pos[0], &pid))
-        return cli_usage_error("watch", "bad process id '%s'", pos[0]);
     if (!a.interval_ns)
         return cli_usage_error("watch", "no interval (--interval T)");
     if (a.json && a.brief)
         return cli_usage_error("watch", "--json and --brief exclude each other");
+    int *pids, npids;
+    if ((rc = cli_select_pids("watch", &a.sel, pos, npos, 0, 0, &pids, &npids)))
+        return rc;
+    int pid = pids[0];
+    free(pids);
 
     signal(SIGINT, on_interrupt);
     signal(SIGTERM, on_interrupt);
     memdiff_snapshot *base = NULL, *cur = NULL;
-    if ((rc = take("watch", pid, a.depth, &base)))
+    if ((rc = cli_take("watch", pid, a.depth, &base)))
         return rc;
     memdiff_snapshot_info first;
     memdiff_snapshot_get_info(base, &first);
@@ -377,7 +465,7 @@ int cli_cmd_watch(int argc, char **argv)
     for (int n = 1; rc == CLI_EXIT_OK && (a.count == 0 || n <= a.count); n++) {
         if (sleep_ns(a.interval_ns))
             break; /* Ctrl-C: a normal end of watching */
-        if ((rc = take("watch", pid, a.depth, &cur)))
+        if ((rc = cli_take("watch", pid, a.depth, &cur)))
             break;
         memdiff_snapshot_info now;
         memdiff_snapshot_get_info(cur, &now);
@@ -387,8 +475,9 @@ int cli_cmd_watch(int argc, char **argv)
         double elapsed = (double)(now.time_ns - first.time_ns) / 1e9;
         if (!a.brief && !a.json) {
             char res[32], priv[32];
-            printf("%s==== memdiff watch: pid %d, diff %d%s, +%.3f s, against the %s snapshot: "
-                   "resident %s bytes (private %s)\n",
+            /* Two lines: with a long pid, count and time one would pass 100 columns. */
+            printf("%s==== memdiff watch: pid %d, diff %d%s, +%.3f s, against the %s snapshot\n"
+                   "==== resident %s bytes (private %s)\n",
                    n > 1 ? "\n" : "", pid, n, of, elapsed,
                    a.baseline_first ? "first" : "previous", cli_fmt_uint(res, now.resident_bytes),
                    cli_fmt_uint(priv, now.private_bytes));

@@ -46,13 +46,13 @@ _memdiff()
 
     local commands="snap diff show watch wss help"
     local categories="image heap stack mapped-file shared private special own unknown"
-    local report="--json --no-header --sort --top --category --human -H --color"
+    local report="--json --no-header --sort --top --category --human -H --color --width -w"
     local select="--name --exact"
     local opts
     case $cmd in
         snap) opts="--output -o --depth -d --quiet -q --json $select" ;;
         diff) opts="--verbose -v --force -f --fail-on $report" ;;
-        show) opts="--regions -r $report $select" ;;
+        show) opts="--regions -r --depth -d $report $select" ;;
         watch)
             opts="--interval -i --count -n --baseline -b --depth -d --verbose -v --brief"
             opts="$opts --fail-on $report $select"
@@ -100,7 +100,7 @@ _memdiff()
             COMPREPLY=($(_memdiff_names "$cur"))
             return 0
             ;;
-        --interval | -i | --count | -n | --top | --fail-on) return 0 ;;
+        --interval | -i | --count | -n | --top | --fail-on | --width | -w) return 0 ;;
     esac
 
     case $cur in

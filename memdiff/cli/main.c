@@ -9,19 +9,35 @@
 
 #include "cli.h"
 
+/* Choosing processes (select.c), in the help of every command that takes them. */
+#define PROC_OPTIONS                                                                            \
+    "      --name REGEX   processes whose name (as ps shows it) matches the extended REGEX\n"  \
+    "      --exact NAME   processes whose name is NAME (pgrep -x)\n"
+
+/* How text reports look (view.c), in the help of diff, show and watch. */
+#define VIEW_OPTIONS                                                                            \
+    "      --sort KEY     blocks by size, net, address (default) or name\n"                    \
+    "      --top N        the first N blocks only\n"                                          \
+    "      --category C   rows and blocks of these categories only (heap,stack,...)\n"        \
+    "  -H, --human        sizes in KiB, MiB, GiB with one decimal\n"                           \
+    "      --color WHEN   auto (default: a terminal and NO_COLOR unset), always or never\n"   \
+    "  -w, --width N      lines fit N (>= 80) columns (default 100; 0: no limit)\n"
+
 static const char tool_help[] =
     "usage: memdiff COMMAND [ARGS...]\n"
     "\n"
     "Page-level snapshots of a process's address space, kept in files and compared.\n"
     "\n"
     "commands:\n"
-    "  snap PID -o FILE [--depth D]      snapshot process PID into FILE\n"
+    "  snap PROC -o FILE [--depth D]     snapshot processes into files\n"
     "  diff A B [--verbose] [--json]     where memory went between snapshot files A and B\n"
-    "  show FILE [--json] [--regions]    one snapshot: totals, categories, blocks\n"
-    "  watch PID --interval T [--count N]  periodic diffs of a live process (leak hunting)\n"
-    "  wss PID [--interval T] [--count N] [--cumulative|--profile]\n"
+    "  show FILE|PROC [--json] [--regions]  a snapshot, or live processes: totals, blocks\n"
+    "  watch PROC --interval T [--count N]  periodic diffs of a live process (leak hunting)\n"
+    "  wss PROC [--interval T] [--count N] [--cumulative|--profile]\n"
     "                                    working-set size of a live process (wss.pl)\n"
     "  help [COMMAND]                    this text, or a command's\n"
+    "\n"
+    "PROC: pids, self (memdiff itself; snap and show only), --name REGEX, --exact NAME.\n"
     "\n"
     "options:\n"
     "  --help, -h      show help (after a command: that command's)\n"
@@ -31,11 +47,13 @@ static const char tool_help[] =
     "The manual: man memdiff.\n";
 
 static const char snap_help[] =
-    "usage: memdiff snap PID -o FILE [--depth fast|standard|deep] [--quiet] [--json]\n"
+    "usage: memdiff snap PID... | self | --name REGEX | --exact NAME  -o FILE [--depth D]\n"
+    "                    [--quiet] [--json]\n"
     "\n"
-    "Takes a snapshot of process PID and writes it to FILE (\"-\": standard output). The file\n"
+    "Takes a snapshot of each process and writes it to FILE (\"-\": standard output). The file\n"
     "is written beside FILE and renamed over it when complete. FILE must not exist yet or be\n"
-    "a regular file: a directory, device, FIFO, socket or symbolic link is refused.\n"
+    "a regular file: a directory, device, FIFO, socket or symbolic link is refused. With\n"
+    "several processes FILE must hold %p, replaced by each pid (%% for a %).\n"
     "\n"
     "  -o, --output FILE  where to write the snapshot (required)\n"
     "  -d, --depth D      fast, standard (default) or deep; a depth the caller may not use is\n"
@@ -43,6 +61,7 @@ static const char snap_help[] =
     "  -q, --quiet        print nothing on success\n"
     "      --json         print the snapshot written as a JSON object, without its blocks\n"
     "                     (not with -o -)\n"
+    PROC_OPTIONS
     "\n"
     "Reading another process needs the right to ptrace it (same user, or root).\n"
     "The manual: man memdiff.\n";
@@ -58,6 +77,7 @@ static const char diff_help[] =
     "      --no-header    leave out the snapshot header lines\n"
     "  -f, --force        compare snapshots of different processes or hosts\n"
     "      --fail-on EXPR exit 1 when EXPR holds; may be repeated\n"
+    VIEW_OPTIONS
     "\n"
     "EXPR is [SCOPE.]MEASURE OP SIZE: SCOPE a category (image, heap, stack, mapped-file,\n"
     "shared, private, special, own, unknown) or total (the default); MEASURE new, freed, net,\n"
@@ -67,22 +87,29 @@ static const char diff_help[] =
     "'private.new>=512K', 'total.freed>10M', 'net-private>0'. The manual: man memdiff.\n";
 
 static const char show_help[] =
-    "usage: memdiff show FILE [--json] [--regions]\n"
+    "usage: memdiff show FILE | PID... | self | --name REGEX | --exact NAME\n"
+    "                    [--json] [--regions]\n"
     "\n"
-    "Prints one snapshot: its header (process, host, time, depth, sources), resident, private,\n"
-    "shared and swapped bytes per category, and its blocks (adjacent regions with one category\n"
-    "and label) with their sizes.\n"
+    "Prints a snapshot file (\"-\": standard input), or snapshots of live processes, one report\n"
+    "each: the header (process, host, time, depth, sources), resident, private, shared, swapped\n"
+    "and PSS (where known) per category, and the blocks (adjacent regions with one category and\n"
+    "label). A word that names an existing file is a file; else digits or self are a process.\n"
     "\n"
-    "      --json         as one JSON object\n"
+    "      --json         as JSON (several processes: one object per line)\n"
     "  -r, --regions      every region rather than blocks\n"
+    "  -d, --depth D      depth of a live snapshot: fast, standard (default) or deep\n"
+    "      --no-header    leave out the header lines\n"
+    PROC_OPTIONS
+    VIEW_OPTIONS
     "\n"
     "The manual: man memdiff.\n";
 
 static const char watch_help[] =
-    "usage: memdiff watch PID --interval T [--count N] [--baseline first|previous]\n"
+    "usage: memdiff watch PID | --name REGEX | --exact NAME  --interval T [--count N]\n"
+    "                     [--baseline first|previous]\n"
     "                     [--depth D] [--verbose|--brief|--json] [--fail-on EXPR]...\n"
     "\n"
-    "Snapshots process PID every T and prints the diff of each snapshot against the previous\n"
+    "Snapshots one process every T and prints the diff of each snapshot against the previous\n"
     "one (or the first). Stops after N diffs, when the process exits (exit 2), when a\n"
     "--fail-on condition holds (exit 1), or on Ctrl-C (exit 0).\n"
     "\n"
@@ -97,14 +124,16 @@ static const char watch_help[] =
     "                     per category with their change\n"
     "      --no-header    leave out the snapshot header lines of each report\n"
     "      --fail-on EXPR stop with exit 1 when EXPR holds for a diff (see memdiff diff --help)\n"
+    PROC_OPTIONS
+    VIEW_OPTIONS
     "\n"
     "The manual: man memdiff.\n";
 
 static const char wss_help[] =
-    "usage: memdiff wss PID [--interval T] [--count N] [--cumulative | --profile] [--times]\n"
-    "                   [--json]\n"
+    "usage: memdiff wss PID | --name REGEX | --exact NAME  [--interval T] [--count N]\n"
+    "                   [--cumulative | --profile] [--times] [--json]\n"
     "\n"
-    "Measures the working-set size of process PID as Brendan Gregg's wss.pl does: clears its\n"
+    "Measures the working-set size of one process as Brendan Gregg's wss.pl does: clears its\n"
     "pages' referenced bits (/proc/PID/clear_refs), sleeps T, and sums what smaps calls\n"
     "Referenced. Each line: Est(s), the estimated span measured (from the middle of clearing\n"
     "to the middle of reading), then RSS, PSS and Ref (the working set) in MiB.\n"
@@ -115,7 +144,9 @@ static const char wss_help[] =
     "  -P, --profile      clear once, then read after T, 2T, 4T, 8T... (power-of-two steps)\n"
     "  -t, --times        also show Slp(s), the time slept, and Dur(s), clear to end of read\n"
     "      --json         one JSON object per sample on one line (JSON Lines), no header\n"
+    PROC_OPTIONS
     "\n"
+    "The header comes with the first sample: an error is never printed after it.\n"
     "Clearing referenced bits disturbs the kernel's page aging for the process and needs the\n"
     "process's owner or root. The manual: man memdiff.\n";
 
@@ -176,11 +207,23 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
     return CLI_EXIT_ERROR;
 }
 
-int cli_error(const char *cmd, int status, const char *what)
+const char *cli_detail(int status)
 {
     const char *detail = memdiff_last_error();
-    fprintf(stderr, "memdiff %s: %s: %s\n", cmd, what,
-            detail[0] ? detail : memdiff_strerror(status));
+    /* The library's details start with the function that failed ("memdiff_compare: ..."): an
+     * API name means nothing to someone at the command line. */
+    if (strncmp(detail, "memdiff_", 8) == 0) {
+        size_t n = strspn(detail + 8, "abcdefghijklmnopqrstuvwxyz_");
+        if (strncmp(detail + 8 + n, ": ", 2) == 0)
+            detail += 8 + n + 2;
+    }
+    return detail[0] ? detail : memdiff_strerror(status);
+}
+
+int cli_error(const char *cmd, int status, const char *what)
+{
+    const char *detail = cli_detail(status);
+    fprintf(stderr, "memdiff %s: %s: %s\n", cmd, what, detail);
     return CLI_EXIT_ERROR;
 }
 

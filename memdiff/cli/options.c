@@ -211,7 +211,7 @@ static int lookup_measure(const char *s, size_t len, memdiff_measure *out)
     return -1;
 }
 
-static int lookup_category(const char *s, size_t len, memdiff_category *out)
+int cli_lookup_category(const char *s, size_t len, memdiff_category *out)
 {
     if (len == 5 && strncmp(s, "total", 5) == 0) {
         *out = MEMDIFF_CAT_ALL;
@@ -257,7 +257,7 @@ int cli_parse_cond(const char *text, cli_cond *c, char *err, size_t errlen)
     const char *mname = dot ? dot + 1 : text;
     size_t mlen = dot ? lhs_len - (size_t)(dot + 1 - text) : lhs_len;
     c->category = MEMDIFF_CAT_ALL;
-    if (dot && lookup_category(text, (size_t)(dot - text), &c->category)) {
+    if (dot && cli_lookup_category(text, (size_t)(dot - text), &c->category)) {
         snprintf(err, errlen, "unknown category '%.*s' (image, heap, stack, mapped-file, shared, "
                  "private, special, own, unknown, total)", (int)(dot - text), text);
         return -1;

@@ -3,6 +3,7 @@
  * prints it (docs/cli.md, docs/reference-set.md): one line per sample with the estimated
  * measurement span, RSS, PSS and the referenced size, in MiB.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -11,6 +12,9 @@ enum { OPT_INTERVAL = 1, OPT_COUNT, OPT_CUMULATIVE, OPT_PROFILE, OPT_TIMES, OPT_
 
 typedef struct wss_args {
     int help;
+    cli_select sel;
+    int pid;
+    int banner_done; /* the banner goes out with the first sample (see cli_cmd_wss) */
     uint64_t interval_ns;
     int count;
     int times, json;
@@ -22,6 +26,8 @@ typedef struct wss_args {
 static int on_opt(void *ctx, int id, const char *v)
 {
     wss_args *a = ctx;
+    if (cli_select_opt(&a->sel, id, v) == 0)
+        return 0;
     switch (id) {
     case CLI_OPT_HELP:
         a->help = 1;
@@ -50,14 +56,35 @@ static int on_opt(void *ctx, int id, const char *v)
     return cli_usage_error("wss", "internal error: option %d", id);
 }
 
+/* wss.pl's banner and the column header. */
+static void print_banner(const wss_args *a, const memdiff_wss_options *o)
+{
+    double secs = (double)o->interval_ns / 1e9;
+    if (a->mode == MEMDIFF_WSS_PROFILE)
+        printf("Watching PID %d page references grow, profile beginning with %g seconds, %u "
+               "steps...\n", a->pid, secs, o->count);
+    else if (a->mode == MEMDIFF_WSS_CUMULATIVE)
+        printf("Watching PID %d page references grow, output every %g seconds...\n", a->pid,
+               secs);
+    else
+        printf("Watching PID %d page references during %g seconds...\n", a->pid, secs);
+    if (a->times)
+        printf("%-7s %-7s ", "Slp(s)", "Dur(s)");
+    printf("%-7s %10s %10s %10s\n", "Est(s)", "RSS(MB)", "PSS(MB)", "Ref(MB)");
+}
+
 static int print_sample(void *ctx, const memdiff_wss_sample *s)
 {
-    const wss_args *a = ctx;
+    wss_args *a = ctx;
     const double mib = 1024.0 * 1024.0;
     if (a->json) {
         memdiff_report_options ro = MEMDIFF_REPORT_OPTIONS_INIT;
         ro.flags = MEMDIFF_REPORT_LINE;
         return memdiff_wss_report_json(&a->run, s, stdout, &ro); /* it flushes */
+    }
+    if (!a->banner_done) {
+        print_banner(a, &a->run);
+        a->banner_done = 1;
     }
     if (a->times)
         printf("%-7.3f %-7.3f ", (double)s->slept_ns / 1e9, (double)s->duration_ns / 1e9);
@@ -75,25 +102,26 @@ int cli_cmd_wss(int argc, char **argv)
                                    {"profile", 'P', 0, OPT_PROFILE},
                                    {"times", 't', 0, OPT_TIMES},
                                    {"json", 0, 0, OPT_JSON},
+                                   CLI_SELECT_OPTS,
                                    {NULL, 0, 0, 0}};
     wss_args a;
     memset(&a, 0, sizeof a);
-    const char *pos[1];
+    const char *pos[64];
     int npos = 0;
-    int rc = cli_parse("wss", argc, argv, opts, on_opt, &a, pos, 1, &npos);
+    int rc = cli_parse("wss", argc, argv, opts, on_opt, &a, pos, 64, &npos);
     if (rc)
         return rc;
     if (a.help) {
         cli_help("wss", stdout);
         return CLI_EXIT_OK;
     }
-    if (npos != 1)
-        return cli_usage_error("wss", "expected a process id");
-    int pid;
-    if (cli_parse_pid(pos[0], &pid))
-        return cli_usage_error("wss", "bad process id '%s'", pos[0]);
     if (a.modes > 1)
         return cli_usage_error("wss", "--cumulative and --profile exclude each other");
+    int *pids, n;
+    if ((rc = cli_select_pids("wss", &a.sel, pos, npos, 0, 0, &pids, &n)))
+        return rc;
+    int pid = a.pid = pids[0];
+    free(pids);
 
     memdiff_wss_options o = MEMDIFF_WSS_OPTIONS_INIT;
     o.pid = pid;
@@ -105,21 +133,9 @@ int cli_cmd_wss(int argc, char **argv)
                       : a.mode == MEMDIFF_WSS_INTERVAL ? 1u
                                                        : a.mode == MEMDIFF_WSS_PROFILE ? 10u : 0u;
     a.run = o;
-    double secs = (double)o.interval_ns / 1e9;
-    if (!a.json) { /* JSON Lines: records only, no banner */
-        if (a.mode == MEMDIFF_WSS_PROFILE)
-            printf("Watching PID %d page references grow, profile beginning with %g seconds, "
-                   "%u steps...\n", pid, secs, o.count);
-        else if (a.mode == MEMDIFF_WSS_CUMULATIVE)
-            printf("Watching PID %d page references grow, output every %g seconds...\n", pid,
-                   secs);
-        else
-            printf("Watching PID %d page references during %g seconds...\n", pid, secs);
-        if (a.times)
-            printf("%-7s %-7s ", "Slp(s)", "Dur(s)");
-        printf("%-7s %10s %10s %10s\n", "Est(s)", "RSS(MB)", "PSS(MB)", "Ref(MB)");
-    }
-    fflush(stdout);
+    /* The banner waits for the first sample (JSON Lines has none): an error (no such process,
+     * no right to clear its referenced bits) then comes before any output, never after a
+     * header on stdout. */
     rc = memdiff_wss_run(&o, print_sample, &a);
     if (rc) {
         char what[64];
