@@ -97,7 +97,9 @@ typedef struct memdiff__region {
     uint64_t resident_pages;   /* present, zero page excluded */
     uint64_t private_pages;
     uint64_t swapped_pages;
-    uint64_t pss_fixed;        /* PSS in 1/4096 bytes (memdiff__pss_fixed): MEMDIFF_SRC_PSS */
+    uint64_t pss_fixed;        /* PSS in 1/4096 bytes (memdiff__pss_fixed): MEMDIFF_SRC_PSS;
+                                  MEMDIFF_SRC_PSS_MAPPINGS: of [start, pss_end) (mapping_pss.c) */
+    uint64_t pss_end;          /* MEMDIFF_SRC_PSS_MAPPINGS: memdiff_region.pss_end, else 0 */
 } memdiff__region;
 
 /* A run: pages [start, start + npages * page_size) share attrs (MEMDIFF_PAGE_*). Only pages that
@@ -191,6 +193,13 @@ static inline uint64_t memdiff__pss_fixed(uint64_t page_size, uint64_t n)
 /* PSS in 1/4096 bytes of the n resident pages whose frame facts begin at aux (a run's; NO_AUX:
  * none, each page whole), from s->mapcount stretch by stretch; saturating. */
 uint64_t memdiff__pss_of(const memdiff_snapshot *s, uint64_t aux, uint64_t n);
+
+/* Where a snapshot gets no map counts and was asked for MEMDIFF_SNAPSHOT_SMAPS_PSS: every
+ * mapping's PSS (memdiff__plat_mapping_pss) put whole on the mapping's first region (pss_fixed,
+ * pss_end; mapping_pss.c), *sources then MEMDIFF_SRC_PSS_MAPPINGS. *note: NULL, or (in scratch)
+ * why the OS gave no figure (*sources 0), or how many mappings changed meanwhile. */
+int memdiff__mapping_pss(memdiff__proc *proc, memdiff__arena *scratch, memdiff_snapshot *s,
+                         unsigned *sources, const char **note);
 
 /* ---- page runs (runs.c) ----------------------------------------------------------------- */
 

@@ -8,8 +8,8 @@
  *
  * Files, each calling only those listed after it: heaps.c, modules.c, threads.c (attribution
  * and threads); walk.c and its stages (walk.h) and presence.c (the page walk, and which pages
- * attribution may read); refs.c (reference tracking); transient.c (pages caught moving, read
- * again); maps.c (the region list); proc.c (the open process, alive or not); procfs.c (files
+ * attribution may read); refs.c (reference tracking); smaps.c (figures per mapping: usage,
+ * PSS); transient.c (pages caught moving, read again); maps.c (the region list); proc.c (the open process, alive or not); procfs.c (files
  * and errors), radix.c (the frame sort) and os.c.
  *
  * Device numbers: /proc/PID/maps prints MAJOR(dev):MINOR(dev) in hex. memdiff__plat_region.dev
