@@ -28,7 +28,8 @@
     X(hostile)                 \
     X(moving_pages)            \
     X(cow)                     \
-    X(optimizer)
+    X(optimizer)               \
+    X(pss)
 
 /* UNDER_ASAN: 1 in an AddressSanitizer build (gcc or clang), whose shadow mappings make some
  * measurements slow or meaningless. */
