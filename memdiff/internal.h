@@ -358,6 +358,12 @@ static inline int memdiff__knows_privacy(const memdiff_snapshot_info *info)
     return info->depth >= MEMDIFF_DEPTH_STANDARD && (info->sources & MEMDIFF_SRC_PAGES);
 }
 
+/* Whether a snapshot's PSS is known, per page (deep) or per mapping (smaps). */
+static inline int memdiff__knows_pss(const memdiff_snapshot_info *info)
+{
+    return (info->sources & (MEMDIFF_SRC_PSS | MEMDIFF_SRC_PSS_MAPPINGS)) != 0;
+}
+
 /* Whether a diff's PSS figures are known: both snapshots knew PSS (MEMDIFF_SRC_PSS); else 0. */
 static inline int memdiff__diff_knows_pss(const memdiff_diff *d)
 {

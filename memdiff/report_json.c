@@ -122,6 +122,8 @@ static const char *source_name(unsigned bit)
         return "page-access";
     case MEMDIFF_SRC_PSS:
         return "pss";
+    case MEMDIFF_SRC_PSS_MAPPINGS:
+        return "pss-mappings";
     }
     return NULL;
 }
@@ -220,7 +222,7 @@ static void put_info(FILE *out, const char *key, const memdiff_snapshot_info *i)
             "    \"own_bytes\": %" PRIu64 ",\n    \"storage_bytes\": %" PRIu64 ",\n",
             i->region_count, i->run_count, i->resident_bytes, i->private_bytes, i->shared_bytes,
             i->swapped_bytes, i->own_bytes, i->storage_bytes);
-    if (i->sources & MEMDIFF_SRC_PSS)
+    if (memdiff__knows_pss(i))
         fprintf(out, "    \"pss_bytes\": %" PRIu64 ",\n", i->pss_bytes);
     fprintf(out,
             "    \"process\": {\"vm_size\": %" PRIu64 ", \"vm_rss\": %" PRIu64

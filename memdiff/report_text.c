@@ -45,7 +45,11 @@
  * target or a file chose as a name can neither break a line nor drive the terminal. A diff of
  * two snapshots that know PSS (MEMDIFF_SRC_PSS: deep) adds after Memory freed
  *   Net PSS:                  -40,960 bytes  (+0 gained, -40,960 lost)
- * and a Net PSS column (new_pss_bytes - freed_pss_bytes) to the table; other diffs have no PSS.
+ * and a Net PSS column (new_pss_bytes - freed_pss_bytes) to the table. Where a side knows PSS
+ * per mapping only (MEMDIFF_SRC_PSS_MAPPINGS, smaps) the line is the snapshots' totals
+ *   Net PSS:                  +12,288 bytes  (1,000,448 before, 1,012,736 after: per mapping,
+ *   no blocks)
+ * and there is no column; other diffs have no PSS.
  *
  * No allocation: numbers are formatted into stack buffers; output is deterministic for a diff.
  */
@@ -275,6 +279,14 @@ static void put_summary(const memdiff_diff *diff, FILE *out)
         fprintf(out, "%-23s%*s bytes  (%s gained, %s lost)\n", "Net PSS:", w,
                 fmt_signed(z, memdiff__sub_sat(t->new_pss_bytes, t->freed_pss_bytes)),
                 fmt_num(x, t->new_pss_bytes, '+'), fmt_num(y, t->freed_pss_bytes, '-'));
+    else if (memdiff__knows_pss(&diff->info[0]) && memdiff__knows_pss(&diff->info[1]))
+        /* PSS per mapping (smaps) on a side: the snapshots' totals; no page, block or category
+         * says how it divides. */
+        fprintf(out, "%-23s%*s bytes  (%s before, %s after: per mapping, no blocks)\n",
+                "Net PSS:", w,
+                fmt_signed(z, memdiff__sub_sat_i64(memdiff__to_figure(diff->info[1].pss_bytes),
+                                                   memdiff__to_figure(diff->info[0].pss_bytes))),
+                fmt_num(x, diff->info[0].pss_bytes, 0), fmt_num(y, diff->info[1].pss_bytes, 0));
     if (t->replaced_bytes || t->became_private_bytes || t->became_shared_bytes)
         fprintf(out, "Replaced: %s bytes  Became private: %s bytes  Became shared: %s bytes\n",
                 fmt_num(x, t->replaced_bytes, 0), fmt_num(y, t->became_private_bytes, 0),

@@ -17,7 +17,7 @@
 /* ---- snap ------------------------------------------------------------------------------- */
 
 enum { OPT_OUTPUT = 1, OPT_DEPTH, OPT_QUIET, OPT_VERBOSE, OPT_JSON, OPT_FORCE, OPT_FAIL_ON,
-       OPT_NO_HEADER, OPT_INTERVAL, OPT_COUNT, OPT_BASELINE, OPT_BRIEF };
+       OPT_NO_HEADER, OPT_INTERVAL, OPT_COUNT, OPT_BASELINE, OPT_BRIEF, OPT_PSS };
 
 /* Options of snap, diff and watch, parsed into one struct: each command's table says which of
  * them it knows. */
@@ -27,6 +27,7 @@ typedef struct args {
     const char *output;
     memdiff_depth depth;
     int quiet, verbose, json, force, no_header, brief;
+    unsigned snapshot_flags; /* --pss: MEMDIFF_SNAPSHOT_SMAPS_PSS */
     cli_cond conds[MAX_CONDS];
     int nconds;
     uint64_t interval_ns;
@@ -63,6 +64,9 @@ static int on_opt(void *ctx, int id, const char *v)
         return 0;
     case OPT_NO_HEADER:
         a->no_header = 1;
+        return 0;
+    case OPT_PSS:
+        a->snapshot_flags |= MEMDIFF_SNAPSHOT_SMAPS_PSS;
         return 0;
     case OPT_BRIEF:
         a->brief = 1;
@@ -113,12 +117,13 @@ static int parse_args(args *a, const char *cmd, int argc, char **argv, const cli
     return -1;
 }
 
-static int take(const char *cmd, int pid, memdiff_depth depth, memdiff_snapshot **out)
+static int take(const char *cmd, int pid, const args *a, memdiff_snapshot **out)
 {
     memdiff_options o;
     memdiff_options_init(&o);
     o.pid = pid;
-    o.depth = depth;
+    o.depth = a->depth;
+    o.flags = a->snapshot_flags;
     int rc = memdiff_snapshot_take(&o, out);
     if (rc) {
         char what[64];
@@ -151,6 +156,7 @@ int cli_cmd_snap(int argc, char **argv)
     static const cli_opt opts[] = {{"output", 'o', 1, OPT_OUTPUT},
                                    {"depth", 'd', 1, OPT_DEPTH},
                                    {"quiet", 'q', 0, OPT_QUIET},
+                                   {"pss", 0, 0, OPT_PSS},
                                    {NULL, 0, 0, 0}};
     args a;
     const char *pos[1];
@@ -166,7 +172,7 @@ int cli_cmd_snap(int argc, char **argv)
         return cli_usage_error("snap", "-o: empty path (give a file, or - for standard output)");
 
     memdiff_snapshot *s = NULL;
-    if ((rc = take("snap", pid, a.depth, &s)))
+    if ((rc = take("snap", pid, &a, &s)))
         return rc;
     int to_stdout = strcmp(a.output, "-") == 0;
     rc = to_stdout ? memdiff_snapshot_save(s, stdout) : memdiff_snapshot_save_file(s, a.output);
@@ -324,6 +330,7 @@ int cli_cmd_watch(int argc, char **argv)
                                    {"fail-on", 0, 1, OPT_FAIL_ON},
                                    {"no-header", 0, 0, OPT_NO_HEADER},
                                    {"brief", 0, 0, OPT_BRIEF},
+                                   {"pss", 0, 0, OPT_PSS},
                                    {NULL, 0, 0, 0}};
     args a;
     const char *pos[1];
@@ -339,14 +346,14 @@ int cli_cmd_watch(int argc, char **argv)
     signal(SIGINT, on_interrupt);
     signal(SIGTERM, on_interrupt);
     memdiff_snapshot *base = NULL, *cur = NULL;
-    if ((rc = take("watch", pid, a.depth, &base)))
+    if ((rc = take("watch", pid, &a, &base)))
         return rc;
     memdiff_snapshot_info first;
     memdiff_snapshot_get_info(base, &first);
     for (int n = 1; rc == CLI_EXIT_OK && (a.count == 0 || n <= a.count); n++) {
         if (sleep_ns(a.interval_ns))
             break; /* Ctrl-C: a normal end of watching */
-        if ((rc = take("watch", pid, a.depth, &cur)))
+        if ((rc = take("watch", pid, &a, &cur)))
             break;
         memdiff_snapshot_info now;
         memdiff_snapshot_get_info(cur, &now);

@@ -30,7 +30,7 @@ static const char tool_help[] =
     "Documentation: docs/cli.md, docs/file-format.md.\n";
 
 static const char snap_help[] =
-    "usage: memdiff snap PID -o FILE [--depth fast|standard|deep] [--quiet]\n"
+    "usage: memdiff snap PID -o FILE [--depth fast|standard|deep] [--pss] [--quiet]\n"
     "\n"
     "Takes a snapshot of process PID and writes it to FILE (\"-\": standard output). The file\n"
     "is written beside FILE and renamed over it when complete. FILE must not exist yet or be\n"
@@ -39,6 +39,8 @@ static const char snap_help[] =
     "  -o, --output FILE  where to write the snapshot (required)\n"
     "  -d, --depth D      fast, standard (default) or deep; a depth the caller may not use is\n"
     "                     degraded and the snapshot records why\n"
+    "      --pss          without map counts (below deep, or deep not allowed), PSS per\n"
+    "                     mapping from /proc/PID/smaps (costs about a page walk more)\n"
     "  -q, --quiet        print nothing on success\n"
     "\n"
     "Reading another process needs the right to ptrace it (same user, or root).\n";
@@ -74,7 +76,7 @@ static const char show_help[] =
 
 static const char watch_help[] =
     "usage: memdiff watch PID --interval T [--count N] [--baseline first|previous]\n"
-    "                     [--depth D] [--verbose|--brief] [--fail-on EXPR]...\n"
+    "                     [--depth D] [--pss] [--verbose|--brief] [--fail-on EXPR]...\n"
     "\n"
     "Snapshots process PID every T and prints the diff of each snapshot against the previous\n"
     "one (or the first). Stops after N diffs, when the process exits (exit 2), when a\n"
@@ -84,6 +86,7 @@ static const char watch_help[] =
     "  -n, --count N      number of diffs (default: until stopped)\n"
     "  -b, --baseline B   previous (default) or first\n"
     "  -d, --depth D      fast, standard (default) or deep\n"
+    "      --pss          PSS per mapping where there are no map counts (see memdiff snap)\n"
     "  -v, --verbose      verbose diffs (runs of pages with equal attributes)\n"
     "      --brief        one line per diff: net change and the categories that changed\n"
     "      --no-header    leave out the snapshot header lines of each report\n"

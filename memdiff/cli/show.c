@@ -42,6 +42,7 @@ static const struct {
     {MEMDIFF_SRC_MODULES, "modules"},
     {MEMDIFF_SRC_PAGE_ACCESS, "page-access"},
     {MEMDIFF_SRC_PSS, "pss"},
+    {MEMDIFF_SRC_PSS_MAPPINGS, "pss-mappings"},
 };
 
 #define NSOURCES (sizeof sources / sizeof sources[0])
@@ -134,7 +135,8 @@ static const char *prot_str(char buf[4], unsigned prot)
 
 typedef struct text_ctx {
     FILE *out;
-    int pss; /* the snapshot knows PSS: a pss column */
+    int pss; /* the snapshot knows PSS: a pss column (per mapping: "-" after a mapping's first
+                region, whose figure covers the mapping) */
 } text_ctx;
 
 static int text_block(void *ctx, const block *b)
@@ -146,7 +148,7 @@ static int text_block(void *ctx, const block *b)
             cli_fmt_uint(sz, b->r.end - b->r.start), cli_fmt_uint(res, b->r.resident_bytes),
             cli_fmt_uint(priv, b->r.private_bytes), cli_fmt_uint(swp, b->r.swapped_bytes));
     if (((text_ctx *)ctx)->pss)
-        fprintf(out, " %13s", cli_fmt_uint(pss, b->r.pss_bytes));
+        fprintf(out, " %13s", b->r.pss_end ? cli_fmt_uint(pss, b->r.pss_bytes) : "-");
     fprintf(out, "  %-11s ", memdiff_category_name(b->r.category));
     cli_put_text(out, b->r.label);
     fputc('\n', out);
@@ -190,6 +192,13 @@ static void show_text(const memdiff_snapshot *s, int per_region, FILE *out)
     if (pss)
         fprintf(out, "PSS:       %15s bytes  (page size / map count per page, as smaps)\n",
                 cli_fmt_uint(b1, i.pss_bytes));
+    /* Per mapping, a figure covers the mapping's regions, which may be of several categories and
+     * blocks: shown per region only. */
+    int pss_mappings = (i.sources & MEMDIFF_SRC_PSS_MAPPINGS) != 0;
+    if (pss_mappings)
+        fprintf(out, "PSS:       %15s bytes  (smaps' Pss per mapping, whole kB; --regions: on each "
+                "mapping's first region)\n",
+                cli_fmt_uint(b1, i.pss_bytes));
     fprintf(out, "memdiff's own storage: %s bytes (excluded from all totals)\n",
             cli_fmt_uint(b1, i.own_bytes));
     const memdiff_process_totals *t = &i.totals;
@@ -232,8 +241,10 @@ static void show_text(const memdiff_snapshot *s, int per_region, FILE *out)
     fprintf(out, "\n%s (%zu%s):\n", per_region ? "Regions" : "Blocks", nblocks,
             per_region ? "" : ", adjacent regions with one category and label");
     fprintf(out, "  %-29s %3s %15s %13s %13s %11s%s  %-11s %s\n", "range", "", "size",
-            "resident", "private", "swapped", pss ? "           pss" : "", "category", "label");
-    text_ctx tc = {out, pss};
+            "resident", "private", "swapped",
+            pss ? "           pss" : pss_mappings && per_region ? "   mapping pss" : "",
+            "category", "label");
+    text_ctx tc = {out, pss || (pss_mappings && per_region)};
     each_block(s, per_region, text_block, &tc);
 }
 
@@ -277,7 +288,7 @@ static void put_json_string(FILE *out, const char *str)
 typedef struct json_ctx {
     FILE *out;
     int first;
-    int pss; /* the snapshot knows PSS: pss_bytes fields */
+    int pss; /* the snapshot knows PSS: pss_bytes fields; 2: per mapping, with pss_end */
 } json_ctx;
 
 static int json_block(void *ctx, const block *b)
@@ -300,8 +311,10 @@ static int json_block(void *ctx, const block *b)
             (unsigned long long)(b->r.end - b->r.start), (unsigned long long)b->r.resident_bytes,
             (unsigned long long)b->r.private_bytes, (unsigned long long)b->r.shared_bytes,
             (unsigned long long)b->r.swapped_bytes);
-    if (j->pss)
+    if (j->pss && b->r.pss_end)
         fprintf(j->out, ", \"pss_bytes\": %llu", (unsigned long long)b->r.pss_bytes);
+    if (j->pss == 2 && b->r.pss_end)
+        fprintf(j->out, ", \"pss_end\": \"0x%llx\"", (unsigned long long)b->r.pss_end);
     fputc('}', j->out);
     j->first = 0;
     return 0;
@@ -331,8 +344,9 @@ static void show_json(const memdiff_snapshot *s, int per_region, FILE *out)
     }
     const memdiff_process_totals *t = &i.totals;
     int pss = (i.sources & MEMDIFF_SRC_PSS) != 0; /* else unknown: no pss_bytes fields */
+    int pss_mappings = (i.sources & MEMDIFF_SRC_PSS_MAPPINGS) != 0; /* the total, regions */
     char pss_field[64] = "";
-    if (pss)
+    if (pss || pss_mappings)
         snprintf(pss_field, sizeof pss_field, "    \"pss_bytes\": %llu,\n",
                  (unsigned long long)i.pss_bytes);
     fprintf(out, "],\n    \"region_count\": %zu,\n    \"run_count\": %zu,\n"
@@ -362,7 +376,7 @@ static void show_json(const memdiff_snapshot *s, int per_region, FILE *out)
         fputc('}', out);
     }
     fprintf(out, "\n  },\n  \"%s\": [", per_region ? "regions" : "blocks");
-    json_ctx j = {out, 1, pss};
+    json_ctx j = {out, 1, pss ? 1 : pss_mappings && per_region ? 2 : 0};
     each_block(s, per_region, json_block, &j);
     fputs("\n  ]\n}\n", out);
 }
