@@ -196,6 +196,7 @@ static const char *agree(int pid, memdiff_depth depth, unsigned flags, unsigned 
     static char msg[768];
     for (int round = 0; round < ROUNDS; round++) {
         smaps a, b;
+        memset(o, 0, sizeof *o); /* a round that compares nothing leaves it empty */
         memdiff_options opt = MEMDIFF_OPTIONS_INIT;
         opt.pid = pid;
         opt.depth = depth;
@@ -376,10 +377,16 @@ START_TEST(self_total_excludes_own)
         smaps_free(&b);
         ck_assert_uint_eq(in.sources & MEMDIFF_SRC_PSS_MAPPINGS, MEMDIFF_SRC_PSS_MAPPINGS);
         ck_assert_uint_gt(own, 0); /* the storage of the snapshot and of the warm-up */
-        if (!stable || in.pss_bytes != sum)
+        if (!stable || in.pss_bytes != sum) {
+            printf("pss: self round %d: %s, snapshot %llu, smaps %llu\n", round,
+                   stable ? "stable" : "smaps changed", (unsigned long long)in.pss_bytes,
+                   (unsigned long long)sum);
+            fflush(stdout);
             continue; /* the test's own stdio between the readings, or a shared page */
+        }
         printf("pss: self: %llu bytes in smaps' sum, %llu in %zu Own mappings left out\n",
                (unsigned long long)sum, (unsigned long long)own_pss, own);
+        fflush(stdout);
         return;
     }
     ck_abort_msg("a self snapshot's PSS never equalled smaps' sum without Own");
