@@ -21,7 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -51,33 +50,14 @@ typedef struct target {
  * NULL, or what went wrong. */
 static const char *target_start(target *t, char *const argv[])
 {
-    int in[2], out[2];
-    t->pid = -1;
+    int from;
     t->in_fd = -1;
-    if (pipe(in) != 0 || pipe(out) != 0)
-        return "pipe failed";
-    fflush(NULL);
-    pid_t pid = fork();
+    pid_t pid = t->pid = scn_spawn_piped(argv, &t->in_fd, &from);
     if (pid < 0)
-        return "fork failed";
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        dup2(in[0], 0);
-        dup2(out[1], 1);
-        close(in[0]);
-        close(in[1]);
-        close(out[0]);
-        close(out[1]);
-        execv(argv[0], argv);
-        _exit(127);
-    }
-    close(in[0]);
-    close(out[1]);
-    t->pid = pid;
-    t->in_fd = in[1];
+        return "pipe or fork failed";
     char line[64];
-    ssize_t n = read(out[0], line, sizeof line - 1);
-    close(out[0]);
+    ssize_t n = read(from, line, sizeof line - 1);
+    close(from);
     if (n < 5 || strncmp(line, "ready", 5) != 0)
         return "the target exited before it was ready";
     int st;
