@@ -484,7 +484,8 @@ MEMDIFF_API size_t memdiff_escape_text(char *buf, size_t size, const char *text)
 #define MEMDIFF_FILE_VERSION_MINOR 1
 
 /* Writes the snapshot to out (opened in binary mode) and flushes it. Everything the snapshot
- * holds is kept: info, regions with labels and paths, page runs, per-page frame facts.
+ * holds is kept: info, regions with labels and paths, page runs, per-page frame facts, PSS per
+ * mapping (format 1.1).
  * The stream stays open and owned by the caller. Errors: MEMDIFF_EINVAL (a NULL argument, or a
  * snapshot that breaks the data model, e.g. overlapping regions), MEMDIFF_ENOMEM, MEMDIFF_EIO
  * (writing or flushing failed; the stream then holds a partial file). */
