@@ -19,7 +19,11 @@ typedef enum bench_kind {
     BENCH_DENSE,  /* every page of the mapping touched */
     BENCH_ALT,    /* every other page touched */
     BENCH_THP,    /* every page touched, madvise(MADV_HUGEPAGE), 2 MiB aligned */
-    BENCH_SPARSE  /* a reservation with touched_bytes spread over it in 16 MiB pieces */
+    BENCH_SPARSE, /* a reservation with touched_bytes spread over it in 16 MiB pieces */
+    BENCH_RUNS,   /* half the pages touched, in runs of random length: resident runs and gaps
+                     geometric with mean 4 pages, from a fixed seed (the same layout each run) */
+    BENCH_PYTHON  /* a python3 interpreter holding map_bytes of bytes objects (not this
+                     program: a process the benchmark did not write, with its many mappings) */
 } bench_kind;
 
 typedef struct bench_target_spec {

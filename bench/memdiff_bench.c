@@ -37,7 +37,11 @@ static const bench_target_spec all_targets[] = {
     {"64 MiB", BENCH_DENSE, 64 * MIB, 0},
     {"1 GiB", BENCH_DENSE, 1 * GIB, 0},
     {"4 GiB", BENCH_DENSE, 4 * GIB, 0},
+    {"1 GiB alternate", BENCH_ALT, 1 * GIB, 0},
     {"4 GiB alternate", BENCH_ALT, 4 * GIB, 0},
+    {"1 GiB runs", BENCH_RUNS, 1 * GIB, 0},
+    {"4 GiB runs", BENCH_RUNS, 4 * GIB, 0},
+    {"python3", BENCH_PYTHON, 12 * MIB, 0},
     {"4 GiB THP", BENCH_THP, 4 * GIB, 0},
     {"64 GiB sparse", BENCH_SPARSE, 64 * GIB, 1 * GIB},
 };
@@ -377,6 +381,19 @@ static int is_main_size(const result *r)
     return r->spec->kind == BENCH_DENSE && r->spec->map_bytes >= GIB;
 }
 
+/* Resident memory in short runs: every other page, or runs of random length. */
+static int is_fragmented(const result *r)
+{
+    return r->spec->kind == BENCH_ALT || r->spec->kind == BENCH_RUNS;
+}
+
+/* Small processes, where fixed costs count: the 64 MiB target and python3. */
+static int is_small(const result *r)
+{
+    return r->spec->kind == BENCH_PYTHON ||
+           (r->spec->kind == BENCH_DENSE && r->spec->map_bytes < GIB);
+}
+
 static void print_tables(const result *res, size_t n, const machine *mc, const char *cmd)
 {
     printf("## memdiff_bench\n\n");
@@ -431,14 +448,14 @@ static void print_tables(const result *res, size_t n, const machine *mc, const c
         const result *r = &res[i];
         if (!r->ok)
             continue;
-        int main_size = is_main_size(r);
+        int main_size = is_main_size(r), frag = is_fragmented(r), small = is_small(r);
         int big = r->spec->map_bytes >= 4 * GIB && r->spec->kind == BENCH_DENSE;
-        ratio_row(r, M_FAST, M_SCAN, main_size ? 1.3 : 0, NULL);
+        ratio_row(r, M_FAST, M_SCAN, main_size || frag || small ? 1.3 : 0, NULL);
         ratio_row(r, M_FAST, M_SMAPS, main_size ? 0.4 : 0, NULL);
         /* What the floors themselves reach against smaps: the bound of any reader of them. */
         ratio_row(r, M_SCAN, M_SMAPS, 0, "(floor: no target)");
-        ratio_row(r, M_STANDARD, M_PAGEMAP, main_size ? 1.15 : 0, NULL);
-        ratio_row(r, M_STANDARD, M_SMAPS, main_size ? 1.0 : 0, NULL);
+        ratio_row(r, M_STANDARD, M_PAGEMAP, main_size || frag ? 1.15 : small ? 1.3 : 0, NULL);
+        ratio_row(r, M_STANDARD, M_SMAPS, main_size || frag ? 1.0 : 0, NULL);
         ratio_row(r, M_PAGEMAP, M_SMAPS, 0, "(floor: no target)");
         ratio_row(r, M_DEEP, M_KSORTED, main_size ? 1.15 : 0, NULL);
         ratio_row(r, M_DEEP, M_KEACH, main_size ? 0.4 : 0, NULL);
@@ -471,7 +488,7 @@ static void print_tables(const result *res, size_t n, const machine *mc, const c
             if (big && r->spec->kind == BENCH_DENSE) {
                 snprintf(target, sizeof target, "runs <= 64 KiB");
                 snprintf(met, sizeof met, "%s", st->run_bytes <= 65536 ? "yes" : "NO");
-            } else if (big && r->spec->kind == BENCH_ALT) {
+            } else if (is_fragmented(r)) {
                 snprintf(target, sizeof target, "<= 2 bits/page");
                 snprintf(met, sizeof met, "%s", bits <= 2.0 ? "yes" : "NO");
             }
@@ -550,7 +567,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: memdiff_bench [--quick] [--json] [--reps N] [--only S] [--profile D]\n"
                "                     [--pair D [--pid P]]\n"
-               "  --quick      64 MiB and 1 GiB targets only (a smoke run)\n"
+               "  --quick      targets of at most 1 GiB only (a smoke run)\n"
                "  --json       results as one JSON object instead of tables\n"
                "  --reps N     repetitions per measurement (default 11, at least 3)\n"
                "  --only S     targets whose name contains S (e.g. \"alternate\")\n"

@@ -119,6 +119,24 @@ static _Noreturn void fail(int fd, const char *what)
     _exit(1);
 }
 
+/* BENCH_PYTHON: python3 in this process's place, holding map_bytes in bytes objects of 1 MiB
+ * (written, so resident), answering on the same pipes. */
+static _Noreturn void exec_python(uint64_t map_bytes, int ready, int hold)
+{
+    char script[512];
+    snprintf(script, sizeof script,
+             "import os\n"
+             "held = [bytes([i & 255]) * (1 << 20) for i in range(%" PRIu64 ")]\n"
+             "os.write(%d, b'ok 0 %" PRIu64 "')\n"
+             "os.close(%d)\n"
+             "while os.read(%d, 1):\n"
+             "    pass\n",
+             map_bytes >> 20, ready, map_bytes, ready, hold);
+    char *args[] = {"python3", "-c", script, NULL};
+    execvp("python3", args);
+    fail(ready, "exec python3");
+}
+
 void bench_target_main(int argc, char **argv)
 {
     if (argc != 7)
@@ -128,6 +146,8 @@ void bench_target_main(int argc, char **argv)
     uint64_t touched = strtoull(argv[4], NULL, 10);
     int ready = atoi(argv[5]), hold = atoi(argv[6]);
     long page = sysconf(_SC_PAGESIZE);
+    if (kind == BENCH_PYTHON)
+        exec_python(map_bytes, ready, hold);
 
     /* THP wants 2 MiB alignment: map a bit more and start at the first boundary. */
     uint64_t extra = kind == BENCH_THP ? HUGE_2M : 0;
@@ -157,6 +177,30 @@ void bench_target_main(int argc, char **argv)
     case BENCH_ALT:
         for (uint64_t off = 0; off < map_bytes; off += 2 * (uint64_t)page)
             p[off] = 1;
+        break;
+    case BENCH_RUNS: {
+        /* Geometric lengths with mean 4 (p = 1/4): the number of trials to the first success,
+         * from xorshift64 with a fixed seed. Resident runs and gaps alike, so half the pages. */
+        uint64_t x = UINT64_C(0x9e3779b97f4a7c15), pages = map_bytes / (uint64_t)page, i = 0;
+        int resident = 1;
+        while (i < pages) {
+            uint64_t len = 1;
+            for (;;) {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                if ((x & 3) == 0)
+                    break;
+                len++;
+            }
+            for (uint64_t k = 0; k < len && i < pages; k++, i++)
+                if (resident)
+                    p[i * (uint64_t)page] = 1;
+            resident = !resident;
+        }
+        break;
+    }
+    case BENCH_PYTHON: /* exec'd above */
         break;
     case BENCH_SPARSE: {
         uint64_t pieces = touched / SPARSE_PIECE;

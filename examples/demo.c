@@ -208,7 +208,9 @@ int main(int argc, char **argv)
         printf("  stack:  a thread touched %d pages of its stack\n\n", STACK_PAGES);
         check(memdiff_report_text(diff, stdout, 0), "text report");
         printf("\n---- verbose (MEMDIFF_COMPARE_VERBOSE: runs of pages with equal attributes)\n\n");
-        check(memdiff_report_text(verbose, stdout, MEMDIFF_REPORT_NO_HEADER), "verbose report");
+        memdiff_report_options no_header = MEMDIFF_REPORT_OPTIONS_INIT;
+        no_header.flags = MEMDIFF_REPORT_NO_HEADER;
+        check(memdiff_report_text(verbose, stdout, &no_header), "verbose report");
     }
 
     memdiff_diff_free(verbose);

@@ -456,14 +456,51 @@ MEMDIFF_API int memdiff_diff_get_info(const memdiff_diff *diff, memdiff_diff_inf
  * Reports. Both writers return MEMDIFF_EIO when writing to the stream fails.
  * ------------------------------------------------------------------------------------------- */
 
-#define MEMDIFF_REPORT_NO_HEADER 0x1u /* leave out the snapshot header lines */
+/* What a report shows and how (memdiff_report_options.flags). */
+#define MEMDIFF_REPORT_NO_HEADER 0x01u /* leave out the snapshot header lines */
+#define MEMDIFF_REPORT_HUMAN 0x02u     /* text: sizes in KiB, MiB, GiB with one decimal */
+#define MEMDIFF_REPORT_COLOR 0x04u     /* text: ANSI colours (growth, shrinkage, headings) */
+#define MEMDIFF_REPORT_REGIONS 0x08u   /* snapshot reports: every region, not blocks */
+#define MEMDIFF_REPORT_LINE 0x10u      /* JSON: the whole object on one line (JSON Lines) */
+#define MEMDIFF_REPORT_NO_BLOCKS 0x20u /* leave out the blocks: summary and categories only */
+
+/* Order of the blocks in a report. */
+typedef enum memdiff_sort {
+    MEMDIFF_SORT_ADDRESS = 0, /* ascending address, then category */
+    MEMDIFF_SORT_SIZE,        /* largest first: a diff block's new + freed, a snapshot's resident */
+    MEMDIFF_SORT_NET,         /* a diff: most grown first, most shrunk last; a snapshot: private */
+    MEMDIFF_SORT_NAME         /* label in byte order, then address */
+} memdiff_sort;
+
+/* Options of the report writers; initialise with MEMDIFF_REPORT_OPTIONS_INIT (NULL as options:
+ * those defaults). Ties keep address order. */
+typedef struct memdiff_report_options {
+    unsigned flags;      /* MEMDIFF_REPORT_* */
+    memdiff_sort sort;   /* order of the blocks */
+    size_t top;          /* at most this many blocks, the first after sorting; 0: all */
+    unsigned categories; /* blocks and table rows of these categories only, bit 1u << category;
+                            0: every one. The totals stay the whole process's */
+    unsigned width;      /* text: block lines fit this many columns, labels cut from the left
+                            with "..." (JSON keeps them whole); 0: no limit */
+} memdiff_report_options;
+
+#define MEMDIFF_REPORT_OPTIONS_INIT {0, MEMDIFF_SORT_ADDRESS, 0, 0, 0}
 
 /* MemDiff-style text: net change, allocated, freed, new private/shared; a table per category;
  * the blocks with sizes and names (with page attributes for a verbose diff). */
-MEMDIFF_API int memdiff_report_text(const memdiff_diff *diff, FILE *out, unsigned flags);
+MEMDIFF_API int memdiff_report_text(const memdiff_diff *diff, FILE *out,
+                                    const memdiff_report_options *options);
 
 /* The same as one JSON object; schema in docs/json-report.md. */
-MEMDIFF_API int memdiff_report_json(const memdiff_diff *diff, FILE *out, unsigned flags);
+MEMDIFF_API int memdiff_report_json(const memdiff_diff *diff, FILE *out,
+                                    const memdiff_report_options *options);
+
+/* One snapshot: header, resident, private, shared, swapped (and PSS where known) per category,
+ * and its blocks (adjacent regions of one category and label) or regions. */
+MEMDIFF_API int memdiff_snapshot_report_text(const memdiff_snapshot *snapshot, FILE *out,
+                                             const memdiff_report_options *options);
+MEMDIFF_API int memdiff_snapshot_report_json(const memdiff_snapshot *snapshot, FILE *out,
+                                             const memdiff_report_options *options);
 
 /* text (NULL as "") as one line of printable text, as memdiff prints labels, paths and host
  * names from a target or a file: control bytes and invalid UTF-8 as \xNN, a backslash doubled

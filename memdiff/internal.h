@@ -484,6 +484,42 @@ int memdiff__snapshot_take_flags(const memdiff_options *options, unsigned flags,
 /* The name of one MEMDIFF_PAGE_* bit ("present", "soft-dirty"), or NULL for an unknown bit. */
 const char *memdiff__page_attr_name(unsigned bit);
 
+/* ---- what reports list (report_select.c) ----------------------------------------------- */
+
+/* options (NULL: MEMDIFF_REPORT_OPTIONS_INIT) checked into *out: MEMDIFF_OK, or MEMDIFF_EINVAL
+ * with detail prefixed with who for unknown flags, sort or categories. */
+int memdiff__report_options(const memdiff_report_options *in, const char *who,
+                            memdiff_report_options *out);
+
+/* Whether the options list category (its blocks and its table row). */
+int memdiff__report_lists(const memdiff_report_options *o, memdiff_category category);
+
+/* The blocks of diff a report lists, in its order: filtered by category, sorted, cut to the
+ * top; an array of *n pointers into the diff in scratch. MEMDIFF_OK or MEMDIFF_ENOMEM. */
+int memdiff__report_diff_blocks(const memdiff_diff *diff, const memdiff_report_options *o,
+                                memdiff__arena *scratch, const memdiff_block ***out, size_t *n);
+
+/* A snapshot's block: adjacent regions of one category and label, or one region
+ * (MEMDIFF_REPORT_REGIONS); r has the first's start, the last's end, the figures summed. */
+typedef struct memdiff__snap_block {
+    memdiff_region r;
+    size_t regions;
+} memdiff__snap_block;
+
+/* The blocks of snapshot s a report lists (Own left out), in its order, in scratch. MEMDIFF_OK,
+ * MEMDIFF_ENOMEM, or the status of reading a region. */
+int memdiff__report_snapshot_blocks(const memdiff_snapshot *s, const memdiff_report_options *o,
+                                    memdiff__arena *scratch, memdiff__snap_block **out, size_t *n);
+
+/* A snapshot's figures per category (saturating sums of its regions'). */
+typedef struct memdiff__snap_sum {
+    uint64_t resident_bytes, private_bytes, shared_bytes, swapped_bytes, pss_bytes;
+    size_t regions;
+} memdiff__snap_sum;
+
+void memdiff__report_snapshot_sums(const memdiff_snapshot *s,
+                                   memdiff__snap_sum sums[MEMDIFF_CAT_COUNT]);
+
 /* ---- assertions and filters (assert.c, filter.c, bracket.c) ----------------------------- */
 
 /* Room for one number with thousands separators and a sign ("-9,223,372,036,854,775,808"). */

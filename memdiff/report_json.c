@@ -263,13 +263,24 @@ static void put_block(FILE *out, const memdiff_block *k, int verbose, int pss,
     fputc('}', out);
 }
 
-int memdiff_report_json(const memdiff_diff *diff, FILE *out, unsigned flags)
+int memdiff_report_json(const memdiff_diff *diff, FILE *out,
+                        const memdiff_report_options *options)
 {
     if (!diff || !out)
         return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_report_json: NULL argument");
-    if (flags & ~MEMDIFF_REPORT_NO_HEADER)
-        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_report_json: unknown flags 0x%x",
-                                  flags & ~MEMDIFF_REPORT_NO_HEADER);
+    memdiff_report_options o;
+    int rc = memdiff__report_options(options, "memdiff_report_json", &o);
+    if (rc != MEMDIFF_OK)
+        return rc;
+    memdiff__arena scratch = MEMDIFF__ARENA_INIT;
+    const memdiff_block **list;
+    size_t n;
+    rc = memdiff__report_diff_blocks(diff, &o, &scratch, &list, &n);
+    if (rc != MEMDIFF_OK) {
+        memdiff__arena_release(&scratch);
+        return rc;
+    }
+    unsigned flags = o.flags;
     int verbose = (diff->flags & MEMDIFF_COMPARE_VERBOSE) != 0;
     fputs("{\n  \"version\": 2,\n", out);
     if (!(flags & MEMDIFF_REPORT_NO_HEADER)) {
@@ -287,12 +298,12 @@ int memdiff_report_json(const memdiff_diff *diff, FILE *out, unsigned flags)
     if (diff->bracket)
         put_bracket(out, diff);
     fputs("  \"blocks\": [", out);
-    for (size_t i = 0; i < diff->block_count; i++) {
+    for (size_t i = 0; i < n; i++) {
         fputs(i ? ",\n" : "\n", out);
-        put_block(out, &diff->blocks[i], verbose, pss,
-                  diff->bracket ? &diff->blocks[i].impact : NULL);
+        put_block(out, list[i], verbose, pss, diff->bracket ? &list[i]->impact : NULL);
     }
-    fputs(diff->block_count ? "\n  ]\n}\n" : "]\n}\n", out);
+    fputs(n ? "\n  ]\n}\n" : "]\n}\n", out);
+    memdiff__arena_release(&scratch);
     /* A stream reports write errors late (buffered): flush before asking. */
     if (fflush(out) != 0 || ferror(out))
         return memdiff__set_error(MEMDIFF_EIO, "memdiff_report_json: writing the report failed");

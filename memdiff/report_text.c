@@ -519,20 +519,24 @@ static int hex_digits(uint64_t v)
     return n;
 }
 
-static void put_blocks(const memdiff_diff *diff, FILE *out)
+static void put_blocks(const memdiff_diff *diff, const memdiff_block *const *list, size_t n,
+                       FILE *out)
 {
     int verbose = (diff->flags & MEMDIFF_COMPARE_VERBOSE) != 0;
-    size_t n = diff->block_count;
     if (n == 0) {
         fputs("Blocks: none\n", out);
         return;
     }
-    fprintf(out, "Blocks (%zu, %s):\n", n,
-            verbose ? "contiguous pages with identical attributes" : "by allocation unit");
+    if (n < diff->block_count)
+        fprintf(out, "Blocks (%zu of %zu, %s):\n", n, diff->block_count,
+                verbose ? "contiguous pages with identical attributes" : "by allocation unit");
+    else
+        fprintf(out, "Blocks (%zu, %s):\n", n,
+                verbose ? "contiguous pages with identical attributes" : "by allocation unit");
     char size[NUM_MAX], change[CHANGE_MAX], attrs[ATTRS_MAX], touched[NUM_MAX];
     int wa = 8, ws = 0, wc = 0, wh = 0, wt = 0, wr = 0;
     for (size_t i = 0; i < n; i++) {
-        const memdiff_block *k = &diff->blocks[i];
+        const memdiff_block *k = list[i];
         wa = MEMDIFF__MAX(wa, hex_digits(k->end));
         ws = MEMDIFF__MAX(ws, (int)strlen(block_size(size, k)));
         if (diff->bracket)
@@ -543,7 +547,7 @@ static void put_blocks(const memdiff_diff *diff, FILE *out)
             wt = MEMDIFF__MAX(wt, (int)strlen(block_attrs(attrs, k)));
     }
     for (size_t i = 0; i < n; i++) {
-        const memdiff_block *k = &diff->blocks[i];
+        const memdiff_block *k = list[i];
         int labelled = k->label && k->label[0];
         fprintf(out, "  0x%0*" PRIx64 "-0x%0*" PRIx64 "  %*s  ", wa, k->start, wa, k->end, ws,
                 block_size(size, k));
@@ -566,14 +570,24 @@ static void put_blocks(const memdiff_diff *diff, FILE *out)
     }
 }
 
-int memdiff_report_text(const memdiff_diff *diff, FILE *out, unsigned flags)
+int memdiff_report_text(const memdiff_diff *diff, FILE *out,
+                        const memdiff_report_options *options)
 {
     if (!diff || !out)
         return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_report_text: NULL argument");
-    if (flags & ~MEMDIFF_REPORT_NO_HEADER)
-        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_report_text: unknown flags 0x%x",
-                                  flags & ~MEMDIFF_REPORT_NO_HEADER);
-    if (!(flags & MEMDIFF_REPORT_NO_HEADER))
+    memdiff_report_options o;
+    int rc = memdiff__report_options(options, "memdiff_report_text", &o);
+    if (rc != MEMDIFF_OK)
+        return rc;
+    memdiff__arena scratch = MEMDIFF__ARENA_INIT;
+    const memdiff_block **list;
+    size_t n;
+    rc = memdiff__report_diff_blocks(diff, &o, &scratch, &list, &n);
+    if (rc != MEMDIFF_OK) {
+        memdiff__arena_release(&scratch);
+        return rc;
+    }
+    if (!(o.flags & MEMDIFF_REPORT_NO_HEADER))
         put_header(diff, out);
     put_summary(diff, out);
     if (diff->bracket)
@@ -583,9 +597,12 @@ int memdiff_report_text(const memdiff_diff *diff, FILE *out, unsigned flags)
     } else {
         fputc('\n', out);
         put_table(diff, out);
-        fputc('\n', out);
-        put_blocks(diff, out);
+        if (!(o.flags & MEMDIFF_REPORT_NO_BLOCKS)) {
+            fputc('\n', out);
+            put_blocks(diff, list, n, out);
+        }
     }
+    memdiff__arena_release(&scratch);
     /* A stream reports write errors late (buffered): flush before asking. */
     if (fflush(out) != 0 || ferror(out))
         return memdiff__set_error(MEMDIFF_EIO, "memdiff_report_text: writing the report failed");

@@ -1,9 +1,9 @@
 #!/bin/sh
 # Installs what building memdiff and its tests needs on Debian/Ubuntu: a C compiler, CMake,
-# pkg-config, Check (tests only), uthash (a header) and python3 (CI's layer check). Uses sudo
-# when not root.
+# pkg-config, Check (tests only), uthash (a header), python3 (CI's layer check) and groff-base
+# (the tests render the man page). Uses sudo when not root.
 set -eu
-pkgs="build-essential cmake pkg-config check uthash-dev python3"
+pkgs="build-essential cmake pkg-config check uthash-dev python3 groff-base"
 missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

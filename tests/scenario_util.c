@@ -5,6 +5,7 @@
 #include <grp.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -195,7 +196,9 @@ char *scn_report(const memdiff_diff *d, unsigned flags)
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     ck_assert_ptr_nonnull(f);
-    int rc = memdiff_report_text(d, f, flags);
+    memdiff_report_options o = MEMDIFF_REPORT_OPTIONS_INIT;
+    o.flags = flags;
+    int rc = memdiff_report_text(d, f, &o);
     fclose(f);
     ck_assert_msg(rc == MEMDIFF_OK, "report: %s", memdiff_status_name(rc));
     return buf;
@@ -343,4 +346,23 @@ const char *scn_disk_tmpdir(void)
     }
     ck_abort_msg("no writable directory on a disk file system for the file-mapping scenario");
     return NULL;
+}
+
+int scn_sh(char *out, size_t size, const char *fmt, ...)
+{
+    char cmd[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    int len = vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    ck_assert_msg(len >= 0 && (size_t)len < sizeof cmd, "command too long: %.200s", cmd);
+    fflush(NULL);
+    FILE *p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    size_t n = fread(out, 1, size - 1, p);
+    out[n] = '\0';
+    while (fgetc(p) != EOF) /* the rest, so that the command never blocks writing it */
+        ;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }

@@ -93,6 +93,14 @@ size_t scn_read_message(int fd, char *buf, size_t size);
  * child). Returns as scn_as_nobody(), which is this with a drop to nobody. */
 const char *scn_in_child(const char *(*drop)(void), const char *(*fn)(void *arg), void *arg);
 
+/* Runs the shell command fmt (sh -c, through popen), its standard output into out (cut at
+ * size - 1 bytes, NUL-terminated). Returns its exit status, -1 when it did not exit. */
+int scn_sh(char *out, size_t size, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
 /* Starts argv[0] (execv) in a child that dies with the caller (PR_SET_PDEATHSIG), its stdin
  * and stdout on pipes: *to_child writes to its stdin (closing it ends a reader of stdin),
  * *from_child reads its stdout. Returns its pid, or -1 when a pipe or the fork failed. */

@@ -29,6 +29,8 @@
     X(moving_pages)            \
     X(cow)                     \
     X(optimizer)               \
+    X(manual)                  \
+    X(names)                   \
     X(pss)
 
 /* UNDER_ASAN: 1 in an AddressSanitizer build (gcc or clang), whose shadow mappings make some

@@ -559,10 +559,10 @@ START_TEST(show_and_diff_escape_hostile_files)
 END_TEST
 
 /* A live process maps a file whose name holds ESC sequences, a newline (which the kernel's maps
- * writes as \012), a raw CSI (0x9B), CSI as UTF-8 (C2 9B), invalid UTF-8 and "\x41" spelt out:
- * snap + show, diff and watch print the name escaped. */
+ * writes as \012, decoded back), a raw CSI (0x9B), CSI as UTF-8 (C2 9B), invalid UTF-8 and
+ * "\x41" spelt out: snap + show, diff and watch print the name escaped. */
 #define LIVE_NAME "evil\x1b]0;owned\x07\x1b[2J\n\x9b" "31m\xc2\x9b" "1m\xff\xc0\xaf\\x41.bin"
-#define LIVE_SHOWN "/evil\\x1b]0;owned\\x07\\x1b[2J\\012\\x9b31m\\xc2\\x9b1m\\xff\\xc0\\xaf" \
+#define LIVE_SHOWN "/evil\\x1b]0;owned\\x07\\x1b[2J\\x0a\\x9b31m\\xc2\\x9b1m\\xff\\xc0\\xaf" \
                    "\\\\x41.bin\n"
 
 START_TEST(live_hostile_file_name_is_escaped)

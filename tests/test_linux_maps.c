@@ -1,10 +1,13 @@
 /* test_linux_maps.c - the /proc/PID/maps parser on constructed text, and on a real mapping of a
  * file with a hostile name. */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -26,7 +29,16 @@ static void teardown(void)
 
 static int parse(const char *text, memdiff__plat_region **r, size_t *n)
 {
-    return memdiff__linux_parse_maps(text, strlen(text), &arena, r, n);
+    return memdiff__linux_parse_maps(text, strlen(text), &arena, r, n, NULL);
+}
+
+/* Parses text, which must parse; the number of regions whose path had the kernel's escape. */
+static size_t parse_escaped(const char *text, memdiff__plat_region **r, size_t *n)
+{
+    size_t escaped = 99;
+    ck_assert_int_eq(memdiff__linux_parse_maps(text, strlen(text), &arena, r, n, &escaped),
+                     MEMDIFF_OK);
+    return escaped;
 }
 
 static void expect_format_error(const char *text, const char *line_tag)
@@ -94,7 +106,7 @@ START_TEST(paths_with_spaces_and_deleted_text)
         "00404000-00405000 r--p 00000000 08:01 15   /tmp/new\\012line\n";
     memdiff__plat_region *r;
     size_t n;
-    ck_assert_int_eq(parse(text, &r, &n), MEMDIFF_OK);
+    ck_assert_uint_eq(parse_escaped(text, &r, &n), 1); /* the last line */
     ck_assert_uint_eq(n, 5);
     ck_assert_str_eq(r[0].path, "/home/u/my files/a b.so");
     ck_assert_uint_eq(r[0].flags & MEMDIFF__RF_DELETED, 0);
@@ -105,7 +117,28 @@ START_TEST(paths_with_spaces_and_deleted_text)
     ck_assert_str_eq(r[3].path, "/tmp/[heap]"); /* a file, not the brk heap */
     ck_assert_int_eq(r[3].hint, MEMDIFF__HINT_NONE);
     ck_assert_uint_eq(r[3].flags, MEMDIFF_REGION_FILE);
-    ck_assert_str_eq(r[4].path, "/tmp/new\\012line"); /* the kernel's escape is kept */
+    ck_assert_str_eq(r[4].path, "/tmp/new\nline"); /* the kernel's escape decoded */
+}
+END_TEST
+
+/* Only the kernel's one escape, \012, is decoded; any other backslash is the name's (mangle_path
+ * escapes only the bytes seq_path was given: a newline). */
+START_TEST(only_the_newline_escape_is_decoded)
+{
+    const char *text =
+        "00400000-00401000 r--p 00000000 08:01 11   /a\\012\\\\012\\0123\\n\\01\\\n"
+        "00401000-00402000 r--p 00000000 08:01 12   /b\\11\\040\\x41\\\\ (deleted)\n"
+        "00402000-00403000 r--p 00000000 08:01 13   /c\\01\n";
+    memdiff__plat_region *r;
+    size_t n;
+    ck_assert_uint_eq(parse_escaped(text, &r, &n), 1);
+    ck_assert_uint_eq(n, 3);
+    /* "\\012" is a backslash, then an escaped newline; "\0123" a newline and "3"; "\n",
+     * "\01" and a last backslash stay as they are. */
+    ck_assert_str_eq(r[0].path, "/a\n\\\n\n3\\n\\01\\");
+    ck_assert_str_eq(r[1].path, "/b\\11\\040\\x41\\\\");
+    ck_assert_uint_ne(r[1].flags & MEMDIFF__RF_DELETED, 0);
+    ck_assert_str_eq(r[2].path, "/c\\01");
 }
 END_TEST
 
@@ -188,14 +221,15 @@ START_TEST(honours_len_without_terminator)
         memcpy(text, lines[i], len);
         memdiff__plat_region *r;
         size_t n;
-        int rc = memdiff__linux_parse_maps(text, len, &arena, &r, &n);
+        int rc = memdiff__linux_parse_maps(text, len, &arena, &r, &n, NULL);
         ck_assert_int_eq(rc, i < 2 ? MEMDIFF_OK : MEMDIFF_EFORMAT);
     }
     /* len shorter than the text: what follows is not looked at */
     const char *two = "00400000-00401000 r--p 00000000 08:01 11 /a\nGARBAGE";
     memdiff__plat_region *r;
     size_t n;
-    ck_assert_int_eq(memdiff__linux_parse_maps(two, strlen(two) - 7, &arena, &r, &n), MEMDIFF_OK);
+    ck_assert_int_eq(memdiff__linux_parse_maps(two, strlen(two) - 7, &arena, &r, &n, NULL),
+                     MEMDIFF_OK);
     ck_assert_uint_eq(n, 1);
     munmap(mem, (size_t)ps * 2);
 }
@@ -229,7 +263,7 @@ START_TEST(malformed_lines)
     static const char nul[] = "00400000-00401000 r--p 00000000 08:01 11 /a\0b\n";
     memdiff__plat_region *r;
     size_t n;
-    ck_assert_int_eq(memdiff__linux_parse_maps(nul, sizeof nul - 1, &arena, &r, &n),
+    ck_assert_int_eq(memdiff__linux_parse_maps(nul, sizeof nul - 1, &arena, &r, &n, NULL),
                      MEMDIFF_EFORMAT);
     ck_assert_ptr_nonnull(strstr(memdiff_last_error(), "maps line 1: NUL byte"));
 }
@@ -255,6 +289,29 @@ START_TEST(huge_addresses)
     ck_assert_uint_eq(r[1].dev, (0xfffull << 32) | 0xfffff);
 }
 END_TEST
+
+/* The regions of this process (proc_root NULL) or of a fixture tree's "self". */
+static void regions_of(const char *proc_root, memdiff__plat_region **r, size_t *n)
+{
+    memdiff__open_args args = {0, proc_root, NULL, 0};
+    memdiff__proc *proc;
+    memdiff__caps caps;
+    ck_assert_int_eq(memdiff__plat_open(&args, &arena, &proc, &caps), MEMDIFF_OK);
+    ck_assert_int_eq(memdiff__plat_regions(proc, &arena, r, n), MEMDIFF_OK);
+    memdiff__plat_close(proc);
+}
+
+/* A new file at path, one page long, mapped shared and read-only. */
+static void *map_new_file(const char *path, long ps)
+{
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+    ck_assert_msg(fd >= 0, "cannot create %s", path);
+    ck_assert_int_eq(ftruncate(fd, ps), 0);
+    void *p = mmap(NULL, (size_t)ps, PROT_READ, MAP_SHARED, fd, 0);
+    ck_assert_ptr_ne(p, MAP_FAILED);
+    close(fd);
+    return p;
+}
 
 START_TEST(fixture_regions)
 {
@@ -288,37 +345,27 @@ static const memdiff__plat_region *find_start(const memdiff__plat_region *r, siz
     return NULL;
 }
 
-/* A file whose name holds spaces, " (deleted)", brackets and a newline, mapped for real. */
+/* A file whose name holds spaces, " (deleted)", brackets and a newline, mapped for real: the
+ * path is the name's bytes. */
 START_TEST(hostile_names_in_real_maps)
 {
     char dir[] = "/tmp/memdiff-maps-XXXXXX";
     ck_assert_ptr_nonnull(mkdtemp(dir));
     char name1[256], name2[256], want1[256], want2[256];
     snprintf(name1, sizeof name1, "%s/a b (deleted) [x]\nline", dir);
-    snprintf(want1, sizeof want1, "%s/a b (deleted) [x]\\012line", dir);
+    snprintf(want1, sizeof want1, "%s/a b (deleted) [x]\nline", dir);
     snprintf(name2, sizeof name2, "%s/[heap] gone", dir);
     snprintf(want2, sizeof want2, "%s/[heap] gone", dir);
     long ps = sysconf(_SC_PAGESIZE);
     void *maps[2];
     const char *names[2] = {name1, name2};
-    for (int i = 0; i < 2; i++) {
-        int fd = open(names[i], O_RDWR | O_CREAT | O_TRUNC, 0600);
-        ck_assert_int_ge(fd, 0);
-        ck_assert_int_eq(ftruncate(fd, ps), 0);
-        maps[i] = mmap(NULL, (size_t)ps, PROT_READ, MAP_SHARED, fd, 0);
-        ck_assert_ptr_ne(maps[i], MAP_FAILED);
-        close(fd);
-    }
+    for (int i = 0; i < 2; i++)
+        maps[i] = map_new_file(names[i], ps);
     ck_assert_int_eq(unlink(name2), 0);
 
-    memdiff__open_args args = {0, NULL, NULL, 0};
-    memdiff__proc *proc;
-    memdiff__caps caps;
-    ck_assert_int_eq(memdiff__plat_open(&args, &arena, &proc, &caps), MEMDIFF_OK);
     memdiff__plat_region *r;
     size_t n;
-    ck_assert_int_eq(memdiff__plat_regions(proc, &arena, &r, &n), MEMDIFF_OK);
-    memdiff__plat_close(proc);
+    regions_of(NULL, &r, &n);
 
     const memdiff__plat_region *a = find_start(r, n, maps[0]);
     ck_assert_ptr_nonnull(a);
@@ -339,6 +386,160 @@ START_TEST(hostile_names_in_real_maps)
 }
 END_TEST
 
+/* Names the kernel's maps cannot tell apart: \012 is a newline or those four bytes. Each region's
+ * path is the reading that names its file (by device and inode); a deleted file, which no
+ * reading names any more, keeps every \012 decoded as a newline (docs/categories.md). */
+START_TEST(escapes_resolved_against_the_file)
+{
+    char dir[] = "/tmp/memdiff-esc-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    static const char *const base[] = {
+        "pair\nx",        /* a newline ...                                  */
+        "pair\\012x",     /* ... and, beside it, the four bytes spelt out   */
+        "mixed\\012a\nb", /* one of each: a reading neither all nor none    */
+        "gone\\012y",     /* unlinked below: no reading names it            */
+    };
+    static const char *const want[] = {"pair\nx", "pair\\012x", "mixed\\012a\nb", "gone\ny"};
+    enum { N = sizeof base / sizeof base[0] };
+    char names[N][256];
+    void *maps[N];
+    long ps = sysconf(_SC_PAGESIZE);
+    for (int i = 0; i < N; i++) {
+        snprintf(names[i], sizeof names[i], "%s/%s", dir, base[i]);
+        maps[i] = map_new_file(names[i], ps);
+    }
+    ck_assert_int_eq(unlink(names[3]), 0);
+
+    memdiff__plat_region *r;
+    size_t n;
+    regions_of(NULL, &r, &n);
+
+    for (int i = 0; i < N; i++) {
+        char path[256];
+        snprintf(path, sizeof path, "%s/%s", dir, want[i]);
+        const memdiff__plat_region *a = find_start(r, n, maps[i]);
+        ck_assert_ptr_nonnull(a);
+        ck_assert_msg(strcmp(a->path, path) == 0, "region %d: path \"%s\", want \"%s\"", i,
+                      a->path, path);
+        munmap(maps[i], (size_t)ps);
+        if (i != 3)
+            unlink(names[i]);
+    }
+    rmdir(dir);
+}
+END_TEST
+
+/* The readings are looked up in the process's root (<dir>/root), not in the caller's: a fixture
+ * tree whose root holds "/data/a\012b" spelt out, and whose maps names it by that file's device
+ * and inode. The caller's / has no /data/a\012b, and the tree's root no "/data/a<newline>b", so
+ * only a lookup under the tree's root finds the four bytes. Its mountinfo says the device is no
+ * FUSE mount (when /tmp is a tmpfs, whose device has major 0). */
+START_TEST(escapes_resolved_under_the_process_root)
+{
+    char tree[] = "/tmp/memdiff-root-XXXXXX", path[512], cmd[640];
+    ck_assert_ptr_nonnull(mkdtemp(tree));
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s/self/root/data' && cp '%s/pages/self/status' "
+             "'%s/pages/self/pagemap' '%s/self/'", tree, MEMDIFF_TEST_FIXTURES,
+             MEMDIFF_TEST_FIXTURES, tree);
+    ck_assert_int_eq(system(cmd), 0);
+    snprintf(path, sizeof path, "%s/self/root/data/a\\012b", tree);
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+    ck_assert_int_ge(fd, 0);
+    struct stat st;
+    ck_assert_int_eq(fstat(fd, &st), 0);
+    close(fd);
+    unsigned maj = major(st.st_dev), min = minor(st.st_dev);
+    snprintf(path, sizeof path, "%s/self/maps", tree);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "00400000-00401000 r--s 00000000 %02x:%02x %llu   /data/a\\012b\n", maj, min,
+            (unsigned long long)st.st_ino);
+    fprintf(f, "00401000-00402000 r--s 00000000 %02x:%02x %llu   /data/c\\012d\n", maj, min,
+            (unsigned long long)st.st_ino);
+    ck_assert_int_eq(fclose(f), 0);
+    snprintf(path, sizeof path, "%s/self/mountinfo", tree);
+    f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "21 1 %u:%u / / rw,relatime shared:1 - ext4 /dev/root rw\n", maj, min);
+    ck_assert_int_eq(fclose(f), 0);
+
+    memdiff__plat_region *r;
+    size_t n;
+    regions_of(tree, &r, &n);
+    ck_assert_uint_eq(n, 2);
+    ck_assert_str_eq(r[0].path, "/data/a\\012b"); /* the file under the tree's root */
+    ck_assert_str_eq(r[1].path, "/data/c\nd");    /* no such file: the newline reading */
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tree);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+/* The open hook for the bounded lookups: counts the lookups of readings (under <dir>/root/) and
+ * fails them when told to, as for a file renamed since. */
+static unsigned lookups;
+static int fail_lookups;
+
+static int count_lookups(const char *path, int flags)
+{
+    if (!(flags & O_PATH) || !strstr(path, "/root/"))
+        return MEMDIFF__LINUX_OPEN_PASS;
+    lookups++;
+    if (!fail_lookups)
+        return MEMDIFF__LINUX_OPEN_PASS;
+    errno = ENOENT;
+    return -1;
+}
+
+/* This process's regions, read with the lookups counted (and failed when fail); their count. */
+static unsigned counted_regions(int fail, memdiff__plat_region **r, size_t *n)
+{
+    lookups = 0;
+    fail_lookups = fail;
+    memdiff__linux_open_hook = count_lookups;
+    regions_of(NULL, r, n);
+    memdiff__linux_open_hook = NULL;
+    return lookups;
+}
+
+/* A name with 7 escapes gets two lookups (all newlines, all \012), and keeps the newlines when
+ * it is neither; every reading of up to 6 is tried; a region list gets 4096 lookups at most. */
+START_TEST(lookups_are_bounded)
+{
+    char dir[] = "/tmp/memdiff-bound-XXXXXX", path[256];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    long ps = sysconf(_SC_PAGESIZE);
+    /* Seven: three newlines and four \012, mixed. */
+    snprintf(path, sizeof path, "%s/seven\n\\012\n\\012\n\\012\\012", dir);
+    void *seven = map_new_file(path, ps);
+    memdiff__plat_region *r;
+    size_t n;
+    ck_assert_uint_eq(counted_regions(0, &r, &n), 2);
+    const memdiff__plat_region *a = find_start(r, n, seven);
+    ck_assert_ptr_nonnull(a);
+    ck_assert_str_eq(strrchr(a->path, '/'), "/seven\n\n\n\n\n\n\n");
+    munmap(seven, (size_t)ps);
+    unlink(path);
+
+    /* 70 files of 6 escapes whose every lookup fails: 64 each, 4480 in all, cut at 4096. */
+    enum { FILES = 70 };
+    void *maps[FILES];
+    for (int i = 0; i < FILES; i++) {
+        snprintf(path, sizeof path, "%s/%02d\n\n\n\n\n\n", dir, i);
+        maps[i] = map_new_file(path, ps);
+    }
+    ck_assert_uint_eq(counted_regions(1, &r, &n), 4096);
+    for (int i = 0; i < FILES; i++) { /* and every path keeps its newlines */
+        a = find_start(r, n, maps[i]);
+        ck_assert_ptr_nonnull(a);
+        snprintf(path, sizeof path, "%s/%02d\n\n\n\n\n\n", dir, i);
+        ck_assert_str_eq(a->path, path);
+        munmap(maps[i], (size_t)ps);
+        unlink(path);
+    }
+    rmdir(dir);
+}
+END_TEST
+
 Suite *linux_maps_suite(void)
 {
     Suite *s = suite_create("linux_maps");
@@ -346,6 +547,7 @@ Suite *linux_maps_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, ordinary_lines);
     tcase_add_test(tc, paths_with_spaces_and_deleted_text);
+    tcase_add_test(tc, only_the_newline_escape_is_decoded);
     tcase_add_test(tc, bracket_names_and_shared_memory);
     tcase_add_test(tc, last_line_without_newline);
     tcase_add_test(tc, honours_len_without_terminator);
@@ -359,6 +561,9 @@ Suite *linux_maps_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, fixture_regions);
     tcase_add_test(tc, hostile_names_in_real_maps);
+    tcase_add_test(tc, escapes_resolved_against_the_file);
+    tcase_add_test(tc, escapes_resolved_under_the_process_root);
+    tcase_add_test(tc, lookups_are_bounded);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -103,14 +103,16 @@ static memdiff_diff *sample_diff(unsigned flags, uint64_t time_before, uint64_t 
     return d;
 }
 
-typedef int (*writer)(const memdiff_diff *, FILE *, unsigned);
+typedef int (*writer)(const memdiff_diff *, FILE *, const memdiff_report_options *);
 
 /* What writer prints for d, as a NUL-terminated string the caller frees. */
 static char *render(writer w, const memdiff_diff *d, unsigned flags, size_t *len)
 {
     FILE *f = tmpfile();
     ck_assert_ptr_nonnull(f);
-    ck_assert_int_eq(w(d, f, flags), MEMDIFF_OK);
+    memdiff_report_options o = MEMDIFF_REPORT_OPTIONS_INIT;
+    o.flags = flags;
+    ck_assert_int_eq(w(d, f, &o), MEMDIFF_OK);
     long size = ftell(f);
     ck_assert_int_ge(size, 0);
     char *buf = malloc((size_t)size + 1);
@@ -459,10 +461,18 @@ START_TEST(invalid_arguments)
     memdiff_diff *d = sample_diff(0, 0, 0);
     ck_assert_int_eq(memdiff_report_text(NULL, stdout, 0), MEMDIFF_EINVAL);
     ck_assert_int_eq(memdiff_report_text(d, NULL, 0), MEMDIFF_EINVAL);
-    ck_assert_int_eq(memdiff_report_text(d, stdout, 0x100), MEMDIFF_EINVAL);
+    memdiff_report_options bad = MEMDIFF_REPORT_OPTIONS_INIT;
+    bad.flags = 0x100;
+    ck_assert_int_eq(memdiff_report_text(d, stdout, &bad), MEMDIFF_EINVAL);
     ck_assert_int_eq(memdiff_report_json(NULL, stdout, 0), MEMDIFF_EINVAL);
     ck_assert_int_eq(memdiff_report_json(d, NULL, 0), MEMDIFF_EINVAL);
-    ck_assert_int_eq(memdiff_report_json(d, stdout, 0x100), MEMDIFF_EINVAL);
+    ck_assert_int_eq(memdiff_report_json(d, stdout, &bad), MEMDIFF_EINVAL);
+    bad.flags = 0;
+    bad.sort = (memdiff_sort)9;
+    ck_assert_int_eq(memdiff_report_text(d, stdout, &bad), MEMDIFF_EINVAL);
+    bad.sort = MEMDIFF_SORT_ADDRESS;
+    bad.categories = 1u << MEMDIFF_CAT_COUNT;
+    ck_assert_int_eq(memdiff_report_json(d, stdout, &bad), MEMDIFF_EINVAL);
     memdiff_diff_free(d);
 }
 END_TEST

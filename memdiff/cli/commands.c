@@ -236,13 +236,14 @@ static int compare_and_report(const args *a, const memdiff_snapshot *before,
     }
     if (rc)
         return cli_error(a->cmd, rc, "cannot compare");
-    unsigned rflags = a->no_header ? MEMDIFF_REPORT_NO_HEADER : 0;
+    memdiff_report_options ro = MEMDIFF_REPORT_OPTIONS_INIT;
+    ro.flags = a->no_header ? MEMDIFF_REPORT_NO_HEADER : 0;
     if (a->brief)
         brief_line(d, stdout);
     else if (a->json)
-        rc = memdiff_report_json(d, stdout, rflags);
+        rc = memdiff_report_json(d, stdout, &ro);
     else
-        rc = memdiff_report_text(d, stdout, rflags);
+        rc = memdiff_report_text(d, stdout, &ro);
     if (rc) {
         memdiff_diff_free(d);
         return cli_error(a->cmd, rc, "cannot write the report");

@@ -1,6 +1,7 @@
 /*
  * main.c - the memdiff command-line tool: snapshot a running process into a file, diff two
- * files, show one, or watch a live process for growth. docs/cli.md is its manual.
+ * files, show one, or watch a live process for growth. docs/memdiff.1 is its manual (man
+ * memdiff), docs/cli.md its guide.
  */
 #include <stdarg.h>
 #include <stdlib.h>
@@ -24,10 +25,10 @@ static const char tool_help[] =
     "\n"
     "options:\n"
     "  --help, -h      show help (after a command: that command's)\n"
-    "  --version       show the version of memdiff and of its snapshot file format\n"
+    "  --version, -V   show the version of memdiff and of its snapshot file format\n"
     "\n"
     "exit status: 0 ok, 1 a --fail-on condition held, 2 usage error or failure.\n"
-    "Documentation: docs/cli.md, docs/file-format.md.\n";
+    "The manual: man memdiff.\n";
 
 static const char snap_help[] =
     "usage: memdiff snap PID -o FILE [--depth fast|standard|deep] [--pss] [--quiet]\n"
@@ -43,7 +44,8 @@ static const char snap_help[] =
     "                     mapping from /proc/PID/smaps (costs about a page walk more)\n"
     "  -q, --quiet        print nothing on success\n"
     "\n"
-    "Reading another process needs the right to ptrace it (same user, or root).\n";
+    "Reading another process needs the right to ptrace it (same user, or root).\n"
+    "The manual: man memdiff.\n";
 
 static const char diff_help[] =
     "usage: memdiff diff A B [--verbose] [--json] [--force] [--fail-on EXPR]...\n"
@@ -52,7 +54,7 @@ static const char diff_help[] =
     "freed, net, per category, per block (\"-\" reads one of them from standard input).\n"
     "\n"
     "  -v, --verbose      blocks are runs of pages with equal attributes, with the attributes\n"
-    "      --json         the report as one JSON object (docs/json-report.md)\n"
+    "      --json         the report as one JSON object\n"
     "      --no-header    leave out the snapshot header lines\n"
     "  -f, --force        compare snapshots of different processes or hosts\n"
     "      --fail-on EXPR exit 1 when EXPR holds; may be repeated\n"
@@ -62,7 +64,7 @@ static const char diff_help[] =
     "net-private (new private - freed: what a leak leaves), private (new private bytes),\n"
     "shared (new shared bytes) or replaced; OP >, >=, <, <=, ==, !=; SIZE bytes with an\n"
     "optional K, M, G, T suffix (binary). Examples: 'net>1M', 'heap.net>0',\n"
-    "'private.new>=512K', 'total.freed>10M', 'net-private>0'.\n";
+    "'private.new>=512K', 'total.freed>10M', 'net-private>0'. The manual: man memdiff.\n";
 
 static const char show_help[] =
     "usage: memdiff show FILE [--json] [--regions]\n"
@@ -72,7 +74,9 @@ static const char show_help[] =
     "and label) with their sizes.\n"
     "\n"
     "      --json         as one JSON object\n"
-    "  -r, --regions      every region rather than blocks\n";
+    "  -r, --regions      every region rather than blocks\n"
+    "\n"
+    "The manual: man memdiff.\n";
 
 static const char watch_help[] =
     "usage: memdiff watch PID --interval T [--count N] [--baseline first|previous]\n"
@@ -90,7 +94,9 @@ static const char watch_help[] =
     "  -v, --verbose      verbose diffs (runs of pages with equal attributes)\n"
     "      --brief        one line per diff: net change and the categories that changed\n"
     "      --no-header    leave out the snapshot header lines of each report\n"
-    "      --fail-on EXPR stop with exit 1 when EXPR holds for a diff (see memdiff diff --help)\n";
+    "      --fail-on EXPR stop with exit 1 when EXPR holds for a diff (see memdiff diff --help)\n"
+    "\n"
+    "The manual: man memdiff.\n";
 
 static const char wss_help[] =
     "usage: memdiff wss PID [--interval T] [--count N] [--cumulative | --profile] [--times]\n"
@@ -107,7 +113,7 @@ static const char wss_help[] =
     "  -t, --times        also show Slp(s), the time slept, and Dur(s), clear to end of read\n"
     "\n"
     "Clearing referenced bits disturbs the kernel's page aging for the process and needs the\n"
-    "process's owner or root (docs/reference-set.md).\n";
+    "process's owner or root. The manual: man memdiff.\n";
 
 static const struct {
     const char *name;
@@ -185,7 +191,7 @@ int main(int argc, char **argv)
         cli_help(NULL, stdout);
         return CLI_EXIT_OK;
     }
-    if (strcmp(cmd, "--version") == 0) {
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0) {
         printf("memdiff %s (snapshot file format %d.%d)\n", memdiff_version(),
                MEMDIFF_FILE_VERSION_MAJOR, MEMDIFF_FILE_VERSION_MINOR);
         return CLI_EXIT_OK;

@@ -9,8 +9,9 @@
  * Files, each calling only those listed after it: heaps.c, modules.c, threads.c (attribution
  * and threads); walk.c and its stages (walk.h) and presence.c (the page walk, and which pages
  * attribution may read); refs.c (reference tracking); smaps.c (figures per mapping: usage,
- * PSS); transient.c (pages caught moving, read again); maps.c (the region list); proc.c (the open process, alive or not); procfs.c (files
- * and errors), radix.c (the frame sort) and os.c.
+ * PSS); transient.c (pages caught moving, read again); maps.c (the region list); paths.c (mapped
+ * files' paths); proc.c (the open process, alive or not); procfs.c (files and errors), radix.c
+ * (the frame sort) and os.c.
  *
  * Device numbers: /proc/PID/maps prints MAJOR(dev):MINOR(dev) in hex. memdiff__plat_region.dev
  * packs them as (major << 32) | minor; memdiff__linux_dev() packs a stat st_dev the same way so
@@ -363,10 +364,48 @@ memdiff__file_rule memdiff__linux_region_file_rule(const memdiff__proc *p, uint6
                                                    uint64_t end);
 
 /* Parses the text of a /proc/PID/maps file (len bytes, not necessarily NUL-terminated) into
- * regions allocated from arena, in ascending order. Paths keep the kernel's "\012" escape for a
- * newline; one trailing " (deleted)" is stripped into MEMDIFF__RF_DELETED. Errors:
- * MEMDIFF_EFORMAT with the line number in the detail, MEMDIFF_ENOMEM. */
+ * regions allocated from arena, in ascending order. The kernel's "\012" escape in a path is
+ * decoded as a newline, and *escaped (NULL: not wanted) counts the regions whose path had one
+ * (memdiff__linux_resolve_escapes picks the reading that is the file); one trailing
+ * " (deleted)" is stripped into MEMDIFF__RF_DELETED. Errors: MEMDIFF_EFORMAT with the line
+ * number in the detail, MEMDIFF_ENOMEM. */
 int memdiff__linux_parse_maps(const char *text, size_t len, memdiff__arena *arena,
-                              memdiff__plat_region **out, size_t *count);
+                              memdiff__plat_region **out, size_t *count, size_t *escaped);
+
+/* ---- mapped files' paths (paths.c) ------------------------------------------------------- */
+
+/* The process's <dir>/mountinfo, read on first need (memdiff__linux_served_by_a_process) from
+ * proc->scratch; start it zeroed, one per listing. */
+typedef struct memdiff__linux_mounts {
+    char *text;
+    size_t cap, len;
+    int state; /* 0: not read, 1: read, -1: unreadable */
+} memdiff__linux_mounts;
+
+/* Whether a file on device dev lies on a file system whose answers come from a process: FUSE
+ * (fuse, fuse.NAME; FS_USERNS_MOUNT since Linux 4.18), which a process can mount in a user
+ * namespace of its own and then stop answering. Looking its path up, or stat-ing the file,
+ * would then wait forever (request_wait_answer, fs/fuse/dev.c), so such a file is not touched.
+ * 1 too when the process's mountinfo cannot tell. Only a device of major 0 is looked for
+ * (FUSE's superblocks take an anonymous device; fuseblk's block device needs privilege to
+ * mount), so a file on a disk costs nothing here. */
+int memdiff__linux_served_by_a_process(memdiff__proc *proc, uint64_t dev,
+                                       memdiff__linux_mounts *m);
+
+/* An O_PATH fd (memdiff__linux_open_stat: nothing opened, no final symlink followed) of the
+ * regular file that absolute path names in the process's root (<dir>/root<path>), with its
+ * stat in *st, when it is the file of device dev and inode inode and lies on no file system a
+ * process serves; else -1. */
+int memdiff__linux_open_mapped(memdiff__proc *proc, const char *path, uint64_t dev,
+                               uint64_t inode, memdiff__linux_mounts *m, struct stat *st);
+
+/* For each region whose path memdiff__linux_parse_maps decoded (it holds a newline): the
+ * reading of the kernel's text (each \012 a newline or those four bytes) that names the
+ * mapped file itself (memdiff__linux_open_mapped), tried with every \012 a newline first;
+ * the decoded path stays when no reading does (a deleted file, one renamed since, a file
+ * system a process serves, a path the caller may not look up) and past 4096 lookups in one
+ * call. Errors: MEMDIFF_ENOMEM. */
+int memdiff__linux_resolve_escapes(memdiff__proc *proc, memdiff__arena *arena,
+                                   memdiff__plat_region *regions, size_t count);
 
 #endif /* MEMDIFF_LINUX_H */

@@ -3,10 +3,11 @@
  *
  * A line is "start-end perms offset major:minor inode", then, when the mapping has a name,
  * padding spaces and the name up to the newline. A file name may hold spaces, brackets and
- * " (deleted)" text; the kernel escapes only a newline, as "\012" (seq_path with "\n"), and that
- * escape is kept: unescaping would make "a\012b" and "a<newline>b" one path. The text comes from
- * a file the process can change while it is read, or from a fixture: every field is
- * bounds-checked against len and a malformed line is an error, never a guess.
+ * " (deleted)" text; the kernel escapes only a newline, as "\012" (seq_path with "\n"), which is
+ * decoded here as a newline; as a name may spell those four bytes too, paths.c then checks the
+ * readings against the file itself. The text comes from a file the process can change while
+ * it is read, or from a fixture: every field is bounds-checked against len and a malformed
+ * line is an error, never a guess.
  */
 #include <sched.h>
 #include <string.h>
@@ -123,9 +124,26 @@ static int is_sysv_name(const char *s, size_t n)
     return 1;
 }
 
-/* One line, without its newline. On failure *why says what was wrong. */
+/* Each \012 of p[0..len) as a newline, in place; the new length. */
+static size_t decode_newlines(char *p, size_t len)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (p[i] == '\\' && len - i >= 4 && memcmp(p + i + 1, "012", 3) == 0) {
+            p[o++] = '\n';
+            i += 3;
+        } else {
+            p[o++] = p[i];
+        }
+    }
+    p[o] = '\0';
+    return o;
+}
+
+/* One line, without its newline. On failure *why says what was wrong. *escaped is set when
+ * the path had the kernel's escape. */
 static int parse_line(const char *line, size_t len, memdiff__arena *arena, memdiff__plat_region *r,
-                      const char **why)
+                      const char **why, int *escaped)
 {
     cursor c = {line, line + len};
     uint64_t major, minor;
@@ -215,6 +233,9 @@ static int parse_line(const char *line, size_t len, memdiff__arena *arena, memdi
         char *p = memdiff__arena_strndup(arena, path, plen);
         if (!p)
             return -2;
+        /* Only a name with a backslash pays for the decoding. */
+        if (memchr(p, '\\', plen) && decode_newlines(p, plen) != plen)
+            *escaped = 1;
         r->path = p;
     }
     if (name_len) {
@@ -227,11 +248,11 @@ static int parse_line(const char *line, size_t len, memdiff__arena *arena, memdi
 }
 
 int memdiff__linux_parse_maps(const char *text, size_t len, memdiff__arena *arena,
-                              memdiff__plat_region **out, size_t *count)
+                              memdiff__plat_region **out, size_t *count, size_t *escaped)
 {
     *out = NULL;
     *count = 0;
-    size_t lines = 0;
+    size_t lines = 0, nesc = 0;
     for (const char *p = text, *end = text + len; p < end; p++) {
         p = memchr(p, '\n', (size_t)(end - p));
         if (!p)
@@ -252,8 +273,9 @@ int memdiff__linux_parse_maps(const char *text, size_t len, memdiff__arena *aren
         const char *nl = memchr(line, '\n', len - pos);
         size_t llen = nl ? (size_t)(nl - line) : len - pos;
         const char *why = NULL;
+        int esc = 0;
         lineno++;
-        int rc = parse_line(line, llen, arena, &regions[n], &why);
+        int rc = parse_line(line, llen, arena, &regions[n], &why, &esc);
         if (rc == -2)
             return MEMDIFF_ENOMEM;
         if (rc < 0)
@@ -267,10 +289,13 @@ int memdiff__linux_parse_maps(const char *text, size_t len, memdiff__arena *aren
                                       (unsigned long long)regions[n].end,
                                       (unsigned long long)regions[n - 1].end);
         n++;
+        nesc += (size_t)esc;
         pos += llen + (nl ? 1 : 0);
     }
     *out = regions;
     *count = n;
+    if (escaped)
+        *escaped = nesc;
     return MEMDIFF_OK;
 }
 
@@ -279,7 +304,7 @@ int memdiff__linux_parse_maps(const char *text, size_t len, memdiff__arena *aren
 int memdiff__plat_regions(memdiff__proc *proc, memdiff__arena *arena,
                           memdiff__plat_region **out, size_t *count)
 {
-    size_t len = 0;
+    size_t len = 0, escaped = 0;
     *out = NULL;
     *count = 0;
     int rc = MEMDIFF_OK;
@@ -293,10 +318,12 @@ int memdiff__plat_regions(memdiff__proc *proc, memdiff__arena *arena,
         rc = memdiff__linux_read_proc(proc, "maps", &len);
         if (rc)
             return rc;
-        rc = memdiff__linux_parse_maps(proc->text, len, arena, out, count);
+        rc = memdiff__linux_parse_maps(proc->text, len, arena, out, count, &escaped);
         if (rc != MEMDIFF_EFORMAT)
             break;
     }
+    if (!rc && escaped)
+        rc = memdiff__linux_resolve_escapes(proc, arena, *out, *count);
     if (!rc) {
         proc->regions = *out; /* the page walk asks a region's kind (walk.h) */
         proc->region_count = *count;

@@ -34,21 +34,13 @@ typedef struct load {
     uint32_t flags;
 } load;
 
-/* The process's <dir>/mountinfo, read once per module listing when a module's file lies on a
- * device of major 0 (see served_by_a_process). */
-typedef struct mounts {
-    char *text;
-    size_t cap, len;
-    int state; /* 0: not read, 1: read, -1: unreadable */
-} mounts;
-
 /* Reads a module's file bytes: from memory where the first region maps them, else from the
  * file. */
 typedef struct reader {
     memdiff__proc *proc;
     const memdiff__plat_region *first; /* the region at file offset 0 */
     int fd;                            /* -2: not tried yet, -1: unavailable */
-    mounts *mounts;
+    memdiff__linux_mounts *mounts; /* the process's mountinfo, read once per listing */
 } reader;
 
 static int same_file(const memdiff__plat_region *a, const memdiff__plat_region *b)
@@ -56,85 +48,22 @@ static int same_file(const memdiff__plat_region *a, const memdiff__plat_region *
     return a->inode != 0 && a->inode == b->inode && a->dev == b->dev;
 }
 
-/* Whether the field at *p (up to end) is the decimal number v followed by stop; moves *p past
- * both. */
-static int field_is(const char **p, const char *end, uint64_t v, char stop)
-{
-    uint64_t n = 0;
-    const char *q = *p;
-    while (q < end && *q >= '0' && *q <= '9' && n <= UINT64_MAX / 10)
-        n = n * 10 + (uint64_t)(*q++ - '0');
-    int ok = q > *p && q < end && *q == stop && n == v;
-    *p = q + 1;
-    return ok;
-}
-
-/* Whether region f's file lies on a file system whose answers come from a process: FUSE
- * (fuse, fuse.NAME; FS_USERNS_MOUNT since Linux 4.18), which a process can mount in a user
- * namespace of its own and then stop answering. Looking its path up, or stat-ing the file,
- * would then wait forever (request_wait_answer, fs/fuse/dev.c), so such a file is not touched.
- * 1 too when the process's mountinfo cannot tell. Only a device of major 0 is looked for
- * (FUSE's superblocks take an anonymous device; fuseblk's block device needs privilege to
- * mount), so a module on a disk costs nothing here. */
-static int served_by_a_process(reader *r)
-{
-    const memdiff__plat_region *f = r->first;
-    if ((f->dev >> 32) != 0)
-        return 0;
-    mounts *m = r->mounts;
-    if (m->state == 0) {
-        char path[PATH_MAX];
-        m->state = -1;
-        if (!memdiff__linux_path(path, sizeof path, r->proc->dir, "mountinfo") &&
-            !memdiff__linux_read_file(r->proc->scratch, path, &m->text, &m->cap, &m->len, 0))
-            m->state = 1;
-    }
-    if (m->state < 0)
-        return 1;
-    /* proc.rst "mountinfo": ID PARENT MAJOR:MINOR ROOT POINT OPTIONS [TAGS...] - TYPE ... */
-    const char *line = m->text, *end = m->text + m->len;
-    while (line < end) {
-        const char *nl = memchr(line, '\n', (size_t)(end - line));
-        const char *le = nl ? nl : end, *p = line;
-        for (int k = 0; k < 2 && p < le; k++) {
-            while (p < le && *p != ' ')
-                p++;
-            p++;
-        }
-        if (p < le && field_is(&p, le, f->dev >> 32, ':') &&
-            field_is(&p, le, f->dev & UINT32_MAX, ' ')) {
-            const char *sep = NULL;
-            for (const char *q = p; q + 2 < le && !sep; q++)
-                if (q[0] == ' ' && q[1] == '-' && q[2] == ' ')
-                    sep = q + 3;
-            return !sep || (le - sep >= 4 && memcmp(sep, "fuse", 4) == 0);
-        }
-        line = le + 1;
-    }
-    return 1; /* no mount has the device: not a file to look for */
-}
-
 /* The module's file as the process sees it, or -1 (unavailable: the caller falls back to the
  * regions). The path is the process's to change since it mapped the file: it may have mounted a
  * FIFO or a device over it in a mount namespace of its own, which a plain open would wait on or
- * touch. So the path is looked at (O_PATH: nothing is opened), and only the very file mapped
- * (same device and inode, a regular file) is opened, through its fd (memdiff__linux_reopen). */
+ * touch. So the path is looked at (memdiff__linux_open_mapped: nothing is opened), and only the
+ * very file mapped (same device and inode, a regular file) is opened, through its fd
+ * (memdiff__linux_reopen). */
 static int open_module_file(reader *r)
 {
     const memdiff__plat_region *f = r->first;
-    char path[PATH_MAX];
-    if (f->path[0] != '/' || (f->flags & MEMDIFF__RF_DELETED) || served_by_a_process(r))
-        return -1;
-    /* Through the process's root, so that a process in another mount namespace is read right. */
-    if (snprintf(path, sizeof path, "%s/root%s", r->proc->dir, f->path) >= (int)sizeof path)
+    if (f->flags & MEMDIFF__RF_DELETED)
         return -1;
     struct stat st;
-    int at = memdiff__linux_open_stat(path, O_PATH, &st);
+    int at = memdiff__linux_open_mapped(r->proc, f->path, f->dev, f->inode, r->mounts, &st);
     if (at < 0)
         return -1;
-    int fd = -1;
-    if ((uint64_t)st.st_ino == f->inode && memdiff__linux_dev(st.st_dev) == f->dev)
-        fd = memdiff__linux_reopen(r->proc, at, &st);
+    int fd = memdiff__linux_reopen(r->proc, at, &st);
     close(at);
     return fd;
 }
@@ -297,7 +226,7 @@ typedef struct builder {
     size_t seg_cap;
     load loads[MAX_PHNUM];
     unsigned char ph[MAX_PHNUM * sizeof(Elf64_Phdr)]; /* raw program headers */
-    mounts mounts;
+    memdiff__linux_mounts mounts;
 } builder;
 
 /* Segments of the module at regions[i] from its program headers; 0 and *end set, or -1. */
@@ -430,7 +359,7 @@ int memdiff__plat_modules(memdiff__proc *proc, memdiff__arena *arena,
         return MEMDIFF_ENOMEM;
     b->proc = proc;
     b->arena = arena;
-    b->mounts = (mounts){NULL, 0, 0, 0};
+    b->mounts = (memdiff__linux_mounts){NULL, 0, 0, 0};
     b->regions = regions;
     b->region_count = region_count;
     b->seg_cap = 2 * MAX_PHNUM + 2 * region_count + 4;

@@ -210,7 +210,12 @@ static void check_figures(const memdiff_diff *d)
 static void check_reports(const memdiff_diff *d)
 {
     CHECK(memdiff_report_text(d, sink(), 0) == MEMDIFF_OK);
-    CHECK(memdiff_report_text(d, sink(), MEMDIFF_REPORT_NO_HEADER) == MEMDIFF_OK);
+    memdiff_report_options o = MEMDIFF_REPORT_OPTIONS_INIT;
+    o.flags = MEMDIFF_REPORT_NO_HEADER;
+    CHECK(memdiff_report_text(d, sink(), &o) == MEMDIFF_OK);
+    o.sort = MEMDIFF_SORT_NET;
+    o.top = 3;
+    CHECK(memdiff_report_json(d, sink(), &o) == MEMDIFF_OK);
     CHECK(memdiff_report_json(d, sink(), 0) == MEMDIFF_OK);
 }
 

@@ -67,7 +67,9 @@ int wintest_block_at(const memdiff_diff *diff, uint64_t addr, memdiff_category c
 void wintest_dump(const memdiff_diff *diff)
 {
     printf("    --- report ---\n");
-    memdiff_report_text(diff, stdout, MEMDIFF_REPORT_NO_HEADER);
+    memdiff_report_options o = MEMDIFF_REPORT_OPTIONS_INIT;
+    o.flags = MEMDIFF_REPORT_NO_HEADER;
+    memdiff_report_text(diff, stdout, &o);
     printf("    --- end ---\n");
     fflush(stdout);
 }
