@@ -511,7 +511,8 @@ typedef struct memdiff__snap_block {
 int memdiff__report_snapshot_blocks(const memdiff_snapshot *s, const memdiff_report_options *o,
                                     memdiff__arena *scratch, memdiff__snap_block **out, size_t *n);
 
-/* A snapshot's figures per category (saturating sums of its regions'). */
+/* A snapshot's figures per category (saturating sums of its regions'; PSS only where it is
+ * known per page, MEMDIFF_SRC_PSS). */
 typedef struct memdiff__snap_sum {
     uint64_t resident_bytes, private_bytes, shared_bytes, swapped_bytes, pss_bytes;
     size_t regions;

@@ -240,6 +240,40 @@ static unsigned expected_source(memdiff_depth depth)
     return (in.sources & MEMDIFF_SRC_MAP_COUNTS) ? MEMDIFF_SRC_PSS : MEMDIFF_SRC_PSS_MAPPINGS;
 }
 
+/* What a snapshot report would list of s: with PSS per mapping, regions keep their figures, and
+ * blocks and categories have none (a mapping's regions may be of several); NULL or what is
+ * wrong. */
+static const char *report_lists_no_split(const memdiff_snapshot *s)
+{
+    memdiff_report_options o = MEMDIFF_REPORT_OPTIONS_INIT;
+    memdiff__arena scratch = MEMDIFF__ARENA_INIT;
+    memdiff__snap_block *b = NULL;
+    memdiff__snap_sum sums[MEMDIFF_CAT_COUNT];
+    size_t n = 0;
+    const char *err = NULL;
+    uint64_t regions_pss = 0;
+    memdiff__report_snapshot_sums(s, sums);
+    for (int c = 0; c < MEMDIFF_CAT_COUNT; c++)
+        if (sums[c].pss_bytes)
+            err = "a category has PSS per mapping";
+    if (!err && memdiff__report_snapshot_blocks(s, &o, &scratch, &b, &n) == MEMDIFF_OK) {
+        for (size_t i = 0; i < n; i++)
+            if (b[i].r.pss_bytes || b[i].r.pss_end)
+                err = "a block has PSS per mapping";
+    }
+    o.flags = MEMDIFF_REPORT_REGIONS;
+    if (!err && memdiff__report_snapshot_blocks(s, &o, &scratch, &b, &n) == MEMDIFF_OK) {
+        for (size_t i = 0; i < n; i++)
+            regions_pss += b[i].r.pss_bytes;
+        memdiff_snapshot_info in;
+        memdiff_snapshot_get_info(s, &in);
+        if (regions_pss != in.pss_bytes)
+            err = "the regions listed do not carry the snapshot's PSS";
+    }
+    memdiff__arena_release(&scratch);
+    return err;
+}
+
 /* Both sources on a started target: smaps at standard depth; deep (map counts as root, smaps
  * where deep degrades). Then without the option below deep: no PSS at all. */
 static const char *agree_target(char *const argv[], int want_split)
@@ -253,6 +287,15 @@ static const char *agree_target(char *const argv[], int want_split)
                     MEMDIFF_SRC_PSS_MAPPINGS, &o);
     if (!err && want_split && o.split == 0)
         err = "no mapping held several regions: the split rule went untested";
+    if (!err) {
+        memdiff_options opt = MEMDIFF_OPTIONS_INIT;
+        opt.pid = t.pid;
+        opt.flags = MEMDIFF_SNAPSHOT_SMAPS_PSS;
+        memdiff_snapshot *s = NULL;
+        ck_assert_int_eq(memdiff_snapshot_take(&opt, &s), MEMDIFF_OK);
+        err = report_lists_no_split(s);
+        memdiff_snapshot_free(s);
+    }
     if (!err)
         err = agree(t.pid, MEMDIFF_DEPTH_DEEP, MEMDIFF_SNAPSHOT_SMAPS_PSS,
                     expected_source(MEMDIFF_DEPTH_DEEP), &o);
