@@ -491,16 +491,28 @@ typedef struct memdiff_report_options {
 MEMDIFF_API int memdiff_report_text(const memdiff_diff *diff, FILE *out,
                                     const memdiff_report_options *options);
 
-/* The same as one JSON object; schema in docs/json-report.md. */
+/* The same as one JSON object ("kind": "diff"; schema version 3: docs/json-report.md and
+ * docs/schema/memdiff.schema.json); with MEMDIFF_REPORT_LINE on one line. */
 MEMDIFF_API int memdiff_report_json(const memdiff_diff *diff, FILE *out,
                                     const memdiff_report_options *options);
 
 /* One snapshot: header, resident, private, shared, swapped (and PSS where known) per category,
- * and its blocks (adjacent regions of one category and label) or regions. */
+ * and its blocks (adjacent regions of one category and label) or regions. The JSON one is a
+ * document of "kind": "snapshot" (docs/json-report.md); MEMDIFF_REPORT_NO_BLOCKS gives the
+ * summary memdiff snap --json prints. */
 MEMDIFF_API int memdiff_snapshot_report_text(const memdiff_snapshot *snapshot, FILE *out,
                                              const memdiff_report_options *options);
 MEMDIFF_API int memdiff_snapshot_report_json(const memdiff_snapshot *snapshot, FILE *out,
                                              const memdiff_report_options *options);
+
+/* One tick of watching a process as one JSON object ("kind": "watch"; one line with
+ * MEMDIFF_REPORT_LINE, for JSON Lines): after's absolute figures (resident, private, shared,
+ * swapped, PSS where known) in total and per category, each with the change diff measured
+ * (diff's after snapshot must be after: else MEMDIFF_EINVAL), and diff's blocks unless
+ * MEMDIFF_REPORT_NO_BLOCKS. tick numbers the record (the CLI counts from 1). */
+MEMDIFF_API int memdiff_watch_report_json(const memdiff_diff *diff, const memdiff_snapshot *after,
+                                          unsigned tick, FILE *out,
+                                          const memdiff_report_options *options);
 
 /* text (NULL as "") as one line of printable text, as memdiff prints labels, paths and host
  * names from a target or a file: control bytes and invalid UTF-8 as \xNN, a backslash doubled
@@ -827,6 +839,7 @@ typedef struct memdiff_wss_sample {
     uint64_t rss_bytes;        /* resident (smaps Rss summed) */
     uint64_t pss_bytes;        /* proportional (Pss) */
     uint64_t referenced_bytes; /* accessed during the span: the working-set size (Referenced) */
+    uint64_t time_ns;          /* wall clock (ns since the Unix epoch) at the end of the read */
 } memdiff_wss_sample;
 
 /* Receives each sample as measured; returns 0 to go on, else stops the run (returned by it). */
@@ -843,6 +856,13 @@ MEMDIFF_API int memdiff_wss_run(const memdiff_wss_options *options, memdiff_wss_
  * MEMDIFF_EINVAL for NULL samples or capacity 0. */
 MEMDIFF_API int memdiff_wss_measure(const memdiff_wss_options *options, memdiff_wss_sample *samples,
                                     size_t capacity, size_t *count);
+
+/* One sample as one JSON object ("kind": "wss"; one line with MEMDIFF_REPORT_LINE): the run's
+ * pid and mode, the sample's times (wall clock, span, duration) and sizes. Errors:
+ * MEMDIFF_EINVAL (a NULL argument, unknown options or mode), MEMDIFF_EIO. */
+MEMDIFF_API int memdiff_wss_report_json(const memdiff_wss_options *run,
+                                        const memdiff_wss_sample *sample, FILE *out,
+                                        const memdiff_report_options *options);
 
 #ifdef __cplusplus
 }

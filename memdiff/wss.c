@@ -69,6 +69,7 @@ static int run(memdiff__proc *proc, const memdiff_wss_options *o, memdiff_wss_ca
         s.rss_bytes = u.rss;
         s.pss_bytes = u.pss;
         s.referenced_bytes = u.referenced;
+        s.time_ns = memdiff__os_time_ns();
         rc = callback(ctx, &s);
         if (rc)
             return rc;

@@ -1,9 +1,10 @@
 #!/bin/sh
 # Installs what building memdiff and its tests needs on Debian/Ubuntu: a C compiler, CMake,
-# pkg-config, Check (tests only), uthash (a header), python3 (CI's layer check) and groff-base
-# (the tests render the man page). Uses sudo when not root.
+# pkg-config, Check (tests only), uthash (a header), python3 (CI's layer check), groff-base
+# (the tests render the man page) and the JSON schema check's validator and jq
+# (python3-jsonschema, jq: tests/json_schema_check.py). Uses sudo when not root.
 set -eu
-pkgs="build-essential cmake pkg-config check uthash-dev python3 groff-base"
+pkgs="build-essential cmake pkg-config check uthash-dev python3 groff-base python3-jsonschema jq"
 missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -31,6 +31,7 @@
     X(optimizer)               \
     X(manual)                  \
     X(names)                   \
+    X(json)                    \
     X(pss)
 
 /* UNDER_ASAN: 1 in an AddressSanitizer build (gcc or clang), whose shadow mappings make some

@@ -33,6 +33,7 @@ typedef struct args {
     uint64_t interval_ns;
     int count;
     int baseline_first;
+    uint64_t first_ns; /* watch: when the first snapshot began */
 } args;
 
 static int on_opt(void *ctx, int id, const char *v)
@@ -156,6 +157,7 @@ int cli_cmd_snap(int argc, char **argv)
     static const cli_opt opts[] = {{"output", 'o', 1, OPT_OUTPUT},
                                    {"depth", 'd', 1, OPT_DEPTH},
                                    {"quiet", 'q', 0, OPT_QUIET},
+                                   {"json", 0, 0, OPT_JSON},
                                    {"pss", 0, 0, OPT_PSS},
                                    {NULL, 0, 0, 0}};
     args a;
@@ -170,6 +172,9 @@ int cli_cmd_snap(int argc, char **argv)
         return cli_usage_error("snap", "no output file (-o FILE)");
     if (!a.output[0])
         return cli_usage_error("snap", "-o: empty path (give a file, or - for standard output)");
+    if (a.json && strcmp(a.output, "-") == 0)
+        return cli_usage_error("snap", "--json: standard output holds the snapshot (-o -); "
+                                       "write it to a file, or show it with memdiff show --json");
 
     memdiff_snapshot *s = NULL;
     if ((rc = take("snap", pid, &a, &s)))
@@ -179,6 +184,14 @@ int cli_cmd_snap(int argc, char **argv)
     if (rc) {
         memdiff_snapshot_free(s);
         return save_error(rc, to_stdout ? NULL : a.output);
+    }
+    if (a.json) {
+        /* The summary of what was written: the snapshot's header and figures, no blocks. */
+        memdiff_report_options ro = MEMDIFF_REPORT_OPTIONS_INIT;
+        ro.flags = MEMDIFF_REPORT_NO_BLOCKS;
+        rc = memdiff_snapshot_report_json(s, stdout, &ro);
+        memdiff_snapshot_free(s);
+        return rc ? cli_error("snap", rc, "cannot write the summary") : CLI_EXIT_OK;
     }
     if (!a.quiet) {
         memdiff_snapshot_info i;
@@ -201,28 +214,37 @@ int cli_cmd_snap(int argc, char **argv)
 
 /* ---- diff ------------------------------------------------------------------------------- */
 
-/* One line for a diff: the net change, and each category that changed (watch --brief). */
-static void brief_line(const memdiff_diff *d, FILE *out)
+/* One line per tick for scripts (watch --brief, docs/cli.md): name-value pairs of plain
+ * numbers, no separators: the after snapshot's absolute sizes, then the diff's, then the net
+ * change of each category that changed, named as --fail-on names it ("heap.net": a category
+ * "private" must not read as the private size). */
+static void brief_line(const memdiff_diff *d, unsigned tick, uint64_t first_ns, FILE *out)
 {
+    memdiff_diff_info di;
     memdiff_totals t;
+    memdiff_diff_get_info(d, &di);
     memdiff_diff_totals(d, MEMDIFF_CAT_ALL, &t);
-    char b1[32], b2[32], b3[32];
-    fprintf(out, "net %s bytes (new %s, freed %s)", cli_fmt_int(b1, t.net_bytes, 1),
-            cli_fmt_uint(b2, t.new_bytes), cli_fmt_uint(b3, t.freed_bytes));
-    const char *sep = ":";
+    const memdiff_snapshot_info *a = &di.after;
+    fprintf(out, "tick %u elapsed %.3f resident %llu private %llu", tick,
+            (double)(a->time_ns - first_ns) / 1e9, (unsigned long long)a->resident_bytes,
+            (unsigned long long)a->private_bytes);
+    if (a->sources & MEMDIFF_SRC_PSS)
+        fprintf(out, " pss %llu", (unsigned long long)a->pss_bytes);
+    fprintf(out, " net %lld new %llu freed %llu", (long long)t.net_bytes,
+            (unsigned long long)t.new_bytes, (unsigned long long)t.freed_bytes);
     for (int c = 0; c < MEMDIFF_CAT_COUNT; c++) {
         if (c == MEMDIFF_CAT_OWN || memdiff_diff_totals(d, (memdiff_category)c, &t) ||
             (t.new_bytes == 0 && t.freed_bytes == 0))
             continue;
-        fprintf(out, "%s %s %s", sep, memdiff_category_name((memdiff_category)c),
-                cli_fmt_int(b1, t.net_bytes, 1));
-        sep = ",";
+        fprintf(out, " %s.net %lld", memdiff_category_name((memdiff_category)c),
+                (long long)t.net_bytes);
     }
     fputc('\n', out);
 }
 
+/* Compares and reports: diff's report, or (tick > 0) watch's tick. */
 static int compare_and_report(const args *a, const memdiff_snapshot *before,
-                              const memdiff_snapshot *after)
+                              const memdiff_snapshot *after, unsigned tick)
 {
     unsigned flags = (a->verbose ? MEMDIFF_COMPARE_VERBOSE : 0) |
                      (a->force ? MEMDIFF_COMPARE_FORCE : 0);
@@ -238,8 +260,12 @@ static int compare_and_report(const args *a, const memdiff_snapshot *before,
         return cli_error(a->cmd, rc, "cannot compare");
     memdiff_report_options ro = MEMDIFF_REPORT_OPTIONS_INIT;
     ro.flags = a->no_header ? MEMDIFF_REPORT_NO_HEADER : 0;
+    if (a->json && tick) /* JSON Lines: one record a tick, its totals without blocks */
+        ro.flags |= MEMDIFF_REPORT_LINE | MEMDIFF_REPORT_NO_BLOCKS;
     if (a->brief)
-        brief_line(d, stdout);
+        brief_line(d, tick, a->first_ns, stdout);
+    else if (a->json && tick)
+        rc = memdiff_watch_report_json(d, after, tick, stdout, &ro);
     else if (a->json)
         rc = memdiff_report_json(d, stdout, &ro);
     else
@@ -285,7 +311,7 @@ int cli_cmd_diff(int argc, char **argv)
     if (!rc)
         rc = load("diff", pos[1], &after);
     if (!rc)
-        rc = compare_and_report(&a, before, after);
+        rc = compare_and_report(&a, before, after, 0);
     memdiff_snapshot_free(after);
     memdiff_snapshot_free(before);
     return rc;
@@ -331,6 +357,7 @@ int cli_cmd_watch(int argc, char **argv)
                                    {"fail-on", 0, 1, OPT_FAIL_ON},
                                    {"no-header", 0, 0, OPT_NO_HEADER},
                                    {"brief", 0, 0, OPT_BRIEF},
+                                   {"json", 0, 0, OPT_JSON},
                                    {"pss", 0, 0, OPT_PSS},
                                    {NULL, 0, 0, 0}};
     args a;
@@ -343,6 +370,8 @@ int cli_cmd_watch(int argc, char **argv)
         return cli_usage_error("watch", "bad process id '%s'", pos[0]);
     if (!a.interval_ns)
         return cli_usage_error("watch", "no interval (--interval T)");
+    if (a.json && a.brief)
+        return cli_usage_error("watch", "--json and --brief exclude each other");
 
     signal(SIGINT, on_interrupt);
     signal(SIGTERM, on_interrupt);
@@ -351,6 +380,7 @@ int cli_cmd_watch(int argc, char **argv)
         return rc;
     memdiff_snapshot_info first;
     memdiff_snapshot_get_info(base, &first);
+    a.first_ns = first.time_ns;
     for (int n = 1; rc == CLI_EXIT_OK && (a.count == 0 || n <= a.count); n++) {
         if (sleep_ns(a.interval_ns))
             break; /* Ctrl-C: a normal end of watching */
@@ -362,13 +392,15 @@ int cli_cmd_watch(int argc, char **argv)
         if (a.count)
             snprintf(of, sizeof of, " of %d", a.count);
         double elapsed = (double)(now.time_ns - first.time_ns) / 1e9;
-        if (a.brief)
-            printf("diff %d%s, +%.3f s: ", n, of, elapsed);
-        else
-            printf("%s==== memdiff watch: pid %d, diff %d%s, +%.3f s, against the %s snapshot\n",
+        if (!a.brief && !a.json) {
+            char res[32], priv[32];
+            printf("%s==== memdiff watch: pid %d, diff %d%s, +%.3f s, against the %s snapshot: "
+                   "resident %s bytes (private %s)\n",
                    n > 1 ? "\n" : "", pid, n, of, elapsed,
-                   a.baseline_first ? "first" : "previous");
-        rc = compare_and_report(&a, base, cur);
+                   a.baseline_first ? "first" : "previous", cli_fmt_uint(res, now.resident_bytes),
+                   cli_fmt_uint(priv, now.private_bytes));
+        }
+        rc = compare_and_report(&a, base, cur, (unsigned)n);
         fflush(stdout);
         if (a.baseline_first) {
             memdiff_snapshot_free(cur);

@@ -31,7 +31,7 @@ static const char tool_help[] =
     "The manual: man memdiff.\n";
 
 static const char snap_help[] =
-    "usage: memdiff snap PID -o FILE [--depth fast|standard|deep] [--pss] [--quiet]\n"
+    "usage: memdiff snap PID -o FILE [--depth fast|standard|deep] [--pss] [--quiet] [--json]\n"
     "\n"
     "Takes a snapshot of process PID and writes it to FILE (\"-\": standard output). The file\n"
     "is written beside FILE and renamed over it when complete. FILE must not exist yet or be\n"
@@ -43,6 +43,8 @@ static const char snap_help[] =
     "      --pss          without map counts (below deep, or deep not allowed), PSS per\n"
     "                     mapping from /proc/PID/smaps (costs about a page walk more)\n"
     "  -q, --quiet        print nothing on success\n"
+    "      --json         print the snapshot written as a JSON object, without its blocks\n"
+    "                     (not with -o -)\n"
     "\n"
     "Reading another process needs the right to ptrace it (same user, or root).\n"
     "The manual: man memdiff.\n";
@@ -80,7 +82,7 @@ static const char show_help[] =
 
 static const char watch_help[] =
     "usage: memdiff watch PID --interval T [--count N] [--baseline first|previous]\n"
-    "                     [--depth D] [--pss] [--verbose|--brief] [--fail-on EXPR]...\n"
+    "                     [--depth D] [--pss] [--verbose|--brief|--json] [--fail-on EXPR]...\n"
     "\n"
     "Snapshots process PID every T and prints the diff of each snapshot against the previous\n"
     "one (or the first). Stops after N diffs, when the process exits (exit 2), when a\n"
@@ -92,7 +94,10 @@ static const char watch_help[] =
     "  -d, --depth D      fast, standard (default) or deep\n"
     "      --pss          PSS per mapping where there are no map counts (see memdiff snap)\n"
     "  -v, --verbose      verbose diffs (runs of pages with equal attributes)\n"
-    "      --brief        one line per diff: net change and the categories that changed\n"
+    "      --brief        one line per diff of plain numbers: the resident and private size,\n"
+    "                     the net change and the categories that changed\n"
+    "      --json         one JSON object per diff on one line (JSON Lines): absolute sizes\n"
+    "                     per category with their change\n"
     "      --no-header    leave out the snapshot header lines of each report\n"
     "      --fail-on EXPR stop with exit 1 when EXPR holds for a diff (see memdiff diff --help)\n"
     "\n"
@@ -100,6 +105,7 @@ static const char watch_help[] =
 
 static const char wss_help[] =
     "usage: memdiff wss PID [--interval T] [--count N] [--cumulative | --profile] [--times]\n"
+    "                   [--json]\n"
     "\n"
     "Measures the working-set size of process PID as Brendan Gregg's wss.pl does: clears its\n"
     "pages' referenced bits (/proc/PID/clear_refs), sleeps T, and sums what smaps calls\n"
@@ -111,6 +117,7 @@ static const char wss_help[] =
     "  -C, --cumulative   clear once, then show the growing working set every T\n"
     "  -P, --profile      clear once, then read after T, 2T, 4T, 8T... (power-of-two steps)\n"
     "  -t, --times        also show Slp(s), the time slept, and Dur(s), clear to end of read\n"
+    "      --json         one JSON object per sample on one line (JSON Lines), no header\n"
     "\n"
     "Clearing referenced bits disturbs the kernel's page aging for the process and needs the\n"
     "process's owner or root. The manual: man memdiff.\n";

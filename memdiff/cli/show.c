@@ -1,6 +1,7 @@
 /*
- * show.c - memdiff show: one snapshot file, as text or JSON. Only the public accessors are used
- * (memdiff_snapshot_get_info, memdiff_snapshot_region), as any program reading a file would.
+ * show.c - memdiff show: one snapshot file, as text or JSON (memdiff_snapshot_report_json). Only
+ * the public API is used (memdiff_snapshot_get_info, memdiff_snapshot_region), as any program
+ * reading a file would.
  */
 #include <string.h>
 #include <time.h>
@@ -248,139 +249,6 @@ static void show_text(const memdiff_snapshot *s, int per_region, FILE *out)
     each_block(s, per_region, text_block, &tc);
 }
 
-/* ---- JSON ------------------------------------------------------------------------------- */
-
-/* Length of the valid UTF-8 sequence at s (1 for ASCII), 0 for a byte that starts none. */
-static size_t utf8_seq(const unsigned char *s)
-{
-    unsigned c = s[0];
-    size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-    if (n == 0 || (n == 2 && c < 0xC2) || (n == 4 && c > 0xF4))
-        return 0;
-    for (size_t k = 1; k < n; k++)
-        if ((s[k] & 0xC0) != 0x80)
-            return 0;
-    if ((c == 0xE0 && s[1] < 0xA0) || (c == 0xED && s[1] >= 0xA0) ||
-        (c == 0xF0 && s[1] < 0x90) || (c == 0xF4 && s[1] >= 0x90))
-        return 0; /* overlong, surrogate, beyond U+10FFFF */
-    return n;
-}
-
-/* A JSON string (RFC 8259): escapes as required, bytes that are not UTF-8 as U+FFFD. */
-static void put_json_string(FILE *out, const char *str)
-{
-    fputc('"', out);
-    for (const unsigned char *p = (const unsigned char *)(str ? str : ""); *p;) {
-        size_t n = utf8_seq(p);
-        if (*p == '"' || *p == '\\')
-            fprintf(out, "\\%c", *p);
-        else if (*p < 0x20)
-            fprintf(out, "\\u%04x", *p);
-        else if (n == 0)
-            fputs("\\ufffd", out);
-        else
-            fwrite(p, 1, n, out);
-        p += n ? n : 1;
-    }
-    fputc('"', out);
-}
-
-typedef struct json_ctx {
-    FILE *out;
-    int first;
-    int pss; /* the snapshot knows PSS: pss_bytes fields; 2: per mapping, with pss_end */
-} json_ctx;
-
-static int json_block(void *ctx, const block *b)
-{
-    json_ctx *j = ctx;
-    char prot[4];
-    /* A block of several regions has no one protection: null, as the text leaves it blank. */
-    char protq[8] = "null";
-    if (b->regions == 1)
-        snprintf(protq, sizeof protq, "\"%s\"", prot_str(prot, b->r.prot));
-    fprintf(j->out, "%s\n    {\"start\": \"0x%llx\", \"end\": \"0x%llx\", \"prot\": %s, "
-            "\"regions\": %zu, \"category\": \"%s\", \"label\": ",
-            j->first ? "" : ",", (unsigned long long)b->r.start, (unsigned long long)b->r.end,
-            protq, b->regions, memdiff_category_name(b->r.category));
-    put_json_string(j->out, b->r.label);
-    fprintf(j->out, ", \"path\": ");
-    put_json_string(j->out, b->r.path);
-    fprintf(j->out, ", \"size_bytes\": %llu, \"resident_bytes\": %llu, \"private_bytes\": %llu, "
-            "\"shared_bytes\": %llu, \"swapped_bytes\": %llu",
-            (unsigned long long)(b->r.end - b->r.start), (unsigned long long)b->r.resident_bytes,
-            (unsigned long long)b->r.private_bytes, (unsigned long long)b->r.shared_bytes,
-            (unsigned long long)b->r.swapped_bytes);
-    if (j->pss && b->r.pss_end)
-        fprintf(j->out, ", \"pss_bytes\": %llu", (unsigned long long)b->r.pss_bytes);
-    if (j->pss == 2 && b->r.pss_end)
-        fprintf(j->out, ", \"pss_end\": \"0x%llx\"", (unsigned long long)b->r.pss_end);
-    fputc('}', j->out);
-    j->first = 0;
-    return 0;
-}
-
-static void show_json(const memdiff_snapshot *s, int per_region, FILE *out)
-{
-    memdiff_snapshot_info i;
-    memdiff_snapshot_get_info(s, &i);
-    fprintf(out, "{\n  \"snapshot\": {\n    \"pid\": %d,\n    \"host\": ", i.pid);
-    put_json_string(out, i.host);
-    fprintf(out, ",\n    \"time_ns\": %llu,\n    \"page_size\": %u,\n    \"depth\": \"%s\",\n"
-            "    \"depth_requested\": \"%s\",\n    \"degraded\": ",
-            (unsigned long long)i.time_ns, (unsigned)i.page_size, memdiff_depth_name(i.depth),
-            memdiff_depth_name(i.depth_requested));
-    if (i.degraded)
-        put_json_string(out, i.degraded);
-    else
-        fputs("null", out);
-    fputs(",\n    \"sources\": [", out);
-    int first = 1;
-    for (size_t k = 0; k < NSOURCES; k++) {
-        if (i.sources & sources[k].bit) {
-            fprintf(out, "%s\"%s\"", first ? "" : ", ", sources[k].name);
-            first = 0;
-        }
-    }
-    const memdiff_process_totals *t = &i.totals;
-    int pss = (i.sources & MEMDIFF_SRC_PSS) != 0; /* else unknown: no pss_bytes fields */
-    int pss_mappings = (i.sources & MEMDIFF_SRC_PSS_MAPPINGS) != 0; /* the total, regions */
-    char pss_field[64] = "";
-    if (pss || pss_mappings)
-        snprintf(pss_field, sizeof pss_field, "    \"pss_bytes\": %llu,\n",
-                 (unsigned long long)i.pss_bytes);
-    fprintf(out, "],\n    \"region_count\": %zu,\n    \"run_count\": %zu,\n"
-            "    \"resident_bytes\": %llu,\n    \"private_bytes\": %llu,\n"
-            "    \"shared_bytes\": %llu,\n    \"swapped_bytes\": %llu,\n    \"own_bytes\": %llu,\n"
-            "%s    \"process_totals\": {\"vm_size\": %llu, \"vm_rss\": %llu, \"vm_hwm\": %llu, "
-            "\"rss_anon\": %llu, \"rss_file\": %llu, \"rss_shmem\": %llu, \"vm_pte\": %llu, "
-            "\"vm_swap\": %llu}\n  },\n  \"categories\": {",
-            i.region_count, i.run_count, (unsigned long long)i.resident_bytes,
-            (unsigned long long)i.private_bytes, (unsigned long long)i.shared_bytes,
-            (unsigned long long)i.swapped_bytes, (unsigned long long)i.own_bytes, pss_field,
-            (unsigned long long)t->vm_size, (unsigned long long)t->vm_rss,
-            (unsigned long long)t->vm_hwm, (unsigned long long)t->rss_anon,
-            (unsigned long long)t->rss_file, (unsigned long long)t->rss_shmem,
-            (unsigned long long)t->vm_pte, (unsigned long long)t->vm_swap);
-    cat_sum sums[MEMDIFF_CAT_COUNT];
-    sum_categories(s, sums);
-    for (int c = 0; c < MEMDIFF_CAT_COUNT; c++) {
-        const cat_sum *x = &sums[c];
-        fprintf(out, "%s\n    \"%s\": {\"resident_bytes\": %llu, \"private_bytes\": %llu, "
-                "\"shared_bytes\": %llu, \"swapped_bytes\": %llu, \"regions\": %zu",
-                c ? "," : "", memdiff_category_name((memdiff_category)c),
-                (unsigned long long)x->resident, (unsigned long long)x->private_,
-                (unsigned long long)x->shared, (unsigned long long)x->swapped, x->regions);
-        if (pss)
-            fprintf(out, ", \"pss_bytes\": %llu", (unsigned long long)x->pss);
-        fputc('}', out);
-    }
-    fprintf(out, "\n  },\n  \"%s\": [", per_region ? "regions" : "blocks");
-    json_ctx j = {out, 1, pss ? 1 : pss_mappings && per_region ? 2 : 0};
-    each_block(s, per_region, json_block, &j);
-    fputs("\n  ]\n}\n", out);
-}
-
 int cli_cmd_show(int argc, char **argv)
 {
     static const cli_opt opts[] = {
@@ -402,11 +270,15 @@ int cli_cmd_show(int argc, char **argv)
                                   : memdiff_snapshot_load_file(pos[0], &s);
     if (rc)
         return cli_error("show", rc, "cannot load the snapshot");
+    memdiff_report_options ro = MEMDIFF_REPORT_OPTIONS_INIT;
+    ro.flags = a.regions ? MEMDIFF_REPORT_REGIONS : 0;
     if (a.json)
-        show_json(s, a.regions, stdout);
+        rc = memdiff_snapshot_report_json(s, stdout, &ro);
     else
         show_text(s, a.regions, stdout);
     memdiff_snapshot_free(s);
+    if (rc)
+        return cli_error("show", rc, "cannot write the report");
     if (fflush(stdout) != 0 || ferror(stdout)) {
         fprintf(stderr, "memdiff show: cannot write the output\n");
         return CLI_EXIT_ERROR;

@@ -7,13 +7,14 @@
 
 #include "cli.h"
 
-enum { OPT_INTERVAL = 1, OPT_COUNT, OPT_CUMULATIVE, OPT_PROFILE, OPT_TIMES };
+enum { OPT_INTERVAL = 1, OPT_COUNT, OPT_CUMULATIVE, OPT_PROFILE, OPT_TIMES, OPT_JSON };
 
 typedef struct wss_args {
     int help;
     uint64_t interval_ns;
     int count;
-    int times;
+    int times, json;
+    memdiff_wss_options run; /* what memdiff_wss_run was given, for the JSON records */
     memdiff_wss_mode mode;
     int modes; /* how many of --cumulative, --profile were given */
 } wss_args;
@@ -42,6 +43,9 @@ static int on_opt(void *ctx, int id, const char *v)
     case OPT_TIMES:
         a->times = 1;
         return 0;
+    case OPT_JSON:
+        a->json = 1;
+        return 0;
     }
     return cli_usage_error("wss", "internal error: option %d", id);
 }
@@ -50,6 +54,11 @@ static int print_sample(void *ctx, const memdiff_wss_sample *s)
 {
     const wss_args *a = ctx;
     const double mib = 1024.0 * 1024.0;
+    if (a->json) {
+        memdiff_report_options ro = MEMDIFF_REPORT_OPTIONS_INIT;
+        ro.flags = MEMDIFF_REPORT_LINE;
+        return memdiff_wss_report_json(&a->run, s, stdout, &ro); /* it flushes */
+    }
     if (a->times)
         printf("%-7.3f %-7.3f ", (double)s->slept_ns / 1e9, (double)s->duration_ns / 1e9);
     printf("%-7.3f %10.2f %10.2f %10.2f\n", (double)s->span_ns / 1e9, (double)s->rss_bytes / mib,
@@ -65,6 +74,7 @@ int cli_cmd_wss(int argc, char **argv)
                                    {"cumulative", 'C', 0, OPT_CUMULATIVE},
                                    {"profile", 'P', 0, OPT_PROFILE},
                                    {"times", 't', 0, OPT_TIMES},
+                                   {"json", 0, 0, OPT_JSON},
                                    {NULL, 0, 0, 0}};
     wss_args a;
     memset(&a, 0, sizeof a);
@@ -94,17 +104,21 @@ int cli_cmd_wss(int argc, char **argv)
     o.count = a.count ? (unsigned)a.count
                       : a.mode == MEMDIFF_WSS_INTERVAL ? 1u
                                                        : a.mode == MEMDIFF_WSS_PROFILE ? 10u : 0u;
+    a.run = o;
     double secs = (double)o.interval_ns / 1e9;
-    if (a.mode == MEMDIFF_WSS_PROFILE)
-        printf("Watching PID %d page references grow, profile beginning with %g seconds, %u "
-               "steps...\n", pid, secs, o.count);
-    else if (a.mode == MEMDIFF_WSS_CUMULATIVE)
-        printf("Watching PID %d page references grow, output every %g seconds...\n", pid, secs);
-    else
-        printf("Watching PID %d page references during %g seconds...\n", pid, secs);
-    if (a.times)
-        printf("%-7s %-7s ", "Slp(s)", "Dur(s)");
-    printf("%-7s %10s %10s %10s\n", "Est(s)", "RSS(MB)", "PSS(MB)", "Ref(MB)");
+    if (!a.json) { /* JSON Lines: records only, no banner */
+        if (a.mode == MEMDIFF_WSS_PROFILE)
+            printf("Watching PID %d page references grow, profile beginning with %g seconds, "
+                   "%u steps...\n", pid, secs, o.count);
+        else if (a.mode == MEMDIFF_WSS_CUMULATIVE)
+            printf("Watching PID %d page references grow, output every %g seconds...\n", pid,
+                   secs);
+        else
+            printf("Watching PID %d page references during %g seconds...\n", pid, secs);
+        if (a.times)
+            printf("%-7s %-7s ", "Slp(s)", "Dur(s)");
+        printf("%-7s %10s %10s %10s\n", "Est(s)", "RSS(MB)", "PSS(MB)", "Ref(MB)");
+    }
     fflush(stdout);
     rc = memdiff_wss_run(&o, print_sample, &a);
     if (rc) {
