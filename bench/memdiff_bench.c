@@ -4,7 +4,8 @@
  * For each target (a child process with known memory, target.c) it times, interleaved and
  * repeated, memdiff snapshots at each depth, the raw floors (floors.c: batched pagemap,
  * PAGEMAP_SCAN, kpageflags + kpagecount in sorted runs of frames and one read per frame) and the
- * peer (reading smaps), plus a compare of two snapshots; it reports medians, the ratios the
+ * peer (reading smaps), a standard snapshot with PSS per mapping from smaps
+ * (MEMDIFF_SNAPSHOT_SMAPS_PSS), plus a compare of two snapshots; it reports medians, the ratios the
  * targets of docs/performance.md are stated in, and the snapshots' storage.
  *
  * Interleaving: every repetition runs each measurement once, in an order shuffled anew for each
@@ -58,6 +59,7 @@ enum {
     M_SMAPS,
     M_CMP_FAST,
     M_CMP_STANDARD,
+    M_STANDARD_PSS,
     M_COUNT
 };
 
@@ -65,12 +67,13 @@ static const char *const m_names[M_COUNT] = {
     "memdiff fast",         "memdiff standard",        "memdiff deep",
     "floor: pagemap",       "floor: PAGEMAP_SCAN",     "floor: kpage sorted runs",
     "floor: kpage per frame", "peer: smaps",           "compare fast",
-    "compare standard",
+    "compare standard",     "memdiff standard --pss",
 };
 
 static const char *const m_keys[M_COUNT] = {
     "memdiff_fast", "memdiff_standard", "memdiff_deep", "floor_pagemap", "floor_scan",
     "floor_kpage_sorted", "floor_kpage_each", "peer_smaps", "compare_fast", "compare_standard",
+    "memdiff_standard_pss",
 };
 
 typedef struct result {
@@ -110,11 +113,12 @@ static double median(double *v, int n)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-static memdiff_snapshot *snap(pid_t pid, memdiff_depth depth)
+static memdiff_snapshot *snap_flags(pid_t pid, memdiff_depth depth, unsigned flags)
 {
     memdiff_options o = MEMDIFF_OPTIONS_INIT;
     o.pid = (int)pid;
     o.depth = depth;
+    o.flags = flags;
     memdiff_snapshot *s = NULL;
     int rc = memdiff_snapshot_take(&o, &s);
     if (rc) {
@@ -123,6 +127,11 @@ static memdiff_snapshot *snap(pid_t pid, memdiff_depth depth)
         return NULL;
     }
     return s;
+}
+
+static memdiff_snapshot *snap(pid_t pid, memdiff_depth depth)
+{
+    return snap_flags(pid, depth, 0);
 }
 
 /* One timed run of measurement m; returns ms, or -1 on failure. */
@@ -134,11 +143,13 @@ static double run_one(result *r, int m, const bench_frame_runs *runs,
     switch (m) {
     case M_FAST:
     case M_STANDARD:
+    case M_STANDARD_PSS:
     case M_DEEP: {
         memdiff_depth d = m == M_FAST     ? MEMDIFF_DEPTH_FAST
                           : m == M_DEEP ? MEMDIFF_DEPTH_DEEP
                                         : MEMDIFF_DEPTH_STANDARD;
-        memdiff_snapshot *s = snap(pid, d);
+        memdiff_snapshot *s =
+            snap_flags(pid, d, m == M_STANDARD_PSS ? MEMDIFF_SNAPSHOT_SMAPS_PSS : 0);
         t1 = now_ms();
         if (!s)
             return -1;
@@ -450,6 +461,9 @@ static void print_tables(const result *res, size_t n, const machine *mc, const c
         ratio_row(r, M_DEEP, M_KEACH, main_size ? 0.4 : 0, NULL);
         ratio_row(r, M_CMP_STANDARD, M_STANDARD, big ? 0.02 : 0, NULL);
         ratio_row(r, M_CMP_FAST, M_FAST, big ? 0.02 : 0, NULL);
+        /* PSS per mapping costs one smaps read on top of a standard snapshot. */
+        ratio_row(r, M_STANDARD_PSS, M_STANDARD, 0, "(cost of --pss)");
+        ratio_row(r, M_STANDARD_PSS, M_SMAPS, 0, "(cost of --pss)");
     }
 
     printf("\n### Storage\n\n");
@@ -561,6 +575,7 @@ static void usage(FILE *f)
                "               compares (compare) of the first target selected, for perf\n"
                "  --pair D     memdiff at depth D and its floor, alternately on the first target\n"
                "               selected: wall medians and this process's user / system CPU\n"
+               "               (D pss: standard with --pss, without, and smaps alone)\n"
                "  --pid P      with --pair: on running process P instead of a target (two\n"
                "               builds compared on one process, their ratios side by side)\n"
                "  --live N     the next standard self snapshot with 0 and with N live ones\n");
@@ -712,10 +727,13 @@ static double cpu_ms(const struct timeval *t)
 /* --pair: a snapshot at depth what and its floor (PAGEMAP_SCAN, batched pagemap, or kpage sorted
  * runs), one after the other on one target, N times each, the order swapped every repetition.
  * Besides wall times, getrusage tells user and system CPU apart: where memdiff's extra time goes
- * (its own code, or more of the kernel's). */
+ * (its own code, or more of the kernel's). "pss": a standard snapshot with PSS per mapping
+ * (MEMDIFF_SNAPSHOT_SMAPS_PSS) against one without, and against reading smaps alone, in a
+ * rotating order. */
 static int pair(const bench_target_spec *spec, const char *what, pid_t attach)
 {
     memdiff_depth d = depth_named(what);
+    int pss = strcmp(what, "pss") == 0, nk = pss ? 3 : 2;
     bench_target t;
     memset(&t, 0, sizeof t);
     t.pid = attach;
@@ -729,19 +747,25 @@ static int pair(const bench_target_spec *spec, const char *what, pid_t attach)
             bench_target_stop(&t);
         return 1;
     }
-    double *wall[2], *ratio = calloc((size_t)reps, sizeof *ratio), user[2] = {0, 0},
-                     sys[2] = {0, 0};
-    wall[0] = calloc((size_t)reps, sizeof(double));
-    wall[1] = calloc((size_t)reps, sizeof(double));
-    for (int i = 0; ratio && wall[0] && wall[1] && i < reps; i++) {
-        for (int k = 0; k < 2; k++) {
-            int which = (i + k) % 2; /* 0: memdiff, 1: the floor */
+    double *wall[3], *ratio[2], user[3] = {0, 0, 0}, sys[3] = {0, 0, 0};
+    int ok = 1;
+    for (int k = 0; k < 3; k++)
+        ok &= (wall[k] = calloc((size_t)reps, sizeof(double))) != NULL;
+    for (int k = 0; k < 2; k++)
+        ok &= (ratio[k] = calloc((size_t)reps, sizeof(double))) != NULL;
+    for (int i = 0; ok && i < reps; i++) {
+        for (int k = 0; k < nk; k++) {
+            int which = (i + k) % nk; /* 0: memdiff, 1: the floor, 2: smaps (pss) */
             struct rusage r0, r1;
             memdiff_snapshot *s = NULL;
             getrusage(RUSAGE_SELF, &r0);
             double t0 = now_ms();
             if (which == 0)
-                s = snap(t.pid, d); /* the free is not timed, as in the tables */
+                s = snap_flags(t.pid, d, pss ? MEMDIFF_SNAPSHOT_SMAPS_PSS : 0); /* free untimed */
+            else if (pss && which == 1)
+                s = snap(t.pid, d);
+            else if (pss)
+                (void)peer_smaps(t.pid);
             else if (d == MEMDIFF_DEPTH_FAST)
                 (void)floor_scan(t.pid);
             else if (d == MEMDIFF_DEPTH_STANDARD)
@@ -754,24 +778,31 @@ static int pair(const bench_target_spec *spec, const char *what, pid_t attach)
             user[which] += cpu_ms(&r1.ru_utime) - cpu_ms(&r0.ru_utime);
             sys[which] += cpu_ms(&r1.ru_stime) - cpu_ms(&r0.ru_stime);
         }
-        ratio[i] = wall[1][i] > 0 ? wall[0][i] / wall[1][i] : 0;
+        for (int k = 1; k < nk; k++)
+            ratio[k - 1][i] = wall[k][i] > 0 ? wall[0][i] / wall[k][i] : 0;
     }
-    if (ratio && wall[0] && wall[1]) {
+    if (ok) {
         static const char *const floors[] = {"PAGEMAP_SCAN", "pagemap", "kpage sorted runs"};
+        static const char *const names[2][3] = {{"memdiff", "floor", ""},
+                                                {"--pss", "standard", "smaps"}};
+        const char *against = pss ? "standard without it, smaps alone" : floors[d];
         if (attach)
-            printf("process %d, memdiff %s against floor: %s, %d repetitions\n", (int)attach,
-                   what, floors[d], reps);
+            printf("process %d, memdiff %s against %s, %d repetitions\n", (int)attach, what,
+                   against, reps);
         else
-            printf("%s, memdiff %s against floor: %s, %d repetitions\n", spec->name, what,
-                   floors[d], reps);
-        for (int k = 0; k < 2; k++)
+            printf("%s, memdiff %s against %s, %d repetitions\n", spec->name, what, against,
+                   reps);
+        for (int k = 0; k < nk; k++)
             printf("  %-8s wall median %8.3f ms   user %7.3f ms   system %7.3f ms (means)\n",
-                   k ? "floor" : "memdiff", median(wall[k], reps), user[k] / reps, sys[k] / reps);
-        printf("  median of the paired ratios: %.3f\n", median(ratio, reps));
+                   names[pss][k], median(wall[k], reps), user[k] / reps, sys[k] / reps);
+        for (int k = 1; k < nk; k++)
+            printf("  median of the paired ratios to %s: %.3f\n", names[pss][k],
+                   median(ratio[k - 1], reps));
     }
-    free(ratio);
-    free(wall[0]);
-    free(wall[1]);
+    for (int k = 0; k < 3; k++)
+        free(wall[k]);
+    for (int k = 0; k < 2; k++)
+        free(ratio[k]);
     bench_frame_runs_free(&runs);
     if (!attach)
         bench_target_stop(&t);

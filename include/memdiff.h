@@ -166,7 +166,9 @@ MEMDIFF_API const char *memdiff_depth_name(memdiff_depth depth);
 #define MEMDIFF_SRC_HEAPS 0x0100u          /* allocator structures read from process memory */
 #define MEMDIFF_SRC_MODULES 0x0200u        /* module segment tables read from process memory */
 #define MEMDIFF_SRC_PAGE_ACCESS 0x0400u    /* per-page accessed state in a reference-set bracket */
-#define MEMDIFF_SRC_PSS 0x0800u            /* PSS known (deep: map counts); else all PSS is 0 */
+#define MEMDIFF_SRC_PSS 0x0800u            /* PSS known per page (deep: map counts) */
+#define MEMDIFF_SRC_PSS_MAPPINGS 0x1000u   /* PSS known per kernel mapping (smaps' Pss, kB):
+                                              MEMDIFF_SNAPSHOT_SMAPS_PSS; neither: PSS is 0 */
 
 /* Options for memdiff_snapshot_take(). Initialise with MEMDIFF_OPTIONS_INIT or
  * memdiff_options_init() so that fields added later get their defaults. */
@@ -176,9 +178,16 @@ typedef struct memdiff_options {
     const char *fixture_root; /* NULL: the live system. Tests: a recorded tree read in its place
                                  (Linux: /proc as ROOT, /sys as ROOT/sys; Windows: none,
                                  MEMDIFF_ENOTSUP) */
+    unsigned flags;           /* MEMDIFF_SNAPSHOT_* */
 } memdiff_options;
 
-#define MEMDIFF_OPTIONS_INIT {0, MEMDIFF_DEPTH_STANDARD, NULL}
+#define MEMDIFF_OPTIONS_INIT {0, MEMDIFF_DEPTH_STANDARD, NULL, 0u}
+
+/* memdiff_options.flags: where the snapshot gets no map counts (below deep, or deep degraded),
+ * read PSS per kernel mapping from smaps (Linux; docs/api.md "PSS", its cost docs/performance.md).
+ * Sets MEMDIFF_SRC_PSS_MAPPINGS; where the OS has no such figure (Windows) the snapshot goes
+ * without it and says so in memdiff_snapshot_info.degraded. */
+#define MEMDIFF_SNAPSHOT_SMAPS_PSS 0x1u
 
 MEMDIFF_API void memdiff_options_init(memdiff_options *options);
 
@@ -261,7 +270,11 @@ typedef struct memdiff_region {
     uint64_t private_bytes;
     uint64_t shared_bytes;
     uint64_t swapped_bytes;
-    uint64_t pss_bytes;        /* proportional: page_size / map count per page, as smaps */
+    uint64_t pss_bytes;        /* proportional: page_size / map count per page, as smaps; of
+                                  [start, pss_end) (docs/api.md "PSS") */
+    uint64_t pss_end;          /* end, or (MEMDIFF_SRC_PSS_MAPPINGS) the end of the kernel
+                                  mapping this region begins; 0 in a mapping's later regions
+                                  (their PSS is in the first one's) and where PSS is unknown */
 } memdiff_region;
 
 MEMDIFF_API size_t memdiff_snapshot_region_count(const memdiff_snapshot *snapshot);
@@ -519,10 +532,11 @@ MEMDIFF_API size_t memdiff_escape_text(char *buf, size_t size, const char *text)
 /* The format this library writes. It reads every file of the same major version (minor versions
  * only add what older readers may skip) and refuses other majors with MEMDIFF_EFORMAT. */
 #define MEMDIFF_FILE_VERSION_MAJOR 1
-#define MEMDIFF_FILE_VERSION_MINOR 0
+#define MEMDIFF_FILE_VERSION_MINOR 1
 
 /* Writes the snapshot to out (opened in binary mode) and flushes it. Everything the snapshot
- * holds is kept: info, regions with labels and paths, page runs, per-page frame facts.
+ * holds is kept: info, regions with labels and paths, page runs, per-page frame facts, PSS per
+ * mapping (format 1.1).
  * The stream stays open and owned by the caller. Errors: MEMDIFF_EINVAL (a NULL argument, or a
  * snapshot that breaks the data model, e.g. overlapping regions), MEMDIFF_ENOMEM, MEMDIFF_EIO
  * (writing or flushing failed; the stream then holds a partial file). */

@@ -44,7 +44,8 @@ enum {
     TAG_REGIONS = 3,
     TAG_RUNS = 4,
     TAG_AUX = 5,
-    TAG_KNOWN_MAX = TAG_AUX
+    TAG_PSS = 6, /* 1.1: PSS per mapping (MEMDIFF_SRC_PSS_MAPPINGS) */
+    TAG_KNOWN_MAX = TAG_PSS
 };
 
 

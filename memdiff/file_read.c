@@ -31,6 +31,7 @@
 
 static const char *const section_names[TAG_KNOWN_MAX + 1] = {
     "section list", "info section", "string table", "region table", "run table", "aux arrays",
+    "PSS section",
 };
 
 #define KNOWN_PROT (MEMDIFF_PROT_READ | MEMDIFF_PROT_WRITE | MEMDIFF_PROT_EXEC)
@@ -41,6 +42,7 @@ static const char *const section_names[TAG_KNOWN_MAX + 1] = {
 #define MIN_STRING_BYTES 1u /* length varint */
 #define MIN_REGION_BYTES 12u
 #define MIN_RUN_BYTES 5u
+#define MIN_PSS_BYTES 3u
 
 static int64_t unzigzag(uint64_t v)
 {
@@ -435,8 +437,9 @@ static int parse_info(loader *l)
     in->pid = (int)v[0];
     in->depth_requested = (memdiff_depth)v[1];
     in->depth = (memdiff_depth)v[2];
-    /* 0.1 also wrote MEMDIFF__SRC_PAGEMAP_SCAN, how the pages were read: no source to report. */
-    in->sources = (unsigned)v[3] & ~MEMDIFF__SRC_PAGEMAP_SCAN;
+    /* 0.1 also wrote MEMDIFF__SRC_PAGEMAP_SCAN, how the pages were read: no source to report.
+     * PSS per mapping is known from its section alone (parse_pss). */
+    in->sources = (unsigned)v[3] & ~(MEMDIFF__SRC_PAGEMAP_SCAN | MEMDIFF_SRC_PSS_MAPPINGS);
     in->page_size = (uint32_t)v[4];
     in->degraded = v[5] ? l->strings[v[5] - 1] : NULL;
     memdiff_process_totals *t = &in->totals;
@@ -536,6 +539,73 @@ static int parse_regions(loader *l)
         s->region_count = i + 1;
     }
     return MEMDIFF_OK;
+}
+
+/* PSS per mapping (1.1): the regions that carry a mapping's figure, in ascending order, each
+ * with the end of its mapping and the figure in kB. The first region carries one, and every
+ * other region carries one or lies inside the mapping of the carrier before it (mapping_pss.c
+ * puts every region in one); mappings do not overlap; a figure is below 2^42 kB (4 PiB), so
+ * that no sum of figures in 1/4096 bytes overflows. Map counts, where present, give PSS per
+ * page instead: a file with both is no file memdiff writes. */
+static int parse_pss(loader *l)
+{
+    memdiff_snapshot *s = l->s;
+    if (!l->sec[TAG_PSS].present)
+        return MEMDIFF_OK;
+    reader r = section_reader(l, TAG_PSS);
+    uint64_t ps = s->info.page_size, cover_end = 0;
+    size_t n = 0, at = 0, pos = r.pos;
+    int rc = get_count(&r, MIN_PSS_BYTES, 1, "mappings", &n);
+    if (!rc && (s->info.sources & MEMDIFF_SRC_MAP_COUNTS))
+        rc = memdiff__set_error(MEMDIFF_EFORMAT, "snapshot file: PSS per mapping in a snapshot "
+                                                 "with map counts (offset %zu)",
+                                pos);
+    if (!rc && n == 0)
+        rc = memdiff__set_error(MEMDIFF_EFORMAT, "snapshot file: a PSS section without mappings "
+                                                 "(offset %zu)",
+                                pos);
+    for (size_t k = 0; !rc && k < n; k++) {
+        uint64_t delta, pages, kb, end = 0;
+        pos = r.pos;
+        /* The first carrier is region 0; each later one comes after the one before. */
+        rc = get_bounded(&r, k ? s->region_count - 1 - at : 0, "PSS region", &delta);
+        if (!rc && k && delta == 0)
+            rc = memdiff__set_error(MEMDIFF_EFORMAT, "snapshot file: PSS mapping %zu repeats "
+                                                     "region %zu (offset %zu)",
+                                    k, at, pos);
+        if (!rc)
+            rc = get_varint(&r, &pages);
+        if (!rc)
+            rc = get_bounded(&r, ((uint64_t)1 << 42) - 1, "PSS kB", &kb);
+        if (rc)
+            break;
+        size_t i = at + (size_t)delta;
+        memdiff__region *g = &s->regions[i];
+        rc = add_pages(&r, "PSS mapping", k, g->start, pages, ps, &end);
+        for (size_t j = at + 1; !rc && j < i; j++)
+            if (s->regions[j].end > cover_end)
+                rc = memdiff__set_error(MEMDIFF_EFORMAT, "snapshot file: region %zu lies in no "
+                                                         "PSS mapping (offset %zu)",
+                                        j, pos);
+        if (!rc && (end < g->end || g->start < cover_end))
+            rc = memdiff__set_error(MEMDIFF_EFORMAT,
+                                    "snapshot file: PSS mapping %zu (region %zu, %llu pages) "
+                                    "ends inside its region or overlaps the one before (offset "
+                                    "%zu)",
+                                    k, i, (unsigned long long)pages, pos);
+        if (rc)
+            break;
+        g->pss_end = cover_end = end;
+        g->pss_fixed = kb << 22; /* kB in 1/4096 bytes */
+        at = i;
+    }
+    for (size_t j = at + 1; !rc && j < s->region_count; j++)
+        if (s->regions[j].end > cover_end)
+            rc = memdiff__set_error(MEMDIFF_EFORMAT,
+                                    "snapshot file: region %zu lies in no PSS mapping", j);
+    if (!rc)
+        s->info.sources |= MEMDIFF_SRC_PSS_MAPPINGS;
+    return rc; /* bytes after the known fields: added by a newer minor version, skipped */
 }
 
 static int parse_aux(loader *l)
@@ -675,6 +745,8 @@ int memdiff__file_parse(memdiff__file_source *src, memdiff_snapshot *s, int boun
         rc = parse_aux(&l);
     if (!rc)
         rc = parse_runs(&l);
+    if (!rc)
+        rc = parse_pss(&l);
     if (!rc)
         rc = within_budget(&l, 0, "byte", l.file_bytes);
     if (used)

@@ -92,8 +92,9 @@ static int encode_info(writer *w, wbuf *b)
     memdiff__wbuf_varint(b, (uint64_t)in->depth_requested);
     memdiff__wbuf_varint(b, (uint64_t)in->depth);
     /* PSS is no fact read but a sum of the map counts (MEMDIFF_SRC_PSS): the loader sums it
-     * again, so the file says map counts and stays what a 1.0 writer writes. */
-    memdiff__wbuf_varint(b, in->sources & ~(unsigned)MEMDIFF_SRC_PSS);
+     * again, so the file says map counts. PSS per mapping is told by its own section, which a
+     * 1.0 reader skips: the bit would only tell it of figures it does not have. */
+    memdiff__wbuf_varint(b, in->sources & ~(unsigned)(MEMDIFF_SRC_PSS | MEMDIFF_SRC_PSS_MAPPINGS));
     memdiff__wbuf_varint(b, in->page_size);
     memdiff__wbuf_varint(b, in->time_ns);
     memdiff__wbuf_varint(b, host);
@@ -218,6 +219,37 @@ static int encode_aux(writer *w, wbuf *b)
     return b->failed;
 }
 
+/* PSS per mapping: the regions that carry a mapping's figure (pss_end set), each as its index
+ * (from the previous one's), the pages to pss_end and the figure in kB (smaps' unit: whole). */
+static int encode_pss(writer *w, wbuf *b)
+{
+    const memdiff_snapshot *s = w->s;
+    uint64_t ps = s->info.page_size;
+    size_t n = 0, prev = 0;
+    for (size_t i = 0; i < s->region_count; i++)
+        n += s->regions[i].pss_end != 0;
+    memdiff__wbuf_varint(b, n);
+    for (size_t i = 0; i < s->region_count; i++) {
+        const memdiff__region *r = &s->regions[i];
+        uint64_t bytes = r->pss_fixed >> 12;
+        if (!r->pss_end)
+            continue;
+        if (r->pss_end < r->end || (r->pss_end - r->start) % ps || bytes % 1024 ||
+            (r->pss_fixed & 4095))
+            return memdiff__set_error(MEMDIFF_EINVAL,
+                                      "memdiff_snapshot_save: region %zu's PSS per mapping "
+                                      "(%llu bytes to 0x%llx) is no whole kB of a mapping "
+                                      "that begins it",
+                                      i, (unsigned long long)bytes,
+                                      (unsigned long long)r->pss_end);
+        memdiff__wbuf_varint(b, i - prev);
+        memdiff__wbuf_varint(b, (r->pss_end - r->start) / ps);
+        memdiff__wbuf_varint(b, bytes / 1024);
+        prev = i;
+    }
+    return b->failed;
+}
+
 static const unsigned char zeros[4096];
 
 /* The file from its sections into w->out, pad zero bytes at the end of the run table, then read
@@ -233,7 +265,7 @@ static int assemble(writer *w, const wbuf *const *secs, size_t pad, uint64_t *us
     for (unsigned tag = TAG_INFO; tag <= TAG_KNOWN_MAX; tag++) {
         const wbuf *sec = secs[tag];
         size_t extra = tag == TAG_RUNS ? pad : 0;
-        if (tag == TAG_AUX && !sec->len)
+        if ((tag == TAG_AUX || tag == TAG_PSS) && !sec->len)
             continue;
         memdiff__wbuf_varint(out, tag);
         memdiff__wbuf_varint(out, sec->len + extra);
@@ -270,7 +302,7 @@ static int encode(writer *w)
                                   "[512, 1 GiB]",
                                   (unsigned)ps);
     wbuf info = {w->scratch, NULL, 0, 0, 0}, regions = info, runs = info, aux = info,
-         strings = info;
+         strings = info, pss = info;
     int rc = encode_info(w, &info);
     if (!rc)
         rc = encode_regions(w, &regions);
@@ -279,6 +311,8 @@ static int encode(writer *w)
     if (!rc && w->s->aux_count &&
         (w->s->frames.present || w->s->kflags.present || w->s->mapcount.present))
         rc = encode_aux(w, &aux);
+    if (!rc && (w->s->info.sources & MEMDIFF_SRC_PSS_MAPPINGS))
+        rc = encode_pss(w, &pss);
     if (rc)
         return rc;
     memdiff__wbuf_varint(&strings, w->nstrings);
@@ -290,7 +324,7 @@ static int encode(writer *w)
     if (strings.failed)
         return strings.failed;
 
-    const wbuf *secs[TAG_KNOWN_MAX + 1] = {NULL, &info, &strings, &regions, &runs, &aux};
+    const wbuf *secs[TAG_KNOWN_MAX + 1] = {NULL, &info, &strings, &regions, &runs, &aux, &pss};
     uint64_t used = 0;
     rc = assemble(w, secs, 0, &used);
     /* A file must load within its bound (2.75 x its size, LOAD_FLOOR at least); one that

@@ -97,7 +97,9 @@ typedef struct memdiff__region {
     uint64_t resident_pages;   /* present, zero page excluded */
     uint64_t private_pages;
     uint64_t swapped_pages;
-    uint64_t pss_fixed;        /* PSS in 1/4096 bytes (memdiff__pss_fixed): MEMDIFF_SRC_PSS */
+    uint64_t pss_fixed;        /* PSS in 1/4096 bytes (memdiff__pss_fixed): MEMDIFF_SRC_PSS;
+                                  MEMDIFF_SRC_PSS_MAPPINGS: of [start, pss_end) (mapping_pss.c) */
+    uint64_t pss_end;          /* MEMDIFF_SRC_PSS_MAPPINGS: memdiff_region.pss_end, else 0 */
 } memdiff__region;
 
 /* A run: pages [start, start + npages * page_size) share attrs (MEMDIFF_PAGE_*). Only pages that
@@ -191,6 +193,13 @@ static inline uint64_t memdiff__pss_fixed(uint64_t page_size, uint64_t n)
 /* PSS in 1/4096 bytes of the n resident pages whose frame facts begin at aux (a run's; NO_AUX:
  * none, each page whole), from s->mapcount stretch by stretch; saturating. */
 uint64_t memdiff__pss_of(const memdiff_snapshot *s, uint64_t aux, uint64_t n);
+
+/* Where a snapshot gets no map counts and was asked for MEMDIFF_SNAPSHOT_SMAPS_PSS: every
+ * mapping's PSS (memdiff__plat_mapping_pss) put whole on the mapping's first region (pss_fixed,
+ * pss_end; mapping_pss.c), *sources then MEMDIFF_SRC_PSS_MAPPINGS. *note: NULL, or (in scratch)
+ * why the OS gave no figure (*sources 0), or how many mappings changed meanwhile. */
+int memdiff__mapping_pss(memdiff__proc *proc, memdiff__arena *scratch, memdiff_snapshot *s,
+                         unsigned *sources, const char **note);
 
 /* ---- page runs (runs.c) ----------------------------------------------------------------- */
 
@@ -380,6 +389,12 @@ static inline int memdiff__knows_privacy(const memdiff_snapshot_info *info)
     return info->depth >= MEMDIFF_DEPTH_STANDARD && (info->sources & MEMDIFF_SRC_PAGES);
 }
 
+/* Whether a snapshot's PSS is known, per page (deep) or per mapping (smaps). */
+static inline int memdiff__knows_pss(const memdiff_snapshot_info *info)
+{
+    return (info->sources & (MEMDIFF_SRC_PSS | MEMDIFF_SRC_PSS_MAPPINGS)) != 0;
+}
+
 /* Whether a diff's PSS figures are known: both snapshots knew PSS (MEMDIFF_SRC_PSS); else 0. */
 static inline int memdiff__diff_knows_pss(const memdiff_diff *d)
 {
@@ -527,7 +542,8 @@ typedef struct memdiff__snap_block {
 int memdiff__report_snapshot_blocks(const memdiff_snapshot *s, const memdiff_report_options *o,
                                     memdiff__arena *scratch, memdiff__snap_block **out, size_t *n);
 
-/* A snapshot's figures per category (saturating sums of its regions'). */
+/* A snapshot's figures per category (saturating sums of its regions'; PSS only where it is
+ * known per page, MEMDIFF_SRC_PSS). */
 typedef struct memdiff__snap_sum {
     uint64_t resident_bytes, private_bytes, shared_bytes, swapped_bytes, pss_bytes;
     size_t regions;

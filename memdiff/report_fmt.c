@@ -362,7 +362,9 @@ void memdiff__put_time(FILE *out, uint64_t ns)
 
 const char *memdiff__pss_unknown(const memdiff_snapshot_info *info)
 {
-    /* PSS comes from the map counts of deep depth (docs/api.md, "PSS"). */
+    /* PSS comes from the map counts of deep depth (docs/api.md, "PSS"), or per mapping from
+     * smaps when the snapshot asked for it (which says nothing here: the caller's words differ,
+     * an option to memdiff_snapshot_take() or memdiff's --pss). */
     if (info->depth < MEMDIFF_DEPTH_DEEP)
         return "needs deep depth: map counts, CAP_SYS_ADMIN";
     return "no map counts: needs CAP_SYS_ADMIN";

@@ -40,6 +40,8 @@ static const char *source_name(unsigned bit)
         return "page-access";
     case MEMDIFF_SRC_PSS:
         return "pss";
+    case MEMDIFF_SRC_PSS_MAPPINGS:
+        return "pss-mappings";
     }
     return NULL;
 }
@@ -74,18 +76,24 @@ static void open_document(memdiff__json *j, const char *kind)
     memdiff__json_string(j, "kind", kind);
 }
 
-/* Why a snapshot has no PSS: it is summed from every resident page's map count. */
+/* Why a snapshot's figures have no PSS: it is summed from every resident page's map count, or
+ * known per mapping only. */
 static const char *pss_unknown(const memdiff_snapshot_info *i)
 {
+    if (i->sources & MEMDIFF_SRC_PSS_MAPPINGS) /* the figures of a watch tick: none divided */
+        return "per mapping only (pss-mappings): in the snapshot's total and its regions";
     return i->depth < MEMDIFF_DEPTH_DEEP ? "measured at deep depth only"
                                          : "map counts unavailable (see degraded)";
 }
 
-/* pss_bytes: the figure, or null and (with_reason) pss_unknown saying why. */
+/* pss_bytes: the figure, or null and (with_reason) pss_unknown saying why. with_reason is the
+ * snapshot's own total, which PSS per mapping (pss-mappings) knows too; its figures are no
+ * category's or block's (docs/api.md, "PSS"). */
 static void put_pss(memdiff__json *j, const memdiff_snapshot_info *i, uint64_t pss,
                     int with_reason)
 {
-    if (i->sources & MEMDIFF_SRC_PSS) {
+    if ((i->sources & MEMDIFF_SRC_PSS) ||
+        (with_reason && (i->sources & MEMDIFF_SRC_PSS_MAPPINGS))) {
         memdiff__json_uint(j, "pss_bytes", pss);
         return;
     }
@@ -340,7 +348,13 @@ static void put_snap_block(memdiff__json *j, const memdiff__snap_block *b,
     memdiff__json_uint(j, "private_bytes", r->private_bytes);
     memdiff__json_uint(j, "shared_bytes", r->shared_bytes);
     memdiff__json_uint(j, "swapped_bytes", r->swapped_bytes);
-    put_pss(j, i, r->pss_bytes, 0);
+    if ((i->sources & MEMDIFF_SRC_PSS_MAPPINGS) && r->pss_end) {
+        /* a listed region that begins a mapping: the mapping's figure, to its end */
+        memdiff__json_uint(j, "pss_bytes", r->pss_bytes);
+        memdiff__json_address(j, "pss_end", r->pss_end);
+    } else {
+        put_pss(j, i, r->pss_bytes, 0);
+    }
     memdiff__json_close(j);
 }
 

@@ -139,12 +139,17 @@ int memdiff__report_snapshot_blocks(const memdiff_snapshot *s, const memdiff_rep
     if (!blocks)
         return MEMDIFF_ENOMEM;
     int per_region = (o->flags & MEMDIFF_REPORT_REGIONS) != 0;
+    /* PSS per mapping (smaps) covers a mapping, whose regions may be of several blocks: a
+     * region keeps its figure, a block has none (docs/api.md, "PSS"). */
+    int block_pss = per_region || (s->info.sources & MEMDIFF_SRC_PSS);
     size_t m = 0;
     for (size_t i = 0; i < count; i++) {
         memdiff_region r;
         int rc = memdiff_snapshot_region(s, i, &r);
         if (rc != MEMDIFF_OK)
             return rc;
+        if (!block_pss)
+            r.pss_bytes = r.pss_end = 0;
         if (r.category == MEMDIFF_CAT_OWN || !memdiff__report_lists(o, r.category))
             continue;
         memdiff__snap_block *last = m ? &blocks[m - 1] : NULL;
@@ -190,6 +195,8 @@ void memdiff__report_snapshot_sums(const memdiff_snapshot *s,
             (unsigned)r.category >= MEMDIFF_CAT_COUNT)
             continue;
         memdiff__snap_sum *c = &sums[r.category];
+        if (!(s->info.sources & MEMDIFF_SRC_PSS))
+            r.pss_bytes = 0; /* per mapping: no category's (see memdiff__report_snapshot_blocks) */
         c->resident_bytes = memdiff__add_sat(c->resident_bytes, r.resident_bytes);
         c->private_bytes = memdiff__add_sat(c->private_bytes, r.private_bytes);
         c->shared_bytes = memdiff__add_sat(c->shared_bytes, r.shared_bytes);

@@ -52,6 +52,7 @@ static const struct {
     {MEMDIFF_SRC_MODULES, "modules"},
     {MEMDIFF_SRC_PAGE_ACCESS, "page-access"},
     {MEMDIFF_SRC_PSS, "pss"},
+    {MEMDIFF_SRC_PSS_MAPPINGS, "pss-mappings"},
 };
 
 #define NUM_MAX MEMDIFF__NUM_MAX
@@ -64,6 +65,7 @@ typedef struct st {
     int width; /* 0: no limit */
     memdiff__arena *scratch;
     int rc;
+    unsigned sources; /* the snapshot's MEMDIFF_SRC_* */
 } st;
 
 static void keep_rc(st *t, int rc)
@@ -134,7 +136,7 @@ static void put_totals(st *t, const memdiff_snapshot_info *i)
     memdiff__fmt_amount(swp, i->swapped_bytes, 0, t->flags);
     memdiff__fmt_amount(pss, i->pss_bytes, 0, t->flags);
     memdiff__fmt_amount(own, i->own_bytes, 0, t->flags);
-    int knows_pss = (i->sources & MEMDIFF_SRC_PSS) != 0;
+    int knows_pss = memdiff__knows_pss(i);
     int w = MEMDIFF__MAX(MEMDIFF__MAX(memdiff__text_cols(res), memdiff__text_cols(swp)),
                          MEMDIFF__MAX(memdiff__text_cols(own),
                                       knows_pss ? memdiff__text_cols(pss) : 0));
@@ -153,7 +155,12 @@ static void put_totals(st *t, const memdiff_snapshot_info *i)
     fprintf(out, "\n%-23s", "PSS:");
     if (knows_pss) {
         memdiff__put_cell(out, t->flags, pss, w, NULL);
-        put_rest(t, 23 + w, "  (page size / map count per page, as smaps)");
+        /* Per mapping, a figure covers the mapping's regions, which may be of several categories
+         * and blocks: shown per region only. */
+        put_rest(t, 23 + w,
+                 (i->sources & MEMDIFF_SRC_PSS)
+                     ? "  (page size / map count per page, as smaps)"
+                     : "  (smaps' Pss per mapping, in whole kB)");
     } else {
         memdiff__put_cell(out, t->flags, DASH, w, NULL);
         snprintf(rest, sizeof rest, "  (%s)", memdiff__pss_unknown(i));
@@ -234,16 +241,24 @@ static void block_cells(const st *t, const memdiff_region *r, char cells[B_COLS]
     memdiff__fmt_bytes(cells[B_RES], r->resident_bytes, 0, t->flags);
     memdiff__fmt_bytes(cells[B_PRIV], r->private_bytes, 0, t->flags);
     memdiff__fmt_bytes(cells[B_SWAP], r->swapped_bytes, 0, t->flags);
-    memdiff__fmt_bytes(cells[B_PSS], r->pss_bytes, 0, t->flags);
+    /* Per mapping (smaps), a region after a mapping's first carries none of its figure. */
+    if (r->pss_end || (t->sources & MEMDIFF_SRC_PSS))
+        memdiff__fmt_bytes(cells[B_PSS], r->pss_bytes, 0, t->flags);
+    else
+        snprintf(cells[B_PSS], NUM_MAX, "%s", DASH);
 }
 
 static void put_blocks(st *t, const memdiff_snapshot_info *i, const memdiff__snap_block *b,
                        size_t n, size_t all)
 {
     FILE *out = t->out;
-    static const char *const heads[B_COLS] = {"size", "resident", "private", "swapped", "pss"};
     int per_region = (t->flags & MEMDIFF_REPORT_REGIONS) != 0;
-    int show[B_COLS] = {1, 1, 1, i->swapped_bytes != 0, (i->sources & MEMDIFF_SRC_PSS) != 0};
+    int mapping_pss = per_region && !(i->sources & MEMDIFF_SRC_PSS) &&
+                      (i->sources & MEMDIFF_SRC_PSS_MAPPINGS);
+    const char *const heads[B_COLS] = {"size", "resident", "private", "swapped",
+                                       mapping_pss ? "mapping pss" : "pss"};
+    int show[B_COLS] = {1, 1, 1, i->swapped_bytes != 0,
+                        (i->sources & MEMDIFF_SRC_PSS) != 0 || mapping_pss};
     const char *what = per_region ? "Regions" : "Blocks";
     const char *unit = per_region ? "" : ", adjacent regions with one category and label";
     char head[160];
@@ -357,7 +372,7 @@ int memdiff_snapshot_report_text(const memdiff_snapshot *snapshot, FILE *out,
                        : rc;
         }
     }
-    st t = {out, o.flags, memdiff__report_width(&o), &scratch, MEMDIFF_OK};
+    st t = {out, o.flags, memdiff__report_width(&o), &scratch, MEMDIFF_OK, i.sources};
     if (!(o.flags & MEMDIFF_REPORT_NO_HEADER))
         put_header(&t, &i);
     put_totals(&t, &i);

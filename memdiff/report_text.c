@@ -46,8 +46,11 @@
  * target or a file chose as a name can neither break a line nor drive the terminal. A diff of
  * two snapshots that know PSS (MEMDIFF_SRC_PSS: deep) has after Memory freed
  *   Net PSS:                  -40,960 bytes  (+0 gained, -40,960 lost)
- * and a Net PSS column (new_pss_bytes - freed_pss_bytes) in the table; other diffs say there
- * why PSS is unknown, with a dash, never a 0.
+ * and a Net PSS column (new_pss_bytes - freed_pss_bytes) in the table. Where a side knows PSS
+ * per mapping only (MEMDIFF_SRC_PSS_MAPPINGS, smaps) the line is the snapshots' totals
+ *   Net PSS:                  +12,288 bytes  (1,000,448 before, 1,012,736 after: per mapping,
+ *   no blocks)
+ * and there is no column; other diffs say there why PSS is unknown, with a dash, never a 0.
  *
  * The options (report_select.c checks them and lists the blocks): MEMDIFF_REPORT_HUMAN sizes in
  * binary units, MEMDIFF_REPORT_COLOR signed sizes and headings in colour, categories, sort, top
@@ -285,8 +288,8 @@ static void put_rest(rt *t, int at, const char *fmt, ...)
 /* "Net PSS:" when one of the snapshots does not know PSS: a dash and why. */
 static void put_pss_unknown(rt *t, const memdiff_diff *diff, int w)
 {
-    int known_b = (diff->info[0].sources & MEMDIFF_SRC_PSS) != 0;
-    int known_a = (diff->info[1].sources & MEMDIFF_SRC_PSS) != 0;
+    int known_b = memdiff__knows_pss(&diff->info[0]);
+    int known_a = memdiff__knows_pss(&diff->info[1]);
     fprintf(t->out, "%-23s", "Net PSS:");
     memdiff__put_cell(t->out, t->flags, DASH, w, NULL);
     put_rest(t, 23 + w, "  (%s%s)", known_b == known_a ? "" : known_a ? "before: " : "after: ",
@@ -339,6 +342,16 @@ static void put_summary(rt *t, const memdiff_diff *diff)
         put_num(t, pss, w, 1);
         put_rest(t, 23 + w, "  (%s gained, %s lost)", fmt_size(t, x, tt->new_pss_bytes, '+'),
                  fmt_size(t, y, tt->freed_pss_bytes, '-'));
+    } else if (memdiff__knows_pss(&diff->info[0]) && memdiff__knows_pss(&diff->info[1])) {
+        /* PSS per mapping (smaps) on a side: the snapshots' totals; no page, block or category
+         * says how it divides. */
+        fmt_amount_signed(t, z, memdiff__sub_sat_i64(memdiff__to_figure(diff->info[1].pss_bytes),
+                                                     memdiff__to_figure(diff->info[0].pss_bytes)));
+        fprintf(out, "%-23s", "Net PSS:");
+        put_num(t, z, w, 1);
+        put_rest(t, 23 + w, "  (%s before, %s after: per mapping, no blocks)",
+                 fmt_size(t, x, diff->info[0].pss_bytes, 0),
+                 fmt_size(t, y, diff->info[1].pss_bytes, 0));
     } else {
         put_pss_unknown(t, diff, w);
     }

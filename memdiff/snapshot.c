@@ -12,6 +12,7 @@
  * snapshots). The arena's count of its bytes stands for it (memdiff__own_bytes).
  */
 #include <signal.h>
+#include <stdio.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -227,12 +228,19 @@ void memdiff__snapshot_tally(memdiff_snapshot *s)
     memdiff_snapshot_info *in = &s->info;
     uint64_t ps = in->page_size;
     in->resident_bytes = in->private_bytes = in->swapped_bytes = in->own_bytes = 0;
-    /* PSS needs every resident page's map count: deep depth (a file keeps its sources). */
+    /* PSS per page needs every resident page's map count: deep depth (a file keeps its
+     * sources). PSS per mapping (MEMDIFF_SRC_PSS_MAPPINGS) is the regions' figures as smaps
+     * gave them (mapping_pss.c), whole bytes each. */
     in->sources &= ~MEMDIFF_SRC_PSS;
     in->pss_bytes = 0;
     if (in->sources & MEMDIFF_SRC_MAP_COUNTS) {
+        in->sources &= ~MEMDIFF_SRC_PSS_MAPPINGS;
         in->sources |= MEMDIFF_SRC_PSS;
         in->pss_bytes = tally_pss(s);
+    } else if (in->sources & MEMDIFF_SRC_PSS_MAPPINGS) {
+        for (size_t i = 0; i < s->region_count; i++)
+            if (s->regions[i].category != MEMDIFF_CAT_OWN)
+                in->pss_bytes = memdiff__add_sat(in->pss_bytes, s->regions[i].pss_fixed >> 12);
     }
     for (size_t i = 0; i < s->region_count; i++) {
         const memdiff__region *r = &s->regions[i];
@@ -347,6 +355,12 @@ static int take(const memdiff_options *o, unsigned flags, memdiff_snapshot *s,
     memdiff__strtab *table = NULL;
     if (!rc)
         rc = memdiff__classify(&f, &s->arena, &table, &s->regions, &s->region_count);
+    /* PSS per mapping is read right after the region list it is matched to, so that a process
+     * that runs has little time to change its mappings in between (mapping_pss.c). */
+    unsigned pss_source = 0;
+    const char *pss_note = NULL;
+    if (!rc && (o->flags & MEMDIFF_SNAPSHOT_SMAPS_PSS) && depth < MEMDIFF_DEPTH_DEEP)
+        rc = memdiff__mapping_pss(proc, scratch, s, &pss_source, &pss_note);
 
     builder b;
     memset(&b, 0, sizeof b);
@@ -375,9 +389,12 @@ static int take(const memdiff_options *o, unsigned flags, memdiff_snapshot *s,
     s->info.pid = caps.pid;
     s->info.depth_requested = o->depth;
     s->info.depth = depth;
-    s->info.sources = used_sources(depth, caps.sources);
-    if (why) {
-        s->info.degraded = memdiff__arena_strndup(&s->arena, why, strlen(why));
+    s->info.sources = used_sources(depth, caps.sources) | pss_source;
+    if (why || pss_note) {
+        char buf[1024];
+        snprintf(buf, sizeof buf, "%s%s%s", why ? why : "", why && pss_note ? "; " : "",
+                 pss_note ? pss_note : "");
+        s->info.degraded = memdiff__arena_strndup(&s->arena, buf, strlen(buf));
         if (!s->info.degraded)
             return MEMDIFF_ENOMEM;
     }
@@ -436,6 +453,9 @@ int memdiff__snapshot_take_flags(const memdiff_options *options, unsigned flags,
                                   (int)o.depth);
     if (o.pid < 0)
         return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_snapshot_take: invalid pid %d", o.pid);
+    if (o.flags & ~(unsigned)MEMDIFF_SNAPSHOT_SMAPS_PSS)
+        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_snapshot_take: unknown flags 0x%x",
+                                  o.flags);
     if (taking || memdiff__arena_busy())
         return memdiff__set_error(MEMDIFF_EBUSY, "memdiff_snapshot_take: this thread is inside "
                                                  "memdiff already (called from a signal handler "
@@ -489,7 +509,9 @@ static void export_region(const memdiff_snapshot *s, const memdiff__region *r, m
     out->private_bytes = r->private_pages * ps;
     out->shared_bytes = (r->resident_pages - r->private_pages) * ps;
     out->swapped_bytes = r->swapped_pages * ps;
-    out->pss_bytes = (s->info.sources & MEMDIFF_SRC_PSS) ? r->pss_fixed >> 12 : 0;
+    unsigned pss = s->info.sources & (MEMDIFF_SRC_PSS | MEMDIFF_SRC_PSS_MAPPINGS);
+    out->pss_bytes = pss ? r->pss_fixed >> 12 : 0;
+    out->pss_end = pss & MEMDIFF_SRC_PSS ? r->end : pss ? r->pss_end : 0;
 }
 
 int memdiff_snapshot_region(const memdiff_snapshot *snapshot, size_t index, memdiff_region *out)

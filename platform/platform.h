@@ -348,6 +348,19 @@ int memdiff__plat_refs_usage(memdiff__proc *proc, memdiff__arena *arena,
 int memdiff__plat_refs_total(memdiff__proc *proc, memdiff__plat_usage *out);
 
 /* =============================================================================================
+ * The backend implements: PSS per mapping (snapshots with MEMDIFF_SNAPSHOT_SMAPS_PSS that get no
+ * map counts; memdiff/mapping_pss.c)
+ * =========================================================================================== */
+
+/* Every mapping's proportional set size as the OS itself counts it, in ascending order, as
+ * memdiff__plat_refs_usage lists mappings; pss is the figure the OS gives per mapping (Linux:
+ * smaps "Pss", whole kB as bytes), the other fields as memdiff__plat_refs_usage sets them.
+ * MEMDIFF_ENOTSUP (detail set) where the OS has no exact figure per mapping (Windows, whose
+ * usage pss is an estimate from share counts). Errors: as memdiff__plat_regions. */
+int memdiff__plat_mapping_pss(memdiff__proc *proc, memdiff__arena *arena,
+                              memdiff__plat_usage **out, size_t *count);
+
+/* =============================================================================================
  * The backend implements: polls and marks (memory over time: the core's poll.c and mark.c)
  * =========================================================================================== */
 

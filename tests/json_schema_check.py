@@ -3,8 +3,8 @@
 
 The documents come from the real memdiff binary and the library measuring a real process (one
 this script starts: memdiff_json_target, which maps files with hostile names): snap --json,
-show --json (blocks and regions), diff --json (plain, --verbose, --no-header), watch --json
-(3 ticks), wss --json (2 samples), a reference-set bracket's diff and a snapshot written by the
+show --json (blocks and regions, and of a snapshot with PSS per mapping), diff --json (plain,
+--verbose, --no-header, PSS per mapping), watch --json (3 ticks, and one with --pss), wss --json (2 samples), a reference-set bracket's diff and a snapshot written by the
 library itself, and the golden files of tests/fixtures/reports. Each one must
 
 - validate against the schema (JSON Schema draft 2020-12, python3-jsonschema),
@@ -164,6 +164,27 @@ def main():
                 'watch', 3)
         c.check('wss --json', run([cli, 'wss', pid, '--json', '-i', '100ms', '-n', '2']),
                 'wss', 2)
+        # PSS per mapping (snap --pss, standard depth): the snapshot's total, each mapping's
+        # figure on its first region with pss_end, null for blocks and categories.
+        C = os.path.join(tmp, 'c.mds')
+        run([cli, 'snap', pid, '-o', C, '--pss', '-q'])
+        for opts in ([], ['--regions']):
+            doc = c.check('show --json (--pss) ' + ' '.join(opts),
+                          run([cli, 'show', '--json'] + opts + [C]), 'snapshot', 1)
+            if not doc:
+                continue
+            d = doc[0]
+            items = d['regions' if opts else 'blocks']
+            carried = sum(int(r['pss_bytes']) for r in items if 'pss_end' in r)
+            if ('pss-mappings' not in d['snapshot']['sources'] or
+                    d['snapshot']['pss_bytes'] in (None, 0) or
+                    any(x['pss_bytes'] is not None for x in d['categories'].values()) or
+                    (opts and carried != int(d['snapshot']['pss_bytes'])) or
+                    (not opts and any(b['pss_bytes'] is not None for b in items))):
+                fail('show --json (--pss): PSS per mapping not where it belongs')
+        c.check('diff --json (--pss)', run([cli, 'diff', '--json', C, C]), 'diff', 1)
+        c.check('watch --json --pss', run([cli, 'watch', pid, '--json', '--pss', '-i', '100ms',
+                                            '-n', '1']), 'watch', 1)
         docs = c.check('library documents', run([a.target, 'docs']), None)
         if ([d.get('kind') for d in docs] != ['diff', 'diff', 'snapshot'] or
                 'bracket' not in docs[0] or not same(docs[0], docs[1]) or

@@ -251,6 +251,41 @@ size_t scn_read_message(int fd, char *buf, size_t size)
     return len;
 }
 
+pid_t scn_spawn_piped(char *const argv[], int *to_child, int *from_child)
+{
+    int in[2], out[2];
+    if (pipe(in) != 0)
+        return -1;
+    if (pipe(out) != 0) {
+        close(in[0]);
+        close(in[1]);
+        return -1;
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        dup2(in[0], 0);
+        dup2(out[1], 1);
+        close(in[0]);
+        close(in[1]);
+        close(out[0]);
+        close(out[1]);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    if (pid < 0) {
+        close(in[1]);
+        close(out[0]);
+        return -1;
+    }
+    *to_child = in[1];
+    *from_child = out[0];
+    return pid;
+}
+
 const char *scn_in_child(const char *(*drop)(void), const char *(*fn)(void *arg), void *arg)
 {
     static char msg[4096];

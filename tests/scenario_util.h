@@ -101,6 +101,11 @@ int scn_sh(char *out, size_t size, const char *fmt, ...)
 #endif
     ;
 
+/* Starts argv[0] (execv) in a child that dies with the caller (PR_SET_PDEATHSIG), its stdin
+ * and stdout on pipes: *to_child writes to its stdin (closing it ends a reader of stdin),
+ * *from_child reads its stdout. Returns its pid, or -1 when a pipe or the fork failed. */
+pid_t scn_spawn_piped(char *const argv[], int *to_child, int *from_child);
+
 /* A directory for temporary files on a disk file system (not tmpfs, whose pages are shmem and
  * behave otherwise): $TMPDIR, /tmp or /var/tmp, resolved with realpath(). */
 const char *scn_disk_tmpdir(void);

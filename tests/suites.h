@@ -32,7 +32,8 @@
     X(manual)                  \
     X(names)                   \
     X(json)                    \
-    X(timeline)
+    X(timeline)               \
+    X(pss)
 
 /* UNDER_ASAN: 1 in an AddressSanitizer build (gcc or clang), whose shadow mappings make some
  * measurements slow or meaningless. */

@@ -34,7 +34,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -71,29 +70,11 @@ static const char *target_start(target *t, char *const argv[])
 {
     static char msg[512];
     memset(t, 0, sizeof *t);
-    int in[2], out[2];
-    if (pipe(in) != 0 || pipe(out) != 0)
-        return "pipe failed";
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0)
-        return "fork failed";
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        dup2(in[0], 0);
-        dup2(out[1], 1);
-        close(in[0]);
-        close(in[1]);
-        close(out[0]);
-        close(out[1]);
-        execv(argv[0], argv);
-        _exit(127);
-    }
-    close(in[0]);
-    close(out[1]);
-    t->pid = pid;
-    t->in_fd = in[1];
-    t->out = fdopen(out[0], "r");
+    int from;
+    t->pid = scn_spawn_piped(argv, &t->in_fd, &from);
+    if (t->pid < 0)
+        return "pipe or fork failed";
+    t->out = fdopen(from, "r");
     char line[512];
     while (t->out && fgets(line, sizeof line, t->out)) {
         feature f;

@@ -451,6 +451,42 @@ START_TEST(watch_a_live_process)
 }
 END_TEST
 
+/* --pss: PSS per mapping from smaps at standard depth, through snap, show, diff and watch; without
+ * it no PSS anywhere (standard depth has no map counts). */
+START_TEST(pss_per_mapping_through_the_cli)
+{
+    target t = start_target();
+    ASSERT_RUN(0, "snap %d -o plain.mds", (int)t.pid);
+    ASSERT_RUN(0, "snap %d -o a.mds --pss", (int)t.pid);
+    ASSERT_RUN(0, "snap %d -o b.mds --pss --quiet", (int)t.pid);
+    ASSERT_RUN(0, "show plain.mds");
+    /* PSS unknown: a dash and why, no figure, no column. */
+    ck_assert_msg(strstr(out, "\nPSS: ") != NULL && strstr(out, "\xe2\x80\x93  (needs deep depth"),
+                  "%s", out);
+    ck_assert_msg(strstr(out, "smaps' Pss") == NULL && strstr(out, " pss") == NULL, "%s", out);
+    ASSERT_RUN(0, "show -r b.mds");
+    ck_assert_msg(strstr(out, " pss-mappings\n") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "\nPSS: ") != NULL && strstr(out, "smaps' Pss per mapping"), "%s",
+                  out);
+    ck_assert_msg(strstr(out, "  mapping pss  category") != NULL, "%s", out);
+    ASSERT_RUN(0, "show b.mds");
+    ck_assert_msg(strstr(out, "mapping pss") == NULL, "blocks have no PSS column:\n%s", out);
+    ASSERT_RUN(0, "diff a.mds b.mds");
+    ck_assert_msg(strstr(out, "\nNet PSS: ") != NULL && strstr(out, "per mapping, no blocks)"),
+                  "%s", out);
+    ASSERT_RUN(0, "diff --json a.mds b.mds");
+    ck_assert_msg(strstr(out, "\"pss-mappings\"") != NULL && strstr(out, "\"pss_bytes\": "),
+                  "%s", out);
+    ck_assert_msg(strstr(out, "new_pss_bytes") == NULL, "no PSS per page:\n%s", out);
+    ASSERT_RUN(0, "diff plain.mds b.mds");
+    ck_assert_msg(strstr(out, "\nNet PSS: ") != NULL && strstr(out, "\xe2\x80\x93  (before: needs"),
+                  "one side without PSS: a dash and why:\n%s", out);
+    ASSERT_RUN(0, "watch %d --pss --count 1 --interval 10ms", (int)t.pid);
+    ck_assert_msg(strstr(out, "\nNet PSS: ") != NULL, "%s", out);
+    stop_target(&t);
+}
+END_TEST
+
 START_TEST(watch_ends_when_the_process_exits)
 {
     target t = start_target();
@@ -1149,6 +1185,7 @@ Suite *cli_suite(void)
     tcase_add_test(tc, snap_writes_only_regular_files);
     tcase_add_test(tc, watch_a_live_process);
     tcase_add_test(tc, watch_ends_when_the_process_exits);
+    tcase_add_test(tc, pss_per_mapping_through_the_cli);
     tcase_add_test(tc, live_hostile_file_name_is_escaped);
     tcase_add_test(tc, report_options_on_diff_and_show);
     tcase_add_test(tc, colour_only_on_a_terminal);

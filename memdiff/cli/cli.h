@@ -166,9 +166,10 @@ int cli_word_is_process(const char *word);
 
 /* ---- commands (commands.c, show.c) ------------------------------------------------------ */
 
-/* A snapshot of pid at depth into *out: 0, or CLI_EXIT_ERROR after "memdiff CMD: cannot
- * snapshot pid N: why" on stderr. */
-int cli_take(const char *cmd, int pid, memdiff_depth depth, memdiff_snapshot **out);
+/* A snapshot of pid at depth (memdiff_options.flags: flags) into *out: 0, or CLI_EXIT_ERROR
+ * after "memdiff CMD: cannot snapshot pid N: why" on stderr. */
+int cli_take(const char *cmd, int pid, memdiff_depth depth, unsigned flags,
+             memdiff_snapshot **out);
 
 int cli_cmd_snap(int argc, char **argv);
 int cli_cmd_diff(int argc, char **argv);

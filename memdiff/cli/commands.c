@@ -18,7 +18,7 @@
 /* ---- snap ------------------------------------------------------------------------------- */
 
 enum { OPT_OUTPUT = 1, OPT_DEPTH, OPT_QUIET, OPT_VERBOSE, OPT_JSON, OPT_FORCE, OPT_FAIL_ON,
-       OPT_NO_HEADER, OPT_INTERVAL, OPT_COUNT, OPT_BASELINE, OPT_BRIEF };
+       OPT_NO_HEADER, OPT_INTERVAL, OPT_COUNT, OPT_BASELINE, OPT_BRIEF, OPT_PSS };
 
 /* Options of snap, diff and watch, parsed into one struct: each command's table says which of
  * them it knows. */
@@ -28,6 +28,7 @@ typedef struct args {
     const char *output;
     memdiff_depth depth;
     int quiet, verbose, json, force, no_header, brief;
+    unsigned snapshot_flags; /* --pss: MEMDIFF_SNAPSHOT_SMAPS_PSS */
     cli_cond conds[MAX_CONDS];
     int nconds;
     uint64_t interval_ns;
@@ -72,6 +73,9 @@ static int on_opt(void *ctx, int id, const char *v)
         return 0;
     case OPT_NO_HEADER:
         a->no_header = 1;
+        return 0;
+    case OPT_PSS:
+        a->snapshot_flags |= MEMDIFF_SNAPSHOT_SMAPS_PSS;
         return 0;
     case OPT_BRIEF:
         a->brief = 1;
@@ -127,12 +131,14 @@ static int parse_args(args *a, const char *cmd, int argc, char **argv, const cli
 /* Words a command takes as processes: at most this many (--name has no limit). */
 #define MAX_WORDS 64
 
-int cli_take(const char *cmd, int pid, memdiff_depth depth, memdiff_snapshot **out)
+int cli_take(const char *cmd, int pid, memdiff_depth depth, unsigned flags,
+             memdiff_snapshot **out)
 {
     memdiff_options o;
     memdiff_options_init(&o);
     o.pid = pid;
     o.depth = depth;
+    o.flags = flags;
     int rc = memdiff_snapshot_take(&o, out);
     if (rc) {
         char what[64];
@@ -182,7 +188,7 @@ static int output_path(const char *tmpl, int pid, char *buf, size_t size)
 static int snap_one(const args *a, int pid, const char *output)
 {
     memdiff_snapshot *s = NULL;
-    int rc = cli_take("snap", pid, a->depth, &s);
+    int rc = cli_take("snap", pid, a->depth, a->snapshot_flags, &s);
     if (rc)
         return rc;
     int to_stdout = strcmp(output, "-") == 0;
@@ -226,6 +232,7 @@ int cli_cmd_snap(int argc, char **argv)
                                    {"depth", 'd', 1, OPT_DEPTH},
                                    {"quiet", 'q', 0, OPT_QUIET},
                                    {"json", 0, 0, OPT_JSON},
+                                   {"pss", 0, 0, OPT_PSS},
                                    CLI_SELECT_OPTS,
                                    {NULL, 0, 0, 0}};
     args a;
@@ -434,6 +441,7 @@ int cli_cmd_watch(int argc, char **argv)
                                    {"no-header", 0, 0, OPT_NO_HEADER},
                                    {"brief", 0, 0, OPT_BRIEF},
                                    {"json", 0, 0, OPT_JSON},
+                                   {"pss", 0, 0, OPT_PSS},
                                    CLI_VIEW_OPTS,
                                    CLI_SELECT_OPTS,
                                    {NULL, 0, 0, 0}};
@@ -457,7 +465,7 @@ int cli_cmd_watch(int argc, char **argv)
     signal(SIGINT, on_interrupt);
     signal(SIGTERM, on_interrupt);
     memdiff_snapshot *base = NULL, *cur = NULL;
-    if ((rc = cli_take("watch", pid, a.depth, &base)))
+    if ((rc = cli_take("watch", pid, a.depth, a.snapshot_flags, &base)))
         return rc;
     memdiff_snapshot_info first;
     memdiff_snapshot_get_info(base, &first);
@@ -465,7 +473,7 @@ int cli_cmd_watch(int argc, char **argv)
     for (int n = 1; rc == CLI_EXIT_OK && (a.count == 0 || n <= a.count); n++) {
         if (sleep_ns(a.interval_ns))
             break; /* Ctrl-C: a normal end of watching */
-        if ((rc = cli_take("watch", pid, a.depth, &cur)))
+        if ((rc = cli_take("watch", pid, a.depth, a.snapshot_flags, &cur)))
             break;
         memdiff_snapshot_info now;
         memdiff_snapshot_get_info(cur, &now);

@@ -50,11 +50,11 @@ _memdiff()
     local select="--name --exact"
     local opts
     case $cmd in
-        snap) opts="--output -o --depth -d --quiet -q --json $select" ;;
+        snap) opts="--output -o --depth -d --pss --quiet -q --json $select" ;;
         diff) opts="--verbose -v --force -f --fail-on $report" ;;
-        show) opts="--regions -r --depth -d $report $select" ;;
+        show) opts="--regions -r --depth -d --pss $report $select" ;;
         watch)
-            opts="--interval -i --count -n --baseline -b --depth -d --verbose -v --brief"
+            opts="--interval -i --count -n --baseline -b --depth -d --pss --verbose -v --brief"
             opts="$opts --fail-on $report $select"
             ;;
         wss)

@@ -48,7 +48,7 @@ static const char tool_help[] =
 
 static const char snap_help[] =
     "usage: memdiff snap PID... | self | --name REGEX | --exact NAME  -o FILE [--depth D]\n"
-    "                    [--quiet] [--json]\n"
+    "                    [--pss] [--quiet] [--json]\n"
     "\n"
     "Takes a snapshot of each process and writes it to FILE (\"-\": standard output). The file\n"
     "is written beside FILE and renamed over it when complete. FILE must not exist yet or be\n"
@@ -58,6 +58,8 @@ static const char snap_help[] =
     "  -o, --output FILE  where to write the snapshot (required)\n"
     "  -d, --depth D      fast, standard (default) or deep; a depth the caller may not use is\n"
     "                     degraded and the snapshot records why\n"
+    "      --pss          without map counts (below deep, or deep not allowed), PSS per\n"
+    "                     mapping from /proc/PID/smaps (costs about a page walk more)\n"
     "  -q, --quiet        print nothing on success\n"
     "      --json         print the snapshot written as a JSON object, without its blocks\n"
     "                     (not with -o -)\n"
@@ -88,7 +90,7 @@ static const char diff_help[] =
 
 static const char show_help[] =
     "usage: memdiff show FILE | PID... | self | --name REGEX | --exact NAME\n"
-    "                    [--json] [--regions]\n"
+    "                    [--json] [--regions] [--depth D] [--pss]\n"
     "\n"
     "Prints a snapshot file (\"-\": standard input), or snapshots of live processes, one report\n"
     "each: the header (process, host, time, depth, sources), resident, private, shared, swapped\n"
@@ -98,6 +100,7 @@ static const char show_help[] =
     "      --json         as JSON (several processes: one object per line)\n"
     "  -r, --regions      every region rather than blocks\n"
     "  -d, --depth D      depth of a live snapshot: fast, standard (default) or deep\n"
+    "      --pss          live snapshots: PSS per mapping where there are no map counts\n"
     "      --no-header    leave out the header lines\n"
     PROC_OPTIONS
     VIEW_OPTIONS
@@ -107,7 +110,7 @@ static const char show_help[] =
 static const char watch_help[] =
     "usage: memdiff watch PID | --name REGEX | --exact NAME  --interval T [--count N]\n"
     "                     [--baseline first|previous]\n"
-    "                     [--depth D] [--verbose|--brief|--json] [--fail-on EXPR]...\n"
+    "                     [--depth D] [--pss] [--verbose|--brief|--json] [--fail-on EXPR]...\n"
     "\n"
     "Snapshots one process every T and prints the diff of each snapshot against the previous\n"
     "one (or the first). Stops after N diffs, when the process exits (exit 2), when a\n"
@@ -117,6 +120,7 @@ static const char watch_help[] =
     "  -n, --count N      number of diffs (default: until stopped)\n"
     "  -b, --baseline B   previous (default) or first\n"
     "  -d, --depth D      fast, standard (default) or deep\n"
+    "      --pss          PSS per mapping where there are no map counts (see memdiff snap)\n"
     "  -v, --verbose      verbose diffs (runs of pages with equal attributes)\n"
     "      --brief        one line per diff of plain numbers: the resident and private size,\n"
     "                     the net change and the categories that changed\n"

@@ -7,11 +7,12 @@
 
 #include "cli.h"
 
-enum { OPT_JSON = 1, OPT_REGIONS, OPT_DEPTH, OPT_NO_HEADER };
+enum { OPT_JSON = 1, OPT_REGIONS, OPT_DEPTH, OPT_NO_HEADER, OPT_PSS };
 
 typedef struct show_args {
     int help, json, regions, no_header;
     memdiff_depth depth;
+    unsigned snapshot_flags; /* --pss: MEMDIFF_SNAPSHOT_SMAPS_PSS */
     cli_view view;
     cli_select sel;
 } show_args;
@@ -32,6 +33,8 @@ static int on_opt(void *ctx, int id, const char *v)
         a->regions = 1;
     else if (id == OPT_NO_HEADER)
         a->no_header = 1;
+    else if (id == OPT_PSS)
+        a->snapshot_flags |= MEMDIFF_SNAPSHOT_SMAPS_PSS;
     else if (cli_parse_depth(v, &a->depth))
         return cli_usage_error("show", "bad depth '%s' (fast, standard or deep)", v);
     return 0;
@@ -63,7 +66,7 @@ static int show_processes(const show_args *a, const char *const *words, int nwor
         return CLI_EXIT_ERROR;
     }
     for (int i = 0; i < n && !rc; i++)
-        rc = cli_take("show", pids[i], a->depth, &snaps[i]);
+        rc = cli_take("show", pids[i], a->depth, a->snapshot_flags, &snaps[i]);
     for (int i = 0; i < n && !rc; i++) {
         if (i && !a->json)
             fputc('\n', stdout); /* a table per process, apart */
@@ -81,6 +84,7 @@ int cli_cmd_show(int argc, char **argv)
     static const cli_opt opts[] = {{"json", 0, 0, OPT_JSON},
                                    {"regions", 'r', 0, OPT_REGIONS},
                                    {"depth", 'd', 1, OPT_DEPTH},
+                                   {"pss", 0, 0, OPT_PSS},
                                    {"no-header", 0, 0, OPT_NO_HEADER},
                                    CLI_VIEW_OPTS,
                                    CLI_SELECT_OPTS,

@@ -8,10 +8,11 @@
  *
  * Files, each calling only those listed after it: heaps.c, modules.c, threads.c (attribution
  * and threads); walk.c and its stages (walk.h) and presence.c (the page walk, and which pages
- * attribution may read); refs.c (reference tracking); transient.c (pages caught moving, read
- * again); maps.c (the region list); paths.c (mapped files' paths); proc.c (the open process,
- * alive or not); poll.c and mark.c (memory over time: the cheap poll, the mark channel);
- * procfs.c (files and errors), radix.c (the frame sort) and os.c.
+ * attribution may read); refs.c (reference tracking); smaps.c (figures per mapping: usage,
+ * PSS); transient.c (pages caught moving, read again); maps.c (the region list); paths.c (mapped
+ * files' paths); proc.c (the open process, alive or not); poll.c and mark.c (memory over time:
+ * the cheap poll, the mark channel); procfs.c (files and errors), radix.c (the frame sort) and
+ * os.c.
  *
  * Device numbers: /proc/PID/maps prints MAJOR(dev):MINOR(dev) in hex. memdiff__plat_region.dev
  * packs them as (major << 32) | minor; memdiff__linux_dev() packs a stat st_dev the same way so

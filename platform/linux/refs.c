@@ -1,7 +1,8 @@
 /*
  * refs.c - reference tracking for reference-set brackets and working-set sizes: clear_refs,
- * smaps "Referenced", VmHWM, and page_idle (Documentation/filesystems/proc.rst, "clear_refs" and
- * "smaps"; Documentation/admin-guide/mm/idle_page_tracking.rst).
+ * VmHWM, and page_idle (Documentation/filesystems/proc.rst, "clear_refs";
+ * Documentation/admin-guide/mm/idle_page_tracking.rst). smaps "Referenced", which clear_refs
+ * resets, is read in smaps.c.
  *
  * clear_refs acts on the whole address space (every thread) and is writable only by the
  * process's owner (or root): "1" clears the accessed bit of every present PTE and the page's
@@ -416,7 +417,7 @@ int memdiff__plat_refs_reset(memdiff__proc *proc, unsigned what, memdiff__refs_r
     return MEMDIFF_OK;
 }
 
-/* ---- peak and usage ---------------------------------------------------------------------- */
+/* ---- peak --------------------------------------------------------------------------------- */
 
 int memdiff__plat_refs_peak(memdiff__proc *proc, uint64_t *peak, uint64_t *rss)
 {
@@ -437,118 +438,5 @@ int memdiff__plat_refs_peak(memdiff__proc *proc, uint64_t *peak, uint64_t *rss)
     *rss = memdiff__linux_status_field(buf, (size_t)n, "VmRSS", 10) * 1024;
     if (*peak == 0 && *rss == 0)
         return memdiff__set_error(MEMDIFF_ENOTSUP, "%s has no VmHWM / VmRSS", path);
-    return MEMDIFF_OK;
-}
-
-/* A "Key:   123 kB" line of smaps: the value in bytes into the usage field the key names. */
-static void usage_field(const char *line, size_t len, memdiff__plat_usage *u)
-{
-    static const struct {
-        const char *key;
-        size_t offset;
-    } keys[] = {
-        {"Rss", offsetof(memdiff__plat_usage, rss)},
-        {"Pss", offsetof(memdiff__plat_usage, pss)},
-        {"Referenced", offsetof(memdiff__plat_usage, referenced)},
-    };
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
-        size_t k = strlen(keys[i].key);
-        if (len > k && memcmp(line, keys[i].key, k) == 0 && line[k] == ':') {
-            uint64_t *slot = (uint64_t *)((char *)u + keys[i].offset);
-            *slot += memdiff__linux_status_field(line, len, keys[i].key, 10) * 1024;
-            return;
-        }
-    }
-}
-
-/* A mapping's header line ("start-end perms ..."): 1 with the range, else 0 (a field line). */
-static int header_line(const char *line, size_t len, uint64_t *start, uint64_t *end)
-{
-    uint64_t v[2] = {0, 0};
-    size_t i = 0;
-    for (int f = 0; f < 2; f++) {
-        size_t digits = 0;
-        for (; i < len; i++, digits++) {
-            unsigned c = (unsigned char)line[i], d;
-            if (c >= '0' && c <= '9')
-                d = c - '0';
-            else if (c >= 'a' && c <= 'f')
-                d = c - 'a' + 10;
-            else
-                break;
-            v[f] = v[f] << 4 | d;
-        }
-        if (digits == 0 || digits > 16 || i >= len || line[i] != (f == 0 ? '-' : ' '))
-            return 0;
-        i++;
-    }
-    *start = v[0];
-    *end = v[1];
-    return 1;
-}
-
-/* Parses smaps (or smaps_rollup) text: per mapping into out[] when out is not NULL, and into
- * *total always. Returns the number of mappings. */
-static size_t parse_smaps(const char *text, size_t len, memdiff__plat_usage *out,
-                          memdiff__plat_usage *total)
-{
-    size_t n = 0;
-    memdiff__plat_usage *cur = NULL;
-    for (size_t i = 0; i < len;) {
-        const char *line = text + i;
-        const char *nl = memchr(line, '\n', len - i);
-        size_t llen = nl ? (size_t)(nl - line) : len - i;
-        uint64_t s, e;
-        if (header_line(line, llen, &s, &e)) {
-            cur = out ? &out[n] : NULL;
-            if (cur) {
-                memset(cur, 0, sizeof *cur);
-                cur->start = s;
-                cur->end = e;
-            }
-            n++;
-        } else if (n > 0) {
-            usage_field(line, llen, total);
-            if (cur)
-                usage_field(line, llen, cur);
-        }
-        i += llen + 1;
-    }
-    return n;
-}
-
-int memdiff__plat_refs_usage(memdiff__proc *proc, memdiff__arena *arena,
-                             memdiff__plat_usage **out, size_t *count)
-{
-    size_t len = 0;
-    *out = NULL;
-    *count = 0;
-    int rc = memdiff__linux_read_proc(proc, "smaps", &len);
-    if (rc)
-        return rc;
-    memdiff__plat_usage total;
-    memset(&total, 0, sizeof total);
-    size_t n = parse_smaps(proc->text, len, NULL, &total);
-    memdiff__plat_usage *v = memdiff__arena_alloc(arena, (n ? n : 1) * sizeof *v);
-    if (!v)
-        return MEMDIFF_ENOMEM;
-    parse_smaps(proc->text, len, v, &total);
-    *out = v;
-    *count = n;
-    return MEMDIFF_OK;
-}
-
-int memdiff__plat_refs_total(memdiff__proc *proc, memdiff__plat_usage *out)
-{
-    size_t len = 0;
-    memset(out, 0, sizeof *out);
-    /* smaps_rollup (4.14) sums in the kernel: one header line, the fields once. A missing file
-     * of a live process (an older kernel, a fixture tree) sends us to smaps. */
-    int rc = memdiff__linux_read_proc(proc, "smaps_rollup", &len);
-    if (rc == MEMDIFF_ESRCH && memdiff__linux_alive(proc))
-        rc = memdiff__linux_read_proc(proc, "smaps", &len);
-    if (rc)
-        return rc;
-    parse_smaps(proc->text, len, NULL, out);
     return MEMDIFF_OK;
 }

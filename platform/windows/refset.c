@@ -260,3 +260,15 @@ int memdiff__plat_refs_total(memdiff__proc *proc, memdiff__plat_usage *out)
             count_entry(out, e[k], proc->page_size);
     return MEMDIFF_OK;
 }
+
+int memdiff__plat_mapping_pss(memdiff__proc *proc, memdiff__arena *arena,
+                              memdiff__plat_usage **out, size_t *count)
+{
+    (void)arena;
+    *out = NULL;
+    *count = 0;
+    /* The working set gives a page's share count only up to 7 (WSX_SHARE_COUNT): a usage's pss
+     * is an estimate, and PSS per mapping must be exact or absent. */
+    return memdiff__set_error(MEMDIFF_ENOTSUP,
+                              "PSS per mapping: Windows gives no exact figure (pid %d)", proc->pid);
+}

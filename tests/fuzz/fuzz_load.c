@@ -32,11 +32,30 @@ static void check_loaded(const memdiff_snapshot *s)
             abort();
         fclose(sink);
     }
+    /* PSS per mapping (section 6): each figure on a mapping's first region, whole kB, its
+     * mapping reaching past the region and no further than the next figure's; the total the
+     * sum outside Own. */
+    memdiff_snapshot_info in;
+    memdiff_snapshot_get_info(s, &in);
+    int mappings = (in.sources & MEMDIFF_SRC_PSS_MAPPINGS) != 0;
+    uint64_t sum = 0, cover_end = 0;
     for (size_t i = 0; i < memdiff_snapshot_region_count(s); i++) {
         memdiff_region r;
         if (memdiff_snapshot_region(s, i, &r) != MEMDIFF_OK || strlen(r.label) > (1u << 30))
             abort();
+        if (mappings && r.pss_end) {
+            if (r.pss_end < r.end || r.start < cover_end || r.pss_bytes % 1024)
+                abort();
+            cover_end = r.pss_end;
+        } else if (mappings && (r.pss_bytes || r.end > cover_end)) {
+            abort();
+        }
+        if (mappings && r.category != MEMDIFF_CAT_OWN &&
+            __builtin_add_overflow(sum, r.pss_bytes, &sum))
+            abort();
     }
+    if (mappings && sum != in.pss_bytes)
+        abort();
 }
 
 static void load(const uint8_t *data, size_t size)

@@ -120,6 +120,27 @@ static void test_fixture_root_refused(void)
     CHECK(strstr(memdiff_last_error(), "fixture_root") != NULL);
 }
 
+/* PSS per mapping: Windows has no exact figure (share counts stop at 7), so a snapshot asked
+ * for it succeeds without it, PSS unknown (0), and says why in degraded. */
+static void test_smaps_pss_unsupported(void)
+{
+    memdiff_options o = MEMDIFF_OPTIONS_INIT;
+    o.flags = MEMDIFF_SNAPSHOT_SMAPS_PSS;
+    memdiff_snapshot *s = NULL;
+    REQUIRE_OK(memdiff_snapshot_take(&o, &s));
+    memdiff_snapshot_info in;
+    REQUIRE_OK(memdiff_snapshot_get_info(s, &in));
+    CHECK_EQ(in.sources & (MEMDIFF_SRC_PSS | MEMDIFF_SRC_PSS_MAPPINGS), 0);
+    CHECK_EQ(in.pss_bytes, 0);
+    CHECK(in.degraded != NULL &&
+          strstr(in.degraded, "PSS per mapping: Windows gives no exact figure") != NULL);
+    memdiff_region r;
+    REQUIRE_OK(memdiff_snapshot_region(s, 0, &r));
+    CHECK_EQ(r.pss_bytes, 0);
+    CHECK_EQ(r.pss_end, 0);
+    memdiff_snapshot_free(s);
+}
+
 static void test_wss_samples(void)
 {
     memdiff_wss_options o = MEMDIFF_WSS_OPTIONS_INIT;
@@ -143,6 +164,7 @@ const wintest_case wintest_refset_cases[] = {
     {"refset_bracket", test_refset_bracket},
     {"plain_bracket", test_plain_bracket},
     {"fixture_root_refused", test_fixture_root_refused},
+    {"smaps_pss_unsupported", test_smaps_pss_unsupported},
     {"wss_samples", test_wss_samples},
     {NULL, NULL},
 };
