@@ -3,12 +3,16 @@
  *
  *   mark "begin"; map and write 64 MiB; mark "allocated"; unmap half; mark "freed half"; exit 7
  *
+ * Given a FILE (the report tests, report_record.c), before the exit it also maps FILE privately,
+ * reads one byte per page and marks "mapped file": the file's pages in the mapped-file category.
+ *
  * After each mark it waits for one byte on stdin, so that the recorder takes its snapshot while
  * the phase holds. The 64 MiB are private anonymous memory between two PROT_NONE guard pages (a
  * VMA of its own: the kernel merges equal neighbours) with small pages (MADV_NOHUGEPAGE), so
  * that the change is exactly 16,384 pages of 4 KiB and then 8,192 fewer. Marks reach the
  * recorder through MEMDIFF_MARK_FD.
  */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -45,7 +49,25 @@ static void touch(volatile char *p, size_t n, size_t ps)
         p[i] = 1;
 }
 
-int main(void)
+/* FILE mapped and every page read; its size, or -1. */
+static long map_file(const char *path, size_t ps)
+{
+    int fd = open(path, O_RDONLY);
+    off_t n = fd < 0 ? -1 : lseek(fd, 0, SEEK_END);
+    if (n <= 0)
+        return -1;
+    volatile char *p = mmap(NULL, (size_t)n, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED)
+        return -1;
+    char sum = 0;
+    for (off_t i = 0; i < n; i += (off_t)ps)
+        sum += p[i];
+    (void)sum;
+    return (long)n;
+}
+
+int main(int argc, char **argv)
 {
     size_t ps = (size_t)sysconf(_SC_PAGESIZE);
     mark("begin");
@@ -62,5 +84,11 @@ int main(void)
         return 5;
     mark("freed half");
     wait_go();
+    if (argc > 1) {
+        if (map_file(argv[1], ps) < 0)
+            return 6;
+        mark("mapped file");
+        wait_go();
+    }
     return 7;
 }

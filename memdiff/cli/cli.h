@@ -176,5 +176,6 @@ int cli_cmd_diff(int argc, char **argv);
 int cli_cmd_watch(int argc, char **argv);
 int cli_cmd_show(int argc, char **argv);
 int cli_cmd_wss(int argc, char **argv); /* wss.c */
+int cli_cmd_report(int argc, char **argv); /* report.c */
 
 #endif

@@ -35,6 +35,7 @@ static const char tool_help[] =
     "  watch PROC --interval T [--count N]  periodic diffs of a live process (leak hunting)\n"
     "  wss PROC [--interval T] [--count N] [--cumulative|--profile]\n"
     "                                    working-set size of a live process (wss.pl)\n"
+    "  report FILE --html OUT [--svg OUT]  a timeline as an HTML page or an SVG chart\n"
     "  help [COMMAND]                    this text, or a command's\n"
     "\n"
     "PROC: pids, self (memdiff itself; snap and show only), --name REGEX, --exact NAME.\n"
@@ -154,6 +155,24 @@ static const char wss_help[] =
     "Clearing referenced bits disturbs the kernel's page aging for the process and needs the\n"
     "process's owner or root. The manual: man memdiff.\n";
 
+static const char report_help[] =
+    "usage: memdiff report FILE [--html OUT.html] [--svg OUT.svg] [--wss WSS.jsonl] [--top N]\n"
+    "\n"
+    "Draws a timeline file (memdiff record): resident memory stacked by category at the\n"
+    "snapshots, with the polled VmRSS and VmHWM as lines, the peak and the marks. The HTML page\n"
+    "is one self-contained file (no network): hover for the figures, pick two snapshots for\n"
+    "their diff by category and their largest blocks (start -> peak first). Diffs are exact\n"
+    "(memdiff_compare) for every pair up to 40 snapshots; beyond, for consecutive snapshots\n"
+    "and start, peak and end. At least one of --html and --svg (\"-\": standard output).\n"
+    "\n"
+    "      --html OUT     the HTML page\n"
+    "      --svg OUT      the chart alone as an SVG file\n"
+    "      --wss FILE     add the working-set profile of memdiff wss --profile --json\n"
+    "      --top N        blocks per diff in the page (default 10, the largest new + freed)\n"
+    "\n"
+    "A corrupt or cut timeline: exit 2 naming the record and its offset (a file cut inside its\n"
+    "last record is shown up to there, with a warning). The manual: man memdiff.\n";
+
 static const struct {
     const char *name;
     int (*run)(int argc, char **argv);
@@ -164,6 +183,7 @@ static const struct {
     {"show", cli_cmd_show, show_help},
     {"watch", cli_cmd_watch, watch_help},
     {"wss", cli_cmd_wss, wss_help},
+    {"report", cli_cmd_report, report_help},
 };
 
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
