@@ -388,9 +388,10 @@ static int write_data(FILE *out, const memdiff_timeline *t, const memdiff_timeli
         put_json_text(out, info->argv[i]);
     }
     fprintf(out, "],\"start_s\":%.9f,\"interval_s\":%.9f,\"t_end\":%.9f,\"torn\":%s,"
-                 "\"torn_offset\":%llu,\"all_pairs_max\":%d,\"top\":%d,",
+                 "\"torn_record\":%zu,\"torn_offset\":%llu,\"all_pairs_max\":%d,\"top\":%d,",
             (double)info->start_ns / 1e9, (double)info->interval_ns / 1e9, m->t_end,
-            info->torn ? "true" : "false", (unsigned long long)info->torn_offset, ALL_PAIRS_MAX,
+            info->torn ? "true" : "false", info->records, (unsigned long long)info->torn_offset,
+            ALL_PAIRS_MAX,
             top);
     fputs("\"samples\":[", out);
     for (size_t i = 0; i < m->nsamples; i++)
@@ -574,9 +575,9 @@ int cli_cmd_report(int argc, char **argv)
     memdiff_timeline_info info;
     memdiff_timeline_get_info(t, &info);
     if (info.torn)
-        fprintf(stderr, "memdiff report: warning: the file ends inside a record at offset %llu "
+        fprintf(stderr, "memdiff report: warning: the file ends inside record %zu at offset %llu "
                         "(the recording was cut); the records before it are shown\n",
-                (unsigned long long)info.torn_offset);
+                info.records, (unsigned long long)info.torn_offset);
     rp_model m;
     memset(&m, 0, sizeof m);
     rc = build_model(t, &info, &m);
