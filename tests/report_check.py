@@ -179,6 +179,27 @@ def part_page(env):
     d = embedded(open(env.path("bytes.html"), encoding="utf-8").read())
     check(d["marks"][0]["label"] == "bad\\x01\\xff", "invalid bytes escaped: %r" % d["marks"][0]["label"])
 
+    # The working-set profile of a live process, as memdiff wss --profile --json writes it.
+    child = subprocess.Popen(["sleep", "60"])
+    try:
+        r = run([env.a.cli, "wss", str(child.pid), "--profile", "-i", "1ms", "-n", "4", "--json"])
+    finally:
+        child.kill()
+        child.wait()
+    check(r.returncode == 0, "wss --profile: %s" % r.stderr.decode())
+    open(env.path("wss.jsonl"), "wb").write(r.stdout)
+    r = env.report(env.path("phases.mdt"), env.path("wss.html"), extra=["--wss", env.path("wss.jsonl")])
+    check(r.returncode == 0, "report --wss: %s" % r.stderr.decode())
+    page = open(env.path("wss.html"), encoding="utf-8").read()
+    wss = embedded(page)["wss"]
+    lines = [json.loads(l) for l in open(env.path("wss.jsonl"))]
+    check([w[3] for w in wss] == [l["referenced_bytes"] for l in lines],
+          "the 4 samples' referenced bytes, exactly: %r" % wss)
+    check(page.count('class="wss-point"') == 4, "4 points on the WSS chart")
+    open(env.path("bad.jsonl"), "w").write('{"kind":"watch"}\n')
+    r = env.report(env.path("phases.mdt"), env.path("x.html"), extra=["--wss", env.path("bad.jsonl")])
+    check(r.returncode == 2 and b"line 1" in r.stderr, "a line that is no wss record: exit 2")
+
     for n in (0, 1):
         tl = env.few("few%d.mdt" % n, n, "only")
         r = env.report(tl, env.path("few%d.html" % n), env.path("few%d.svg" % n))

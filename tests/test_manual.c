@@ -236,8 +236,8 @@ static const char *complete(const char *words)
 
 START_TEST(completion_offers_commands_options_and_values)
 {
-    ASSERT_COMPLETES("memdiff \"\"", "[snap] [diff] [show] [watch] [wss] [help] [--help] [-h] "
-                                     "[--version] [-V] ");
+    ASSERT_COMPLETES("memdiff \"\"", "[snap] [diff] [show] [watch] [wss] [report] [help] "
+                                     "[--help] [-h] [--version] [-V] ");
     ASSERT_COMPLETES("memdiff di", "[diff] ");
     ASSERT_COMPLETES("memdiff help w", "[watch] [wss] ");
     ASSERT_COMPLETES("memdiff diff --so", "[--sort] ");
@@ -297,11 +297,14 @@ static void sorted_items(const char *text, char *buf, size_t size)
 START_TEST(completion_offers_files_and_pids)
 {
     char cmd[256], words[128], want[128];
-    snprintf(cmd, sizeof cmd, "cd '%s' && touch a.mds 'b c.mds' notes.txt && mkdir dir", tmp);
+    snprintf(cmd, sizeof cmd, "cd '%s' && touch a.mds 'b c.mds' notes.txt rec.mdt && mkdir dir",
+             tmp);
     ck_assert_int_eq(system(cmd), 0);
     /* diff: snapshot files (a name with a space kept whole) and directories, not other files. */
     ASSERT_COMPLETES_ANY_ORDER("memdiff diff \"\"", "[a.mds] [b c.mds] [dir] ");
     ASSERT_COMPLETES("memdiff diff a.mds b", "[b c.mds] ");
+    /* report: timeline files and directories. */
+    ASSERT_COMPLETES_ANY_ORDER("memdiff report \"\"", "[rec.mdt] [dir] ");
     /* snap -o: any file. */
     ASSERT_COMPLETES("memdiff snap 1 -o n", "[notes.txt] ");
     /* A pid: this process's, among those whose id starts the same. */

@@ -21,6 +21,14 @@ _memdiff_names()
     compgen -W "$(printf '%s\n' "${names[@]}" | sort -u)" -- "$1"
 }
 
+# Timeline files (*.mdt, memdiff record) and directories to descend into.
+_memdiff_timelines()
+{
+    compopt -o filenames 2>/dev/null
+    compgen -f -X '!*.mdt' -- "$1"
+    compgen -d -- "$1"
+}
+
 # Snapshot files (*.mds) and directories to descend into.
 _memdiff_snapshots()
 {
@@ -44,7 +52,7 @@ _memdiff()
         prev=${COMP_WORDS[COMP_CWORD-2]}
     fi
 
-    local commands="snap diff show watch wss help"
+    local commands="snap diff show watch wss report help"
     local categories="image heap stack mapped-file shared private special own unknown"
     local report="--json --no-header --sort --top --category --human -H --color --width -w"
     local select="--name --exact"
@@ -61,6 +69,7 @@ _memdiff()
             opts="--interval -i --count -n --cumulative -C --profile -P --times -t --json"
             opts="$opts $select"
             ;;
+        report) opts="--html --svg --wss --top" ;;
         help)
             [ "$COMP_CWORD" -eq 2 ] && COMPREPLY=($(compgen -W "$commands" -- "$cur"))
             return 0
@@ -89,7 +98,7 @@ _memdiff()
             compopt -o nospace 2>/dev/null
             return 0
             ;;
-        --output | -o)
+        --output | -o | --html | --svg | --wss)
             local IFS=$'\n' # one file a line: a name may hold spaces
             compopt -o filenames 2>/dev/null
             COMPREPLY=($(compgen -f -- "$cur"))
@@ -117,6 +126,7 @@ _memdiff()
         snap | watch | wss) COMPREPLY=($(_memdiff_pids "$cur")) ;;
         diff) COMPREPLY=($(_memdiff_snapshots "$cur")) ;;
         show) COMPREPLY=($(_memdiff_snapshots "$cur") $(_memdiff_pids "$cur")) ;;
+        report) COMPREPLY=($(_memdiff_timelines "$cur")) ;;
     esac
     return 0
 }
