@@ -208,9 +208,15 @@ static void band_labels(FILE *out, const rp_model *m, double *below, double ymax
                 if (m->snaps[i].cat[c] > m->snaps[b].cat[c])
                     b = i;
             best_h = (double)m->snaps[b].cat[c];
-            x = x_of(m->snaps[b].t, m->t_end) + (b == 0 ? 8 : b + 1 == n ? -8 : 0);
+            x = x_of(m->snaps[b].t, m->t_end);
             y = below[b] + best_h / 2;
-            anchor = b == 0 ? "start" : b + 1 == n ? "end" : "middle";
+            /* At the last snapshot, right of it when the plot has room (about 7 px a letter):
+             * beside the band rather than over the one below it. */
+            double room = LEFT + PW - x - 8, need = 7.0 * (double)strlen(memdiff_category_name(c));
+            anchor = b == 0 || (b + 1 == n && room >= need) ? "start"
+                     : b + 1 == n                          ? "end"
+                                                           : "middle";
+            x += b == 0 || (b + 1 == n && room >= need) ? 8 : b + 1 == n ? -8 : 0;
         }
         if (best_h / ymax * PH >= 14)
             fprintf(out,
