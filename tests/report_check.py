@@ -200,6 +200,17 @@ def part_page(env):
     r = env.report(env.path("phases.mdt"), env.path("x.html"), extra=["--wss", env.path("bad.jsonl")])
     check(r.returncode == 2 and b"line 1" in r.stderr, "a line that is no wss record: exit 2")
 
+    # Over 40 snapshots: consecutive pairs and start, peak, end only, the page says so.
+    tl = env.few("many.mdt", 41, "many")
+    r = env.report(tl, env.path("many.html"))
+    check(r.returncode == 0, "41 snapshots: exit 0")
+    d = embedded(open(env.path("many.html"), encoding="utf-8").read())
+    keys = {tuple(map(int, k.split("-"))) for k in d["diffs"]}
+    consecutive = {(i, i + 1) for i in range(40)}
+    ends = {(0, d["peak"]), (d["peak"], 40), (0, 40)} - {(0, 0), (40, 40)}
+    check(keys == consecutive | ends, "41 snapshots: the diffs of consecutive pairs and of start, "
+          "peak and end: %d pairs, extra %r" % (len(keys), sorted(keys - consecutive)))
+
     for n in (0, 1):
         tl = env.few("few%d.mdt" % n, n, "only")
         r = env.report(tl, env.path("few%d.html" % n), env.path("few%d.svg" % n))

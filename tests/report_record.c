@@ -7,8 +7,9 @@
  *                                          unmapped, mark "freed half", FILE mapped and read,
  *                                          mark "mapped file", exit 7; a poll every 2 ms, a
  *                                          snapshot at each mark, then the exit
- *   report_record few OUT N LABEL          this process: 3 polls, N snapshots, a mark LABEL
- *                                          (any bytes: the escaping tests), an exit record
+ *   report_record few OUT N LABEL          this process: max(N, 3) polls, a snapshot after each
+ *                                          of the first N, a mark LABEL (any bytes: the escaping
+ *                                          tests) after the second, an exit record
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -129,7 +130,7 @@ static int few(const char *out, int nsnaps, const char *label)
     memdiff_timeline_writer *w = NULL;
     if (memdiff_timeline_create(out, &h, &w) != MEMDIFF_OK)
         die("memdiff_timeline_create");
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 3 || i < nsnaps; i++) {
         memdiff_process_totals t;
         if (memdiff_poll(0, &t) != MEMDIFF_OK ||
             memdiff_timeline_add_sample(w, now_ns(), &t) != MEMDIFF_OK)
