@@ -122,19 +122,27 @@ static double y_of(double bytes, double ymax)
     return TOP + PH - bytes / ymax * PH;
 }
 
-static void axes(FILE *out, double t_end, double ymax, double ystep, const char *xunit)
+/* The grid lines and labels of a byte axis from 0 to ymax. */
+static void size_axis(FILE *out, double ymax, double ystep)
 {
-    fputs("<g class=\"axes\" stroke=\"#bbb\" stroke-width=\"1\">\n", out);
+    fputs("<g class=\"grid\" stroke=\"#bbb\" stroke-width=\"1\">\n", out);
     for (double v = 0; v <= ymax + ystep / 1e6; v += ystep)
         fprintf(out, "<line x1=\"%d\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/>\n", LEFT, LEFT + PW,
                 y_of(v, ymax), y_of(v, ymax));
-    fputs("</g>\n<g class=\"ticks\" fill=\"#222\">\n", out);
+    fputs("</g>\n<g class=\"size-labels\" fill=\"#222\">\n", out);
     for (double v = 0; v <= ymax + ystep / 1e6; v += ystep) {
         fprintf(out, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">", LEFT - 6,
                 y_of(v, ymax) + 4);
         put_size(out, v, ystep);
         fputs("</text>\n", out);
     }
+    fputs("</g>\n", out);
+}
+
+static void axes(FILE *out, double t_end, double ymax, double ystep, const char *xunit)
+{
+    size_axis(out, ymax, ystep);
+    fputs("<g class=\"ticks\" fill=\"#222\">\n", out);
     double xstep = nice_step(t_end, 8);
     for (double t = 0; t <= t_end + xstep / 1e6; t += xstep)
         fprintf(out,
@@ -378,17 +386,8 @@ void rp_svg_wss(FILE *out, const rp_model *m)
     double l0 = floor(log2(lo)), l1 = fmax(ceil(log2(hi)), l0 + 1);
     double ystep = size_step(max * 1.05, 6), ymax = ceil(max * 1.05 / ystep) * ystep;
     open_svg(out, 0, "wss", "Working-set size against the time measured");
-    fputs("<g class=\"axes\" stroke=\"#bbb\">\n", out);
-    for (double v = 0; v <= ymax + ystep / 1e6; v += ystep)
-        fprintf(out, "<line x1=\"%d\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/>\n", LEFT, LEFT + PW,
-                y_of(v, ymax), y_of(v, ymax));
-    fputs("</g>\n<g fill=\"#222\">\n", out);
-    for (double v = 0; v <= ymax + ystep / 1e6; v += ystep) {
-        fprintf(out, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">", LEFT - 6,
-                y_of(v, ymax) + 4);
-        put_size(out, v, ystep);
-        fputs("</text>\n", out);
-    }
+    size_axis(out, ymax, ystep);
+    fputs("<g fill=\"#222\">\n", out);
     for (double e = l0; e <= l1; e++)
         fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%g</text>\n",
                 LEFT + (e - l0) / (l1 - l0) * PW, TOP + PH + 18, pow(2, e));
