@@ -73,6 +73,19 @@ class Env:
         assert r.returncode == 0, r.stderr.decode()
         return out
 
+    def wss_profile(self):
+        """wss.jsonl: 4 samples of a live process, as memdiff wss --profile --json writes them."""
+        child = subprocess.Popen(["sleep", "60"])
+        try:
+            r = run([self.a.cli, "wss", str(child.pid), "--profile", "-i", "1ms", "-n", "4",
+                     "--json"])
+        finally:
+            child.kill()
+            child.wait()
+        check(r.returncode == 0, "wss --profile: %s" % r.stderr.decode())
+        open(self.path("wss.jsonl"), "wb").write(r.stdout)
+        return self.path("wss.jsonl")
+
     def report(self, timeline, html=None, svg=None, extra=()):
         args = [self.a.cli, "report", timeline] + list(extra)
         if html:
@@ -179,15 +192,7 @@ def part_page(env):
     d = embedded(open(env.path("bytes.html"), encoding="utf-8").read())
     check(d["marks"][0]["label"] == "bad\\x01\\xff", "invalid bytes escaped: %r" % d["marks"][0]["label"])
 
-    # The working-set profile of a live process, as memdiff wss --profile --json writes it.
-    child = subprocess.Popen(["sleep", "60"])
-    try:
-        r = run([env.a.cli, "wss", str(child.pid), "--profile", "-i", "1ms", "-n", "4", "--json"])
-    finally:
-        child.kill()
-        child.wait()
-    check(r.returncode == 0, "wss --profile: %s" % r.stderr.decode())
-    open(env.path("wss.jsonl"), "wb").write(r.stdout)
+    env.wss_profile()
     r = env.report(env.path("phases.mdt"), env.path("wss.html"), extra=["--wss", env.path("wss.jsonl")])
     check(r.returncode == 0, "report --wss: %s" % r.stderr.decode())
     page = open(env.path("wss.html"), encoding="utf-8").read()
@@ -307,7 +312,7 @@ def part_browser(env, shot_keep):
         return 77
     tl = env.phases()
     html = env.path("r.html")
-    r = env.report(tl, html)
+    r = env.report(tl, html, extra=["--wss", env.wss_profile()])
     check(r.returncode == 0, "report exits 0")
     shot = env.path("r.png")
     dom = browse(env, browser, html, "phases", shot)
@@ -322,6 +327,9 @@ def part_browser(env, shot_keep):
               "rows: +8 MiB mapped-file at 'mapped file'")
         check(rows[1].get("class") == "peak-row", "the peak's row")
     check(len([a for a in attrs(dom, "circle") if "data-snapshot" in a]) == 4, "4 points")
+    box = re.search(r'<div id="wss">(.*?)</div>', dom, re.S)
+    check(box and len(re.findall(r'<tr data-referenced="\d+">', box.group(1))) == 4,
+          "the WSS table: a row per sample")
     marks = re.findall(r'<tr data-mark="\d+"><td class="">[^<]*</td><td class="label">([^<]*)</td>', dom)
     check(marks == LABELS, "mark rows: %r" % marks)
     # The default pair, start -> peak, as memdiff diff: +64 MiB private, nothing else.
