@@ -341,6 +341,19 @@ def part_browser(env, shot_keep):
     total = attrs(dom, "tr", data_category="total")
     check(total and int(total[0]["data-net"]) >= 64 * MIB, "diff total holds the 64 MiB")
 
+    # A user's hover and clicks, made by the page's "#selftest" (a tooltip with the peak's
+    # exact figures; the last two snapshots picked: the file's 8 MiB, mapped-file).
+    dom = browse(env, browser, html + "#selftest", "hover and pick")
+    tip = re.search(r'<div id="tooltip"[^>]*>(.*?)</div>', dom, re.S)
+    peak = rows[1]["data-resident"] if len(rows) == 4 else "?"
+    check(tip and "display: block" in tip.group(0) and
+          "<td>resident</td><td>%s</td>" % "{:,}".format(int(peak)) in tip.group(1),
+          "hovering the peak shows its resident bytes %s" % peak)
+    check(attrs(dom, "section", id="compare-section")[0].get("data-pair") == "2-3",
+          "two clicks pick the last two snapshots")
+    mapped = attrs(dom, "tr", data_category="mapped-file")
+    check(mapped and mapped[0]["data-net"] == str(8 * MIB), "their diff: mapped-file +8 MiB")
+
     w, h, bpp, px = png_pixels(shot)
     colours, ink = set(), 0
     for row in px:
