@@ -317,6 +317,12 @@ def part_browser(env, shot_keep):
     shot = env.path("r.png")
     dom = browse(env, browser, html, "phases", shot)
 
+    # The counts: 4 snapshots and 4 marks (one per mark), as many polls as the data holds.
+    facts = attrs(dom, "p", id="facts")
+    polls = len(embedded(open(html, encoding="utf-8").read())["samples"])
+    check(facts and facts[0].get("data-snapshots") == "4" and facts[0].get("data-marks") == "4"
+          and facts[0].get("data-samples") == str(polls) and polls > 4,
+          "counts of the page: %r" % facts)
     # Snapshot rows: exact figures of the recorded snapshots.
     rows = [a for a in attrs(dom, "tr") if "data-snapshot" in a]
     check(len(rows) == 4, "4 snapshot rows: %d" % len(rows))
