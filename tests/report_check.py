@@ -172,6 +172,8 @@ def part_page(env):
     check(r.returncode == 2, "a missing file: exit 2")
     r = run([env.a.cli, "report", tl])
     check(r.returncode == 2 and b"--html" in r.stderr, "no output asked: usage error")
+    r = env.report(tl, tl)
+    check(r.returncode == 2 and os.path.getsize(tl) == len(raw), "never over the timeline")
 
     # A hostile label: nothing of it ends the script element or becomes markup.
     tl = env.few("hostile.mdt", 2, HOSTILE)

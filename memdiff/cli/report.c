@@ -560,6 +560,8 @@ int cli_cmd_report(int argc, char **argv)
         return cli_usage_error("report", "expected one timeline FILE");
     if (!a.html && !a.svg)
         return cli_usage_error("report", "nothing to write: give --html OUT.html or --svg OUT.svg");
+    if ((a.html && strcmp(a.html, pos[0]) == 0) || (a.svg && strcmp(a.svg, pos[0]) == 0))
+        return cli_usage_error("report", "the output would overwrite the timeline '%s'", pos[0]);
     if (a.html && a.svg && strcmp(a.html, "-") == 0 && strcmp(a.svg, "-") == 0)
         return cli_usage_error("report", "--html - and --svg - both on standard output");
 
