@@ -7,9 +7,9 @@
  *
  * usage: record_target [--wait] FILE. With --wait it reads one byte from stdin after each mark,
  * so that the recorder's snapshot at the mark sees the phase whole. The 64 MiB are private
- * anonymous memory between two PROT_NONE guard pages (a VMA of its own) with small pages, so
- * the change is exactly 16,384 pages of 4 KiB, then 8,192 fewer; FILE is mapped whole, read
- * only. Without a recorder's channel the marks go nowhere (memdiff_mark() returns 0).
+ * anonymous memory with small pages between two PROT_NONE guard pages mapped from FILE: a
+ * block of its own in a report (a neighbour of another category and label), so the change is
+ * exactly 16,384 pages of 4 KiB, then 8,192 fewer. FILE is then mapped whole, read only. Without a recorder's channel the marks go nowhere (memdiff_mark() returns 0).
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -60,23 +60,26 @@ int main(int argc, char **argv)
     if (a + 1 != argc)
         return 64;
     size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+    int fd = open(argv[a], O_RDONLY);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0 || st.st_size == 0)
+        return 6;
     fputs(RECORD_TARGET_LINE, stdout);
     fflush(stdout);
     mark("begin");
-    char *r = mmap(NULL, SIZE + 2 * ps, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (r == MAP_FAILED || mprotect(r + ps, SIZE, PROT_READ | PROT_WRITE) != 0)
+    char *r = mmap(NULL, SIZE + 2 * ps, PROT_NONE, MAP_PRIVATE, fd, 0);
+    if (r == MAP_FAILED)
         return 4;
-    char *p = r + ps;
+    char *p = mmap(r + ps, SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+                   -1, 0);
+    if (p != r + ps)
+        return 4;
     (void)madvise(p, SIZE, MADV_NOHUGEPAGE);
     touch(p, SIZE, ps, 1);
     mark("allocated");
     if (munmap(p + SIZE / 2, SIZE / 2) != 0)
         return 5;
     mark("freed half");
-    int fd = open(argv[a], O_RDONLY);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0 || st.st_size == 0)
-        return 6;
     char *f = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (f == MAP_FAILED)
         return 6;
