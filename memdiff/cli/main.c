@@ -172,7 +172,7 @@ static const char record_help[] =
     "usage: memdiff record PID | --name REGEX | --exact NAME  -o FILE [options]\n"
     "       memdiff record -o FILE [options] -- COMMAND [ARGS...]\n"
     "\n"
-    "Records one process's memory over time into the timeline FILE (docs/timeline-format.md):\n"
+    "Records one process's memory over time into the timeline FILE (man memdiff, FILES):\n"
     "its totals (VmRSS, VmHWM, RssAnon, ...) every T, and a snapshot at the start, when\n"
     "memory moved beyond the threshold, at each new peak, at each mark the program sends\n"
     "(memdiff_mark()), on SIGUSR1 to the recorder, and at exit. A running PID is not stopped;\n"
