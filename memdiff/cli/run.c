@@ -134,7 +134,7 @@ static void json_summary(const run_args *a, const rec_result *res)
     memdiff_report_options o = a->view.report;
     o.flags = (o.flags & ~(MEMDIFF_REPORT_COLOR | MEMDIFF_REPORT_HUMAN)) | MEMDIFF_REPORT_LINE;
     fprintf(stderr,
-            "{\"kind\":\"run\",\"pid\":%d,\"exit\":{\"how\":\"%s\",\"code\":%d},"
+            "{\"version\":3,\"kind\":\"run\",\"pid\":%d,\"exit\":{\"how\":\"%s\",\"code\":%d},"
             "\"seconds\":%.3f,\"vm_hwm\":%llu,\"samples\":%zu,\"snapshots\":%zu,\"marks\":%zu,"
             "\"exit_stop\":%s,\"peak\":",
             res->pid, hows[res->how], res->code, (double)(res->end_ns - res->start_ns) / 1e9,
