@@ -131,7 +131,9 @@ typedef struct recorder {
     rec_result *res;
     uint64_t rss_at_snap;  /* VmRSS polled before the last snapshot */
     uint64_t hwm_at_peak;  /* VmHWM polled before the last snapshot taken for a peak */
-    int have_sample;
+    uint64_t prev_rss;     /* VmRSS of the poll before the last */
+    uint64_t snap_done;    /* monotonic ns when the last snapshot ended */
+    uint64_t snap_cost;    /* how long it took */
 } recorder;
 
 static int write_failed(recorder *r, int rc)
@@ -160,8 +162,8 @@ static int sample(recorder *r)
         return 1;
     if (rc)
         return cli_error(r->c->cmd, rc, "cannot poll the process");
+    r->prev_rss = r->res->samples ? r->res->last_totals.vm_rss : t.vm_rss;
     r->res->last_totals = t;
-    r->have_sample = 1;
     r->res->samples++;
     if (r->w && (rc = memdiff_timeline_add_sample(r->w, now_ns(), &t)))
         return write_failed(r, rc);
@@ -177,7 +179,10 @@ static int snapshot(recorder *r, unsigned cause)
     o.depth = r->c->depth;
     o.flags = r->c->snapshot_flags;
     memdiff_snapshot *s = NULL;
+    uint64_t t0 = mono_ns();
     int rc = memdiff_snapshot_take(&o, &s);
+    r->snap_done = mono_ns();
+    r->snap_cost = r->snap_done - t0;
     if (rc == MEMDIFF_ESRCH)
         return 1;
     if (rc) {
@@ -208,16 +213,24 @@ static int snapshot(recorder *r, unsigned cause)
     return 0;
 }
 
-/* The snapshot the last sample calls for, if any. */
+/* The snapshot the last sample calls for, if any. A new peak is taken where the growth stops
+ * (the first poll that is no higher than the one before), so that a peak held for an interval
+ * is caught whole; while memory keeps moving, a snapshot for the change waits until the
+ * recorder has spent at most REC_DUTY of its time in such snapshots, so that a process growing
+ * by gigabytes is not slowed by a snapshot at every poll (docs/cli.md, "record"). */
+#define REC_DUTY 50u /* at most 1/50 (2%) of the time in change snapshots */
+
 static unsigned due(const recorder *r)
 {
     const memdiff_process_totals *t = &r->res->last_totals;
     unsigned cause = 0;
     uint64_t rss = t->vm_rss, base = r->rss_at_snap;
     uint64_t moved = rss > base ? rss - base : base - rss;
-    if (moved > threshold(r, base))
+    int rested = mono_ns() - r->snap_done >= REC_DUTY * r->snap_cost;
+    if (moved > threshold(r, base) && rested)
         cause |= MEMDIFF_CAUSE_CHANGE;
-    if (t->vm_hwm > r->hwm_at_peak + threshold(r, r->hwm_at_peak))
+    if (t->vm_hwm > r->hwm_at_peak + threshold(r, r->hwm_at_peak) &&
+        (rss <= r->prev_rss || rested))
         cause |= MEMDIFF_CAUSE_PEAK;
     if (snap_asked) {
         snap_asked = 0;
