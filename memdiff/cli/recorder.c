@@ -216,9 +216,9 @@ static int snapshot(recorder *r, unsigned cause)
 /* The snapshot the last sample calls for, if any. A new peak is taken where the growth stops
  * (the first poll that is no higher than the one before), so that a peak held for an interval
  * is caught whole; while memory keeps moving, a snapshot for the change waits until the
- * recorder has spent at most REC_DUTY of its time in such snapshots, so that a process growing
+ * recorder has spent at most 1/REC_DUTY of its time in such snapshots, so that a process growing
  * by gigabytes is not slowed by a snapshot at every poll (docs/cli.md, "record"). */
-#define REC_DUTY 50u /* at most 1/50 (2%) of the time in change snapshots */
+#define REC_DUTY 100u /* at most 1/100 of the time in change snapshots */
 
 static unsigned due(const recorder *r)
 {
