@@ -59,15 +59,7 @@ const char *rec_how_text(const rec_result *res, char *buf, size_t size)
 
 int cli_cmd_record(int argc, char **argv)
 {
-    static const cli_opt opts[] = {{"output", 'o', 1, REC_OPT_OUTPUT},
-                                   {"interval", 'i', 1, REC_OPT_INTERVAL},
-                                   {"depth", 'd', 1, REC_OPT_DEPTH},
-                                   {"pss", 0, 0, REC_OPT_PSS},
-                                   {"threshold", 't', 1, REC_OPT_THRESHOLD},
-                                   {"no-ptrace", 0, 0, REC_OPT_NO_PTRACE},
-                                   {"quiet", 'q', 0, REC_OPT_QUIET},
-                                   CLI_SELECT_OPTS,
-                                   {NULL, 0, 0, 0}};
+    static const cli_opt opts[] = {REC_OPTS, CLI_SELECT_OPTS, {NULL, 0, 0, 0}};
     record_args a;
     memset(&a, 0, sizeof a);
     rec_config_init(&a.rec, "record");

@@ -15,6 +15,13 @@ enum {
     REC_OPT_NO_PTRACE, REC_OPT_QUIET, REC_OPT_JSON
 };
 
+/* The option table entries of those options but --json (run's only). */
+#define REC_OPTS                                                                                \
+    {"output", 'o', 1, REC_OPT_OUTPUT}, {"interval", 'i', 1, REC_OPT_INTERVAL},               \
+        {"depth", 'd', 1, REC_OPT_DEPTH}, {"pss", 0, 0, REC_OPT_PSS},                         \
+        {"threshold", 't', 1, REC_OPT_THRESHOLD}, {"no-ptrace", 0, 0, REC_OPT_NO_PTRACE},     \
+        {"quiet", 'q', 0, REC_OPT_QUIET}
+
 typedef struct rec_config {
     const char *cmd;      /* "record" or "run": the messages' prefix */
     const char *output;   /* timeline file, or NULL: none written */

@@ -161,15 +161,7 @@ static void json_summary(const run_args *a, const rec_result *res)
 
 int cli_cmd_run(int argc, char **argv)
 {
-    static const cli_opt opts[] = {{"output", 'o', 1, REC_OPT_OUTPUT},
-                                   {"interval", 'i', 1, REC_OPT_INTERVAL},
-                                   {"depth", 'd', 1, REC_OPT_DEPTH},
-                                   {"pss", 0, 0, REC_OPT_PSS},
-                                   {"threshold", 't', 1, REC_OPT_THRESHOLD},
-                                   {"no-ptrace", 0, 0, REC_OPT_NO_PTRACE},
-                                   {"quiet", 'q', 0, REC_OPT_QUIET},
-                                   {"json", 0, 0, REC_OPT_JSON},
-                                   CLI_VIEW_OPTS,
+    static const cli_opt opts[] = {REC_OPTS, {"json", 0, 0, REC_OPT_JSON}, CLI_VIEW_OPTS,
                                    {NULL, 0, 0, 0}};
     run_args a;
     memset(&a, 0, sizeof a);
