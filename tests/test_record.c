@@ -3,8 +3,8 @@
  * program with known phases (record_target.c: 64 MiB allocated, half freed, a file mapped, exit
  * 7). The target waits for a byte after each mark; the test gives it only once the timeline file
  * (flushed record by record) holds the snapshot taken at that mark, so that every figure is
- * exact. Then: a pid attached and killed, Ctrl-C to the recorder, a command that does not
- * exist, and a file size limit standing in for a full disk.
+ * exact. Then: a pid attached and killed, a snapshot asked for with SIGUSR1 and Ctrl-C to the
+ * recorder, a command that does not exist, and a file size limit standing in for a full disk.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -283,7 +283,7 @@ START_TEST(record_attached_pid_vanishes)
 }
 END_TEST
 
-START_TEST(record_sigint_ends_cleanly)
+START_TEST(record_sigusr1_then_sigint)
 {
     char tl[128], data[128];
     path_in(tl, sizeof tl, "t.mdt");
@@ -293,6 +293,11 @@ START_TEST(record_sigint_ends_cleanly)
     int go;
     pid_t rec = spawn(argv, &go, 0);
     await_snapshots(tl, MEMDIFF_CAUSE_MARK, 1, rec); /* the target waits after "begin" */
+    /* On demand: SIGUSR1 to the recorder, a snapshot of cause "request" (await_snapshots waits
+     * for it: without one it fails after a minute). */
+    ck_assert_int_eq(count_snapshots(tl, MEMDIFF_CAUSE_REQUEST), 0);
+    ck_assert_int_eq(kill(rec, SIGUSR1), 0);
+    await_snapshots(tl, MEMDIFF_CAUSE_REQUEST, 1, rec);
     ck_assert_int_eq(kill(rec, SIGINT), 0);
     int st = wait_status(rec);
     ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d", st);
@@ -407,7 +412,7 @@ Suite *record_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, record_command_phases_exact);
     tcase_add_test(tc, record_attached_pid_vanishes);
-    tcase_add_test(tc, record_sigint_ends_cleanly);
+    tcase_add_test(tc, record_sigusr1_then_sigint);
     tcase_add_test(tc, record_full_disk);
     suite_add_tcase(s, tc);
     TCase *run = tcase_create("run");
