@@ -54,6 +54,18 @@ void bench_target_stop(bench_target *t);
 #define BENCH_TARGET_ARG "--internal-target"
 void bench_target_main(int argc, char **argv);
 
+/* ---- recording (recording.c) ------------------------------------------------------------- */
+
+/* `memdiff record` of spec's target at 20 polls/s (recorder CPU, timeline growth) and `memdiff
+ * run` of the churn command against it alone, in pairs; cli: the memdiff program, self: this
+ * one. Prints the results; 0 or -1. */
+int bench_recording(const char *cli, const char *self, const bench_target_spec *spec, int pairs);
+
+/* The churn command's side (argv[1] BENCH_CHURN_ARG): maps and touches 4 GiB in 1 MiB steps,
+ * unmaps them, exits 0. Never returns. */
+#define BENCH_CHURN_ARG "--internal-churn"
+void bench_churn_main(void);
+
 /* ---- regions and floors (floors.c) ------------------------------------------------------ */
 
 typedef struct bench_range {

@@ -566,7 +566,7 @@ static void print_json(const result *res, size_t n, const machine *mc, const cha
 static void usage(FILE *f)
 {
     fprintf(f, "usage: memdiff_bench [--quick] [--json] [--reps N] [--only S] [--profile D]\n"
-               "                     [--pair D [--pid P]]\n"
+               "                     [--pair D [--pid P]] [--record]\n"
                "  --quick      targets of at most 1 GiB only (a smoke run)\n"
                "  --json       results as one JSON object instead of tables\n"
                "  --reps N     repetitions per measurement (default 11, at least 3)\n"
@@ -578,7 +578,10 @@ static void usage(FILE *f)
                "               (D pss: standard with --pss, without, and smaps alone)\n"
                "  --pid P      with --pair: on running process P instead of a target (two\n"
                "               builds compared on one process, their ratios side by side)\n"
-               "  --live N     the next standard self snapshot with 0 and with N live ones\n");
+               "  --live N     the next standard self snapshot with 0 and with N live ones\n"
+               "  --record     memdiff record of the first target selected, 20 polls/s: its CPU\n"
+               "               and timeline growth; memdiff run's cost on a 4 GiB churn, --reps\n"
+               "               pairs\n");
 }
 
 /* The depth a --profile or --pair argument names (standard for anything else). */
@@ -813,10 +816,12 @@ int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], BENCH_TARGET_ARG) == 0)
         bench_target_main(argc, argv);
+    if (argc > 1 && strcmp(argv[1], BENCH_CHURN_ARG) == 0)
+        bench_churn_main();
     int quick = 0, json = 0;
     const char *only = NULL, *prof = NULL, *pairing = NULL;
     pid_t attach = 0;
-    int live_n = 0;
+    int live_n = 0, record = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0) {
             quick = 1;
@@ -840,6 +845,8 @@ int main(int argc, char **argv)
                 usage(stderr);
                 return 2;
             }
+        } else if (strcmp(argv[i], "--record") == 0) {
+            record = 1;
         } else if (strcmp(argv[i], "--live") == 0 && i + 1 < argc) {
             live_n = atoi(argv[++i]);
             if (live_n <= 0) {
@@ -878,6 +885,8 @@ int main(int argc, char **argv)
             return profile(spec, prof);
         if (pairing)
             return pair(spec, pairing, attach);
+        if (record)
+            return bench_recording(MEMDIFF_CLI_PATH, "/proc/self/exe", spec, reps) ? 1 : 0;
         result *r = &res[n++];
         r->spec = spec;
         fprintf(stderr, "memdiff_bench: target %s...\n", spec->name);

@@ -33,6 +33,7 @@
     X(names)                   \
     X(json)                    \
     X(timeline)               \
+    X(record)                 \
     X(pss)
 
 /* UNDER_ASAN: 1 in an AddressSanitizer build (gcc or clang), whose shadow mappings make some

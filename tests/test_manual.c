@@ -236,7 +236,7 @@ static const char *complete(const char *words)
 
 START_TEST(completion_offers_commands_options_and_values)
 {
-    ASSERT_COMPLETES("memdiff \"\"", "[snap] [diff] [show] [watch] [wss] [report] [help] "
+    ASSERT_COMPLETES("memdiff \"\"", "[snap] [diff] [show] [watch] [wss] [record] [run] [report] [help] "
                                      "[--help] [-h] [--version] [-V] ");
     ASSERT_COMPLETES("memdiff di", "[diff] ");
     ASSERT_COMPLETES("memdiff help w", "[watch] [wss] ");
@@ -254,6 +254,10 @@ START_TEST(completion_offers_commands_options_and_values)
     ASSERT_COMPLETES("memdiff diff --color = al", "[always] ");
     /* wss's options are its own: no report options there. */
     ASSERT_COMPLETES("memdiff wss --c", "[--count] [--cumulative] ");
+    /* record and run: their options, then after "--" the command's words. */
+    ASSERT_COMPLETES("memdiff record --th", "[--threshold] ");
+    ASSERT_COMPLETES("memdiff run --no", "[--no-ptrace] ");
+    ASSERT_COMPLETES("memdiff run -- memdiff_no_such_comman", "[] ");
     ASSERT_COMPLETES("memdiff frob \"\"", "[] ");
 }
 END_TEST

@@ -136,6 +136,9 @@ int cli_view_opt(cli_view *v, const char *cmd, int id, const char *value);
  * NO_COLOR is unset or empty. */
 memdiff_report_options cli_view_report(const cli_view *v);
 
+/* The same for a report written to out (run's summary goes to stderr). */
+memdiff_report_options cli_view_report_for(const cli_view *v, FILE *out);
+
 /* ---- processes: pids, self, --name (select.c) ------------------------------------------- */
 
 /* What names the processes of a command: its words (pids, "self") and --name / --exact. */
@@ -176,6 +179,8 @@ int cli_cmd_diff(int argc, char **argv);
 int cli_cmd_watch(int argc, char **argv);
 int cli_cmd_show(int argc, char **argv);
 int cli_cmd_wss(int argc, char **argv); /* wss.c */
+int cli_cmd_record(int argc, char **argv); /* record.c */
+int cli_cmd_run(int argc, char **argv);    /* run.c */
 int cli_cmd_report(int argc, char **argv); /* report.c */
 
 #endif

@@ -52,7 +52,7 @@ _memdiff()
         prev=${COMP_WORDS[COMP_CWORD-2]}
     fi
 
-    local commands="snap diff show watch wss report help"
+    local commands="snap diff show watch wss record run report help"
     local categories="image heap stack mapped-file shared private special own unknown"
     local report="--json --no-header --sort --top --category --human -H --color --width -w"
     local select="--name --exact"
@@ -68,6 +68,26 @@ _memdiff()
         wss)
             opts="--interval -i --count -n --cumulative -C --profile -P --times -t --json"
             opts="$opts $select"
+            ;;
+        record | run)
+            # After "--" the words are the command's: complete commands, then files.
+            local i
+            for ((i = 2; i < COMP_CWORD; i++)); do
+                if [ "${COMP_WORDS[i]}" = "--" ]; then
+                    if [ "$i" -eq $((COMP_CWORD - 1)) ]; then
+                        COMPREPLY=($(compgen -c -- "$cur"))
+                    else
+                        compopt -o default 2>/dev/null
+                    fi
+                    return 0
+                fi
+            done
+            opts="--output -o --interval -i --depth -d --pss --threshold -t --no-ptrace --quiet -q"
+            if [ "$cmd" = record ]; then
+                opts="$opts $select"
+            else
+                opts="$opts --json --sort --top --category --human -H --color --width -w"
+            fi
             ;;
         report) opts="--html --svg --wss --top" ;;
         help)
@@ -109,7 +129,9 @@ _memdiff()
             COMPREPLY=($(_memdiff_names "$cur"))
             return 0
             ;;
-        --interval | -i | --count | -n | --top | --fail-on | --width | -w) return 0 ;;
+        --interval | -i | --count | -n | --top | --fail-on | --width | -w | --threshold | -t)
+            return 0
+            ;;
     esac
 
     case $cur in
@@ -123,7 +145,7 @@ _memdiff()
     esac
     IFS=$'\n' # one file or pid a line
     case $cmd in
-        snap | watch | wss) COMPREPLY=($(_memdiff_pids "$cur")) ;;
+        snap | watch | wss | record) COMPREPLY=($(_memdiff_pids "$cur")) ;;
         diff) COMPREPLY=($(_memdiff_snapshots "$cur")) ;;
         show) COMPREPLY=($(_memdiff_snapshots "$cur") $(_memdiff_pids "$cur")) ;;
         report) COMPREPLY=($(_memdiff_timelines "$cur")) ;;

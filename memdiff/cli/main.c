@@ -35,6 +35,8 @@ static const char tool_help[] =
     "  watch PROC --interval T [--count N]  periodic diffs of a live process (leak hunting)\n"
     "  wss PROC [--interval T] [--count N] [--cumulative|--profile]\n"
     "                                    working-set size of a live process (wss.pl)\n"
+    "  record PROC|-- COMMAND -o FILE    a timeline of memory over time (polls, snapshots)\n"
+    "  run [OPTIONS] -- COMMAND          run a command; its memory at the peak and at exit\n"
     "  report FILE --html OUT [--svg OUT]  a timeline as an HTML page or an SVG chart\n"
     "  help [COMMAND]                    this text, or a command's\n"
     "\n"
@@ -44,7 +46,8 @@ static const char tool_help[] =
     "  --help, -h      show help (after a command: that command's)\n"
     "  --version, -V   show the version of memdiff and of its snapshot file format\n"
     "\n"
-    "exit status: 0 ok, 1 a --fail-on condition held, 2 usage error or failure.\n"
+    "exit status: 0 ok, 1 a --fail-on condition held, 2 usage error or failure; run: the\n"
+    "command's; record and run: 127 (126) when the command is not found (not executable).\n"
     "The manual: man memdiff.\n";
 
 static const char snap_help[] =
@@ -155,6 +158,53 @@ static const char wss_help[] =
     "Clearing referenced bits disturbs the kernel's page aging for the process and needs the\n"
     "process's owner or root. The manual: man memdiff.\n";
 
+/* The recorder's options (recorder.c), in the help of record and run. */
+#define RECORDER_OPTIONS                                                                        \
+    "  -i, --interval T   time between polls of the totals: 100ms (default), 50ms, 1s\n"      \
+    "  -d, --depth D      depth of the snapshots: fast, standard (default) or deep\n"         \
+    "      --pss          snapshots: PSS per mapping where there are no map counts\n"         \
+    "  -t, --threshold S  a snapshot when resident memory moved by more than S since the last\n" \
+    "                     one, or VmHWM rose by more than S over the last peak: a size (8M)\n" \
+    "                     or a percentage (default 5%, at least 4 MiB)\n"                      \
+    "      --no-ptrace    do not stop the command at its exit for a last snapshot\n"         \
+    "  -q, --quiet        no summary on stderr\n"
+
+static const char record_help[] =
+    "usage: memdiff record PID | --name REGEX | --exact NAME  -o FILE [options]\n"
+    "       memdiff record -o FILE [options] -- COMMAND [ARGS...]\n"
+    "\n"
+    "Records one process's memory over time into the timeline FILE (man memdiff, FILES):\n"
+    "its totals (VmRSS, VmHWM, RssAnon, ...) every T, and a snapshot at the start, when\n"
+    "memory moved beyond the threshold, at each new peak, at each mark the program sends\n"
+    "(memdiff_mark()), on SIGUSR1 to the recorder, and at exit. A running PID is not stopped;\n"
+    "a COMMAND is started with the mark channel and stopped at its exit for a last snapshot\n"
+    "(ptrace, where allowed). Ends when the process exits, or on Ctrl-C or SIGTERM (the\n"
+    "process runs on). Every record is whole on disk when written.\n"
+    "\n"
+    "  -o, --output FILE  the timeline file (required; replaced when it exists)\n"
+    RECORDER_OPTIONS
+    PROC_OPTIONS
+    "\n"
+    "exit status: 0 recorded, 2 error (a write error keeps every record before it), 127\n"
+    "COMMAND not found, 126 not executable. The manual: man memdiff.\n";
+
+static const char run_help[] =
+    "usage: memdiff run [options] -- COMMAND [ARGS...]\n"
+    "\n"
+    "Runs COMMAND, records its memory as memdiff record does, and when it exits prints on\n"
+    "stderr its peak resident size (VmHWM), what its memory was made of at the snapshot with\n"
+    "the most resident and just before exit (categories and largest blocks), and what changed\n"
+    "between them. COMMAND's stdin, stdout and stderr are its own; Ctrl-C goes to COMMAND,\n"
+    "SIGTERM to memdiff is passed on to it.\n"
+    "\n"
+    "  -o, --output FILE  also keep the timeline in FILE (default: none written)\n"
+    "      --json         the summary as one JSON object on one line (on stderr)\n"
+    RECORDER_OPTIONS
+    VIEW_OPTIONS
+    "(run's blocks: --sort size --top 10 unless given)\n"
+    "\n"
+    "exit status: COMMAND's (128+N when killed by signal N), 127 not found, 126 not\n"
+    "executable, 2 error. The manual: man memdiff.\n";
 static const char report_help[] =
     "usage: memdiff report FILE [--html OUT.html] [--svg OUT.svg] [--wss WSS.jsonl] [--top N]\n"
     "\n"
@@ -184,6 +234,8 @@ static const struct {
     {"show", cli_cmd_show, show_help},
     {"watch", cli_cmd_watch, watch_help},
     {"wss", cli_cmd_wss, wss_help},
+    {"record", cli_cmd_record, record_help},
+    {"run", cli_cmd_run, run_help},
     {"report", cli_cmd_report, report_help},
 };
 

@@ -97,12 +97,17 @@ int cli_view_opt(cli_view *v, const char *cmd, int id, const char *value)
 
 memdiff_report_options cli_view_report(const cli_view *v)
 {
+    return cli_view_report_for(v, stdout);
+}
+
+memdiff_report_options cli_view_report_for(const cli_view *v, FILE *out)
+{
     memdiff_report_options o = v->report;
     int color = v->color;
     if (color < 0) {
         /* https://no-color.org: set and not empty turns colour off. */
         const char *no = getenv("NO_COLOR");
-        color = isatty(fileno(stdout)) && !(no && no[0]);
+        color = isatty(fileno(out)) && !(no && no[0]);
     }
     if (color)
         o.flags |= MEMDIFF_REPORT_COLOR;
