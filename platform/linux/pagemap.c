@@ -159,9 +159,12 @@ int memdiff__linux_read_pagemap(memdiff__linux_walker *w, uint64_t addr, size_t 
     }
     size_t got = (size_t)r / 8;
     if (got < n) {
-        if (got == 0 && !memdiff__linux_alive(p))
-            return memdiff__set_error(MEMDIFF_ESRCH, "read %s/pagemap: the process has exited",
-                                      p->dir);
+        /* pagemap reads nothing once the address space it was opened on is gone: the process
+         * exited, or it is alive and exec'd a program during the snapshot, so that its regions
+         * and these pages would be of two address spaces: taken again (ECHANGED). */
+        int gone = got == 0 ? memdiff__linux_space_gone(p, "read") : MEMDIFF_OK;
+        if (gone != MEMDIFF_OK)
+            return gone;
         memset(pm + got, 0, (n - got) * sizeof *pm);
     }
     return any_swap_entry(pm, got) ? memdiff__linux_settle_entries(p, first, pm, got) : MEMDIFF_OK;

@@ -259,11 +259,22 @@ int memdiff__linux_scan_batch_extras(memdiff__linux_walker *w, uint64_t addr, si
 int memdiff__linux_exited_if_empty(memdiff__proc *p, uint64_t start)
 {
     uint64_t e;
-    if (memdiff__linux_pread_full(p->pagemap_fd, &e, sizeof e, (start >> p->page_shift) * 8) == 0 &&
-        !memdiff__linux_alive(p))
-        return memdiff__set_error(MEMDIFF_ESRCH, "PAGEMAP_SCAN %s/pagemap: the process has exited",
-                                  p->dir);
+    if (memdiff__linux_pread_full(p->pagemap_fd, &e, sizeof e, (start >> p->page_shift) * 8) == 0)
+        return memdiff__linux_space_gone(p, "PAGEMAP_SCAN");
     return MEMDIFF_OK;
+}
+
+int memdiff__linux_space_gone(memdiff__proc *p, const char *how)
+{
+    if (!memdiff__linux_alive(p))
+        return memdiff__set_error(MEMDIFF_ESRCH, "%s %s/pagemap: the process has exited", how,
+                                  p->dir);
+    if (!p->live)
+        return MEMDIFF_OK; /* a fixture's pagemap file may end before its regions do */
+    return memdiff__set_error(MEMDIFF_ECHANGED,
+                              "%s %s/pagemap: the address space it was opened on is gone (the "
+                              "process exec'd a program during the snapshot)",
+                              how, p->dir);
 }
 
 /* Scan ahead (fast depth). A snapshot walks its regions in address order and most are small and
