@@ -181,10 +181,21 @@ static int snapshot(recorder *r, unsigned cause)
     memdiff_snapshot *s = NULL;
     uint64_t t0 = mono_ns();
     int rc = memdiff_snapshot_take(&o, &s);
+    /* ECHANGED: the process exec'd during the snapshot and its retake (a shell or a launcher
+     * that exec's the program, such as pyenv's shims): a few more tries, then this snapshot is
+     * left out with a warning rather than ending the recording. */
+    for (int tries = 0; rc == MEMDIFF_ECHANGED && tries < 3; tries++)
+        rc = memdiff_snapshot_take(&o, &s);
     r->snap_done = mono_ns();
     r->snap_cost = r->snap_done - t0;
     if (rc == MEMDIFF_ESRCH)
         return 1;
+    if (rc == MEMDIFF_ECHANGED) {
+        fprintf(stderr, "memdiff %s: warning: no snapshot of pid %d now: ", r->c->cmd, r->pid);
+        cli_put_text(stderr, memdiff_last_error());
+        fputc('\n', stderr);
+        return 0;
+    }
     if (rc) {
         char what[64];
         snprintf(what, sizeof what, "cannot snapshot pid %d", r->pid);
