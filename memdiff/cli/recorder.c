@@ -545,6 +545,8 @@ static size_t utf8_len(const unsigned char *p, size_t n)
 
 void rec_json_string(FILE *out, const char *key, const char *s)
 {
+    /* Pairs: a byte at an even index, the letter after its backslash after it (json.c's
+     * short escapes); a letter found at an odd index is no escape. */
     static const char short_esc[] = "\bb\ff\nn\rr\tt\"\"\\\\";
     const unsigned char *p = (const unsigned char *)s;
     size_t n = strlen(s);
