@@ -4,8 +4,10 @@
 The documents come from the real memdiff binary and the library measuring a real process (one
 this script starts: memdiff_json_target, which maps files with hostile names): snap --json,
 show --json (blocks and regions, and of a snapshot with PSS per mapping), diff --json (plain,
---verbose, --no-header, PSS per mapping), watch --json (3 ticks, and one with --pss), wss --json (2 samples), a reference-set bracket's diff and a snapshot written by the
-library itself, and the golden files of tests/fixtures/reports. Each one must
+--verbose, --no-header, PSS per mapping), watch --json (3 ticks, and one with --pss), wss --json
+(2 samples), the summaries run --json and record --json print on stderr (of a python3 command
+that exits with status 3; record's timeline under a hostile name), a reference-set bracket's
+diff and a snapshot written by the library itself, and the golden files of tests/fixtures/reports. Each one must
 
 - validate against the schema (JSON Schema draft 2020-12, python3-jsonschema),
 - come out of `jq -c .` with every value unchanged (parsed again, compared with types),
@@ -116,6 +118,40 @@ def run(args, **kw):
     return p.stdout.decode('utf-8')  # every JSON output must be valid UTF-8
 
 
+def run_stderr(args, status):
+    """stderr of args, which must exit with status (run passes on its command's)."""
+    p = subprocess.run(args, capture_output=True)
+    if p.returncode != status:
+        fail(f'{" ".join(map(str, args))}: exit {p.returncode}, want {status}: '
+             f'{p.stderr[-2000:]!r}')
+    return p.stderr.decode('utf-8')
+
+
+def check_recorder(c, cli, tmp):
+    """run --json and record --json of a command that grows by 8 MiB and exits with 3."""
+    cmd = [sys.executable, '-c', 'import sys; x = bytearray(8 << 20); sys.exit(3)']
+    doc = c.check('run --json', run_stderr([cli, 'run', '--json', '--'] + cmd, 3), 'run', 1)
+    if doc:
+        d = doc[0]
+        # The peak is one of the command's own snapshots, and it holds the 8 MiB.
+        if (d['exit'] != {'how': 'status', 'code': 3} or d['peak'] is None or
+                d['peak']['snapshot']['pid'] != d['pid'] or
+                int(d['peak']['snapshot']['resident_bytes']) < 8 << 20):
+            fail(f'run --json: not the command\'s exit and peak: {json.dumps(d)[:500]}')
+    # The timeline's name is not UTF-8: "timeline" has U+FFFD, "timeline_hex" the bytes.
+    out = os.path.join(tmp.encode(), HOSTILE[2].replace(b'.bin', b'.mdt'))
+    p = subprocess.run([cli.encode(), b'record', b'--json', b'-o', out, b'--'] +
+                       [x.encode() for x in cmd], capture_output=True)
+    if p.returncode != 0:
+        fail(f'record --json: exit {p.returncode}: {p.stderr[-2000:]!r}')
+    doc = c.check('record --json', p.stderr.decode('utf-8'), 'record', 1)
+    if doc:
+        d = doc[0]
+        if (exact(d, 'timeline') != out or d['exit'] != {'how': 'status', 'code': 3} or
+                int(d['file_bytes']) != os.path.getsize(out) or int(d['snapshots']) < 1):
+            fail(f'record --json: not the timeline written: {json.dumps(d)[:500]}')
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--cli', required=True)
@@ -185,6 +221,7 @@ def main():
         c.check('diff --json (--pss)', run([cli, 'diff', '--json', C, C]), 'diff', 1)
         c.check('watch --json --pss', run([cli, 'watch', pid, '--json', '--pss', '-i', '100ms',
                                             '-n', '1']), 'watch', 1)
+        check_recorder(c, cli, tmp)
         docs = c.check('library documents', run([a.target, 'docs']), None)
         if ([d.get('kind') for d in docs] != ['diff', 'diff', 'snapshot'] or
                 'bracket' not in docs[0] or not same(docs[0], docs[1]) or

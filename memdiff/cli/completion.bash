@@ -84,7 +84,7 @@ _memdiff()
             done
             opts="--output -o --interval -i --depth -d --pss --threshold -t --no-ptrace --quiet -q"
             if [ "$cmd" = record ]; then
-                opts="$opts $select"
+                opts="$opts --json $select"
             else
                 opts="$opts --json --sort --top --category --human -H --color --width -w"
             fi

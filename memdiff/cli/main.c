@@ -182,6 +182,7 @@ static const char record_help[] =
     "process runs on). Every record is whole on disk when written.\n"
     "\n"
     "  -o, --output FILE  the timeline file (required; replaced when it exists)\n"
+    "      --json         the summary as one JSON object on one line (on stderr)\n"
     RECORDER_OPTIONS
     PROC_OPTIONS
     "\n"

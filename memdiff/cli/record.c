@@ -20,7 +20,7 @@ int rec_split_command(int argc, char **argv)
 typedef struct record_args {
     rec_config rec;
     cli_select sel;
-    int help;
+    int help, json;
 } record_args;
 
 static int on_record_opt(void *ctx, int id, const char *value)
@@ -28,6 +28,10 @@ static int on_record_opt(void *ctx, int id, const char *value)
     record_args *a = ctx;
     if (id == CLI_OPT_HELP) {
         a->help = 1;
+        return 0;
+    }
+    if (id == REC_OPT_JSON) {
+        a->json = 1;
         return 0;
     }
     int rc = rec_config_opt(&a->rec, id, value);
@@ -59,7 +63,8 @@ const char *rec_how_text(const rec_result *res, char *buf, size_t size)
 
 int cli_cmd_record(int argc, char **argv)
 {
-    static const cli_opt opts[] = {REC_OPTS, CLI_SELECT_OPTS, {NULL, 0, 0, 0}};
+    static const cli_opt opts[] = {REC_OPTS, {"json", 0, 0, REC_OPT_JSON}, CLI_SELECT_OPTS,
+                                   {NULL, 0, 0, 0}};
     record_args a;
     memset(&a, 0, sizeof a);
     rec_config_init(&a.rec, "record");
@@ -95,7 +100,15 @@ int cli_cmd_record(int argc, char **argv)
     rec_result res;
     if ((rc = rec_record(&a.rec, pid, command, &res)) != 0)
         return rc;
-    if (!a.rec.quiet) {
+    if (a.json) {
+        /* On stderr: a recorded command shares stdout, its output must stay its own. */
+        rec_json_head(stderr, "record", &res);
+        fputc(',', stderr);
+        rec_json_string(stderr, "timeline", a.rec.output);
+        fputc(',', stderr);
+        rec_json_uint(stderr, "file_bytes", res.file_bytes);
+        fputs("}\n", stderr);
+    } else if (!a.rec.quiet) {
         char how[64], bytes[32];
         fprintf(stderr,
                 "memdiff record: pid %d %s after %.3f s; %zu samples, %zu snapshots, %zu marks; "

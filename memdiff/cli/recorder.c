@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE /* pipe2, __WALL */
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -514,4 +515,91 @@ int rec_record(const rec_config *c, int pid, char *const *argv, rec_result *res)
     if (rc)
         rec_result_free(res);
     return rc;
+}
+
+void rec_json_uint(FILE *out, const char *key, uint64_t v)
+{
+    /* 2^53: beyond it a double (jq, JavaScript) no longer holds every integer. */
+    if (v <= (UINT64_C(1) << 53))
+        fprintf(out, "\"%s\":%" PRIu64, key, v);
+    else
+        fprintf(out, "\"%s\":\"%" PRIu64 "\"", key, v);
+}
+
+/* Length of the valid UTF-8 sequence at p (n bytes left), 0 when p starts none (RFC 3629:
+ * no overlong forms, surrogates or code points above U+10FFFF). */
+static size_t utf8_len(const unsigned char *p, size_t n)
+{
+    if (p[0] < 0x80)
+        return 1;
+    size_t len = p[0] >= 0xC2 && p[0] <= 0xDF ? 2 : p[0] >= 0xE0 && p[0] <= 0xEF ? 3
+                 : p[0] >= 0xF0 && p[0] <= 0xF4                             ? 4
+                                                                            : 0;
+    if (!len || len > n)
+        return 0;
+    unsigned lo = 0x80, hi = 0xBF; /* the second byte's range */
+    if (p[0] == 0xE0)
+        lo = 0xA0;
+    else if (p[0] == 0xED)
+        hi = 0x9F;
+    else if (p[0] == 0xF0)
+        lo = 0x90;
+    else if (p[0] == 0xF4)
+        hi = 0x8F;
+    if (p[1] < lo || p[1] > hi)
+        return 0;
+    for (size_t i = 2; i < len; i++)
+        if (p[i] < 0x80 || p[i] > 0xBF)
+            return 0;
+    return len;
+}
+
+void rec_json_string(FILE *out, const char *key, const char *s)
+{
+    /* Pairs: a byte at an even index, the letter after its backslash after it (json.c's
+     * short escapes); a letter found at an odd index is no escape. */
+    static const char short_esc[] = "\bb\ff\nn\rr\tt\"\"\\\\";
+    const unsigned char *p = (const unsigned char *)s;
+    size_t n = strlen(s);
+    int exact = 1;
+    fprintf(out, "\"%s\":\"", key);
+    while (n > 0) {
+        size_t len = utf8_len(p, n);
+        const char *e = *p ? strchr(short_esc, *p) : NULL;
+        if (e && (e - short_esc) % 2 == 0)
+            fprintf(out, "\\%c", e[1]);
+        else if (len == 0)
+            fputs("\\ufffd", out);
+        else if (*p < 0x20 || *p == 0x7F)
+            fprintf(out, "\\u%04x", *p);
+        else
+            fwrite(p, 1, len, out);
+        exact &= len != 0;
+        len = len ? len : 1;
+        p += len;
+        n -= len;
+    }
+    fputc('"', out);
+    if (exact)
+        return;
+    fprintf(out, ",\"%s_hex\":\"", key);
+    for (p = (const unsigned char *)s; *p; p++)
+        fprintf(out, "%02x", *p);
+    fputc('"', out);
+}
+
+void rec_json_head(FILE *out, const char *kind, const rec_result *res)
+{
+    static const char *const hows[] = {"unknown", "status", "signal", "vanished", "detached"};
+    unsigned how = (unsigned)res->how < 5 ? (unsigned)res->how : 0;
+    fprintf(out, "{\"version\":3,\"kind\":\"%s\",\"pid\":%d,\"exit\":{\"how\":\"%s\",\"code\":%d},"
+                 "\"duration_s\":%.9f,",
+            kind, res->pid, hows[how], res->code, (double)(res->end_ns - res->start_ns) / 1e9);
+    rec_json_uint(out, "vm_hwm", res->last_totals.vm_hwm);
+    fputc(',', out);
+    rec_json_uint(out, "samples", res->samples);
+    fputc(',', out);
+    rec_json_uint(out, "snapshots", res->snapshots);
+    fputc(',', out);
+    rec_json_uint(out, "marks", res->marks);
 }

@@ -72,4 +72,17 @@ int rec_split_command(int argc, char **argv);
 /* "exited with status 7", "was killed by signal 9", "vanished", ... (record.c). */
 const char *rec_how_text(const rec_result *res, char *buf, size_t size);
 
+/* The fields run's and record's JSON summaries share, from "{" to the last shared member
+ * ("version" .. "marks"; docs/json-report.md "Run summary"), written as the library writes its
+ * documents: counts beyond 2^53 as strings, durations as seconds (recorder.c). */
+void rec_json_head(FILE *out, const char *kind, const rec_result *res);
+
+/* s as a JSON member "key":"..." (with "key_hex" when s is not UTF-8), escaped as the
+ * library's writer does (docs/json-report.md "Conventions"); the library has no public entry
+ * point for it (recorder.c). */
+void rec_json_string(FILE *out, const char *key, const char *s);
+
+/* "key":v, a number up to 2^53, else a string of digits (recorder.c). */
+void rec_json_uint(FILE *out, const char *key, uint64_t v);
+
 #endif

@@ -130,16 +130,10 @@ static int diff_json(const void *d, FILE *f, const memdiff_report_options *o)
 
 static void json_summary(const run_args *a, const rec_result *res)
 {
-    static const char *const hows[] = {"", "status", "signal", "vanished", "detached"};
     memdiff_report_options o = a->view.report;
     o.flags = (o.flags & ~(MEMDIFF_REPORT_COLOR | MEMDIFF_REPORT_HUMAN)) | MEMDIFF_REPORT_LINE;
-    fprintf(stderr,
-            "{\"version\":3,\"kind\":\"run\",\"pid\":%d,\"exit\":{\"how\":\"%s\",\"code\":%d},"
-            "\"seconds\":%.3f,\"vm_hwm\":%llu,\"samples\":%zu,\"snapshots\":%zu,\"marks\":%zu,"
-            "\"exit_stop\":%s,\"peak\":",
-            res->pid, hows[res->how], res->code, (double)(res->end_ns - res->start_ns) / 1e9,
-            (unsigned long long)res->last_totals.vm_hwm, res->samples, res->snapshots,
-            res->marks, res->exit_stopped ? "true" : "false");
+    rec_json_head(stderr, "run", res);
+    fprintf(stderr, ",\"exit_stop\":%s,\"peak\":", res->exit_stopped ? "true" : "false");
     if (res->peak)
         put_json(stderr, snap_json, res->peak, &o);
     else
