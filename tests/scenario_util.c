@@ -366,3 +366,18 @@ int scn_sh(char *out, size_t size, const char *fmt, ...)
     int st = pclose(p);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
+
+int64_t scn_timeline_net(const memdiff_timeline *t, size_t a, size_t b, memdiff_category cat)
+{
+    memdiff_snapshot *sa = NULL, *sb = NULL;
+    ck_assert_msg(memdiff_timeline_snapshot(t, a, &sa) == MEMDIFF_OK, "%s", memdiff_last_error());
+    ck_assert_msg(memdiff_timeline_snapshot(t, b, &sb) == MEMDIFF_OK, "%s", memdiff_last_error());
+    memdiff_diff *d = NULL;
+    ck_assert_msg(memdiff_compare(sa, sb, 0, &d) == MEMDIFF_OK, "%s", memdiff_last_error());
+    memdiff_totals tot;
+    ck_assert_int_eq(memdiff_diff_totals(d, cat, &tot), MEMDIFF_OK);
+    memdiff_diff_free(d);
+    memdiff_snapshot_free(sb);
+    memdiff_snapshot_free(sa);
+    return tot.net_bytes;
+}

@@ -110,4 +110,8 @@ pid_t scn_spawn_piped(char *const argv[], int *to_child, int *from_child);
  * behave otherwise): $TMPDIR, /tmp or /var/tmp, resolved with realpath(). */
 const char *scn_disk_tmpdir(void);
 
+/* The net bytes of category cat (MEMDIFF_CAT_ALL: all) between recorded snapshots a and b of
+ * timeline t (memdiff_timeline_snapshot, memdiff_compare); fails the test on any error. */
+int64_t scn_timeline_net(const memdiff_timeline *t, size_t a, size_t b, memdiff_category cat);
+
 #endif

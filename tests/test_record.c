@@ -21,6 +21,7 @@
 #include <check.h>
 
 #include "memdiff.h"
+#include "scenario_util.h"
 #include "suites.h"
 
 #define MIB (INT64_C(1) << 20)
@@ -153,21 +154,6 @@ static void drive(const char *path, int go, pid_t recorder)
     close(go);
 }
 
-static int64_t net(const memdiff_timeline *t, size_t a, size_t b, memdiff_category cat)
-{
-    memdiff_snapshot *sa = NULL, *sb = NULL;
-    ck_assert_msg(memdiff_timeline_snapshot(t, a, &sa) == MEMDIFF_OK, "%s", memdiff_last_error());
-    ck_assert_msg(memdiff_timeline_snapshot(t, b, &sb) == MEMDIFF_OK, "%s", memdiff_last_error());
-    memdiff_diff *d = NULL;
-    ck_assert_msg(memdiff_compare(sa, sb, 0, &d) == MEMDIFF_OK, "%s", memdiff_last_error());
-    memdiff_totals tot;
-    ck_assert_int_eq(memdiff_diff_totals(d, cat, &tot), MEMDIFF_OK);
-    memdiff_diff_free(d);
-    memdiff_snapshot_free(sb);
-    memdiff_snapshot_free(sa);
-    return tot.net_bytes;
-}
-
 /* The last record of the timeline at path (which must open whole: not torn). */
 static memdiff_timeline_record last_record(const char *path)
 {
@@ -248,13 +234,13 @@ START_TEST(record_command_phases_exact)
     ck_assert_int_eq(exit_seen, 1);
     ck_assert_uint_ne(exit_snap, (size_t)-1);
     /* Exact: +16,384 pages of 4 KiB, -8,192, then the file's 2,048 pages (record_target.c). */
-    ck_assert_int_eq(net(t, at_mark[0], at_mark[1], MEMDIFF_CAT_PRIVATE), 64 * MIB);
-    ck_assert_int_eq(net(t, at_mark[1], at_mark[2], MEMDIFF_CAT_PRIVATE), -32 * MIB);
-    ck_assert_int_eq(net(t, at_mark[2], at_mark[3], MEMDIFF_CAT_MAPPED_FILE), FILE_BYTES);
-    ck_assert_int_eq(net(t, at_mark[2], at_mark[3], MEMDIFF_CAT_PRIVATE), 0);
+    ck_assert_int_eq(scn_timeline_net(t, at_mark[0], at_mark[1], MEMDIFF_CAT_PRIVATE), 64 * MIB);
+    ck_assert_int_eq(scn_timeline_net(t, at_mark[1], at_mark[2], MEMDIFF_CAT_PRIVATE), -32 * MIB);
+    ck_assert_int_eq(scn_timeline_net(t, at_mark[2], at_mark[3], MEMDIFF_CAT_MAPPED_FILE), FILE_BYTES);
+    ck_assert_int_eq(scn_timeline_net(t, at_mark[2], at_mark[3], MEMDIFF_CAT_PRIVATE), 0);
     /* Stopped in exit, its address space whole: the 32 MiB and the file still there. */
-    ck_assert_int_eq(net(t, at_mark[3], exit_snap, MEMDIFF_CAT_PRIVATE), 0);
-    ck_assert_int_eq(net(t, at_mark[3], exit_snap, MEMDIFF_CAT_MAPPED_FILE), 0);
+    ck_assert_int_eq(scn_timeline_net(t, at_mark[3], exit_snap, MEMDIFF_CAT_PRIVATE), 0);
+    ck_assert_int_eq(scn_timeline_net(t, at_mark[3], exit_snap, MEMDIFF_CAT_MAPPED_FILE), 0);
     memdiff_timeline_free(t);
     /* The command's stdout is its own. */
     char out[4096];

@@ -23,6 +23,7 @@
 #include <check.h>
 
 #include "memdiff.h"
+#include "scenario_util.h"
 #include "suites.h"
 
 #define MIB (INT64_C(1) << 20)
@@ -175,21 +176,6 @@ static void record_target(const char *path)
     memdiff_mark_listener_free(l);
 }
 
-static int64_t private_net(const memdiff_timeline *t, size_t a, size_t b)
-{
-    memdiff_snapshot *sa = NULL, *sb = NULL;
-    ck_assert_msg(memdiff_timeline_snapshot(t, a, &sa) == MEMDIFF_OK, "%s", memdiff_last_error());
-    ck_assert_msg(memdiff_timeline_snapshot(t, b, &sb) == MEMDIFF_OK, "%s", memdiff_last_error());
-    memdiff_diff *d = NULL;
-    ck_assert_msg(memdiff_compare(sa, sb, 0, &d) == MEMDIFF_OK, "%s", memdiff_last_error());
-    memdiff_totals tot;
-    ck_assert_int_eq(memdiff_diff_totals(d, MEMDIFF_CAT_PRIVATE, &tot), MEMDIFF_OK);
-    memdiff_diff_free(d);
-    memdiff_snapshot_free(sb);
-    memdiff_snapshot_free(sa);
-    return tot.net_bytes;
-}
-
 START_TEST(records_a_child_with_phases)
 {
     char path[256];
@@ -243,9 +229,9 @@ START_TEST(records_a_child_with_phases)
     ck_assert_uint_eq(nexit, 1);
 
     /* Exact, from the recorded snapshots: +16,384 pages, then -8,192 (timeline_target.c). */
-    ck_assert_int_eq(private_net(t, 0, 1), 64 * MIB);
-    ck_assert_int_eq(private_net(t, 1, 2), -32 * MIB);
-    ck_assert_int_eq(private_net(t, 0, 2), 32 * MIB);
+    ck_assert_int_eq(scn_timeline_net(t, 0, 1, MEMDIFF_CAT_PRIVATE), 64 * MIB);
+    ck_assert_int_eq(scn_timeline_net(t, 1, 2, MEMDIFF_CAT_PRIVATE), -32 * MIB);
+    ck_assert_int_eq(scn_timeline_net(t, 0, 2, MEMDIFF_CAT_PRIVATE), 32 * MIB);
 
     /* The polls are the kernel's counters, which batch per CPU (mm_struct's rss_stat; a few
      * hundred KiB at most on this machine's CPU count): within 1 MiB of the same steps. */
