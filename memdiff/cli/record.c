@@ -20,20 +20,11 @@ int rec_split_command(int argc, char **argv)
 typedef struct record_args {
     rec_config rec;
     cli_select sel;
-    int help, json;
 } record_args;
 
 static int on_record_opt(void *ctx, int id, const char *value)
 {
     record_args *a = ctx;
-    if (id == CLI_OPT_HELP) {
-        a->help = 1;
-        return 0;
-    }
-    if (id == REC_OPT_JSON) {
-        a->json = 1;
-        return 0;
-    }
     int rc = rec_config_opt(&a->rec, id, value);
     if (rc != 1)
         return rc;
@@ -75,7 +66,7 @@ int cli_cmd_record(int argc, char **argv)
                        &npos);
     if (rc)
         return rc;
-    if (a.help) {
+    if (a.rec.help) {
         cli_help("record", stdout);
         return CLI_EXIT_OK;
     }
@@ -100,7 +91,7 @@ int cli_cmd_record(int argc, char **argv)
     rec_result res;
     if ((rc = rec_record(&a.rec, pid, command, &res)) != 0)
         return rc;
-    if (a.json) {
+    if (a.rec.json) {
         /* On stderr: a recorded command shares stdout, its output must stay its own. */
         rec_json_head(stderr, "record", &res);
         fputc(',', stderr);

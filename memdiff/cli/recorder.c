@@ -69,6 +69,12 @@ void rec_config_init(rec_config *c, const char *cmd)
 int rec_config_opt(rec_config *c, int id, const char *value)
 {
     switch (id) {
+    case CLI_OPT_HELP:
+        c->help = 1;
+        return 0;
+    case REC_OPT_JSON:
+        c->json = 1;
+        return 0;
     case REC_OPT_OUTPUT:
         c->output = value;
         return 0;

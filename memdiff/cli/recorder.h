@@ -34,14 +34,16 @@ typedef struct rec_config {
     int forward_stop;         /* run: SIGTERM goes on to the command, SIGINT is ignored (the
                                  terminal sends it to the command too), as time(1) does */
     int quiet;
+    int json; /* --json: the summary as one JSON line */
+    int help; /* --help */
 } rec_config;
 
 #define REC_THRESHOLD_FLOOR ((int64_t)4 << 20)
 
 void rec_config_init(rec_config *c, const char *cmd);
 
-/* Takes option id with its value into c: 0, CLI_EXIT_ERROR after a usage error, 1 when id is
- * none of the recorder's. */
+/* Takes option id with its value into c (--help and --json too): 0, CLI_EXIT_ERROR after a
+ * usage error, 1 when id is none of the recorder's. */
 int rec_config_opt(rec_config *c, int id, const char *value);
 
 /* What a recording ended with, for run's summary. */

@@ -15,20 +15,12 @@
 typedef struct run_args {
     rec_config rec;
     cli_view view;
-    int json, help, have_sort, have_top;
+    int have_sort, have_top;
 } run_args;
 
 static int on_run_opt(void *ctx, int id, const char *value)
 {
     run_args *a = ctx;
-    if (id == CLI_OPT_HELP) {
-        a->help = 1;
-        return 0;
-    }
-    if (id == REC_OPT_JSON) {
-        a->json = 1;
-        return 0;
-    }
     int rc = rec_config_opt(&a->rec, id, value);
     if (rc != 1)
         return rc;
@@ -168,7 +160,7 @@ int cli_cmd_run(int argc, char **argv)
     int rc = cli_parse("run", split, argv, opts, on_run_opt, &a, pos, 0, &npos);
     if (rc)
         return rc;
-    if (a.help) {
+    if (a.rec.help) {
         cli_help("run", stdout);
         return CLI_EXIT_OK;
     }
@@ -182,7 +174,7 @@ int cli_cmd_run(int argc, char **argv)
     rec_result res;
     if ((rc = rec_record(&a.rec, 0, command, &res)) != 0)
         return rc;
-    if (a.json)
+    if (a.rec.json)
         json_summary(&a, &res);
     else if (!a.rec.quiet)
         text_summary(&a, &res, command);
