@@ -413,12 +413,7 @@ int memdiff__check_save_target(const char *path)
  * did not choose. */
 static int create_error(const char *path, int e)
 {
-    const char *slash = strrchr(path, '/');
-#ifdef _WIN32
-    const char *back = strrchr(path, '\\');
-    if (back && (!slash || back > slash))
-        slash = back;
-#endif
+    const char *slash = memdiff__os_last_separator(path);
     int dir_len = !slash ? 1 : slash == path ? 1 : (int)(slash - path);
     const char *dir = slash ? path : ".";
     return memdiff__set_error(e == EACCES || e == EPERM || e == EROFS ? MEMDIFF_EACCES

@@ -68,6 +68,10 @@ int memdiff__os_path_kind(const char *path, memdiff__path_kind *out);
  * MEMDIFF_EIO with a detail naming to. */
 int memdiff__os_replace_file(const char *from, const char *to);
 
+/* Where path's last separator is (POSIX '/'; Windows '/' or '\\'), or NULL when it names a file
+ * of the current directory. For messages that name a path's directory. */
+const char *memdiff__os_last_separator(const char *path);
+
 /* =============================================================================================
  * The backend implements: reading a process
  * =========================================================================================== */

@@ -3,6 +3,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #include "platform.h"
@@ -43,4 +44,9 @@ int memdiff__os_replace_file(const char *from, const char *to)
     if (rename(from, to) != 0)
         return memdiff__file_open_error("rename to", to, errno);
     return MEMDIFF_OK;
+}
+
+const char *memdiff__os_last_separator(const char *path)
+{
+    return strrchr(path, '/');
 }

@@ -61,3 +61,9 @@ int memdiff__os_replace_file(const char *from, const char *to)
         return file_error(GetLastError(), "rename to", to);
     return MEMDIFF_OK;
 }
+
+const char *memdiff__os_last_separator(const char *path)
+{
+    const char *slash = strrchr(path, '/'), *back = strrchr(path, '\\');
+    return back && (!slash || back > slash) ? back : slash;
+}
