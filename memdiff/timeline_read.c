@@ -310,8 +310,8 @@ static int check_header(memdiff_timeline *t)
 /* A string of the header, copied NUL-terminated into the arena. */
 static int header_string(memdiff_timeline *t, cursor *c, const char *field, const char **out)
 {
-    const unsigned char *s;
-    size_t len;
+    const unsigned char *s = NULL;
+    size_t len = 0;
     int rc = get_string(c, field, TL_STRING_MAX, &s, &len);
     if (rc)
         return rc;
