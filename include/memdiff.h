@@ -179,9 +179,14 @@ typedef struct memdiff_options {
                                  (Linux: /proc as ROOT, /sys as ROOT/sys; Windows: none,
                                  MEMDIFF_ENOTSUP) */
     unsigned flags;           /* MEMDIFF_SNAPSHOT_* */
+    unsigned threads;         /* threads that may read pages, the calling one included: 0 as
+                                 many as the processors the caller may run on, 1 the calling
+                                 thread alone; never more than those processors, nor 4. Only
+                                 large regions of another process are read on more than one
+                                 (Linux; docs/api.md "Threads") */
 } memdiff_options;
 
-#define MEMDIFF_OPTIONS_INIT {0, MEMDIFF_DEPTH_STANDARD, NULL, 0u}
+#define MEMDIFF_OPTIONS_INIT {0, MEMDIFF_DEPTH_STANDARD, NULL, 0u, 0u}
 
 /* memdiff_options.flags: where the snapshot gets no map counts (below deep, or deep degraded),
  * read PSS per kernel mapping from smaps (Linux; docs/api.md "PSS", its cost docs/performance.md).
@@ -244,6 +249,8 @@ typedef struct memdiff_snapshot_info {
                                 count of resident pages); else 0 (docs/api.md) */
     uint64_t storage_bytes;  /* bytes of memory this snapshot occupies */
     memdiff_process_totals totals;
+    unsigned threads;        /* threads that read its pages (1: the calling thread alone; a
+                                loaded snapshot: 0, not recorded) */
 } memdiff_snapshot_info;
 
 /* Fills *info; strings point into the snapshot. Errors: MEMDIFF_EINVAL. */

@@ -62,7 +62,7 @@ static const char *copy_str(memdiff__arena *arena, const char *s)
 
 static int begin(memdiff__refset *rs)
 {
-    memdiff__open_args args = {rs->options.pid, rs->options.fixture_root, NULL, 0};
+    memdiff__open_args args = {rs->options.pid, rs->options.fixture_root, NULL, 0, 1};
     memdiff__caps caps;
     int rc = memdiff__plat_open(&args, &rs->scratch, &rs->proc, &caps);
     if (rc)

@@ -92,7 +92,7 @@ int memdiff_wss_run(const memdiff_wss_options *options, memdiff_wss_callback cal
     if (o.pid < 0)
         return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_wss_run: invalid pid %d", o.pid);
     memdiff__arena scratch = MEMDIFF__ARENA_INIT;
-    memdiff__open_args args = {o.pid, o.fixture_root, NULL, 0};
+    memdiff__open_args args = {o.pid, o.fixture_root, NULL, 0, 1};
     memdiff__proc *proc = NULL;
     memdiff__caps caps;
     int rc = memdiff__plat_open(&args, &scratch, &proc, &caps);

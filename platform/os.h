@@ -63,6 +63,9 @@ uint64_t memdiff__os_stack_hint(void);
 /* The calling thread's OS thread id (Linux gettid, Windows GetCurrentThreadId). */
 int64_t memdiff__os_thread_id(void);
 
+/* Processors the calling thread may run on (at least 1). */
+unsigned memdiff__os_cpu_count(void);
+
 /* Returns heap memory the process freed to the OS where its allocator can (glibc: malloc_trim(0);
  * Windows: HeapCompact on the process heaps); does nothing where it cannot. Must not allocate. */
 void memdiff__os_settle_heap(void);

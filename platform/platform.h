@@ -85,6 +85,9 @@ typedef struct memdiff__open_args {
     const char *proc_root; /* NULL: the OS default ("/proc") */
     const char *sys_root;  /* NULL: <proc_root>/sys, or the OS default ("/sys") */
     unsigned flags;        /* MEMDIFF__OPEN_*; 0: everything the backend can read */
+    unsigned threads;      /* threads that may read pages, the calling one included; 0 and 1:
+                              the calling thread alone. A backend may use fewer (never more),
+                              and uses none of its own in the caller's address space */
 } memdiff__open_args;
 
 /* The caller will walk no deeper than standard: the system-wide page files of deep depth
@@ -124,8 +127,12 @@ typedef struct memdiff__caps {
 int memdiff__plat_open(const memdiff__open_args *args, memdiff__arena *scratch,
                        memdiff__proc **out, memdiff__caps *caps);
 
-/* Closes handles opened by memdiff__plat_open. NULL is allowed. */
+/* Closes handles opened by memdiff__plat_open, and ends any thread it started. NULL is allowed. */
 void memdiff__plat_close(memdiff__proc *proc);
+
+/* Threads that have read pages of proc so far (memdiff__plat_pages): 1 when the calling thread
+ * alone did. */
+unsigned memdiff__plat_pages_threads(const memdiff__proc *proc);
 
 /* OS hints on a region, as named by the OS (memdiff__plat_region.hint). */
 typedef enum memdiff__hint {

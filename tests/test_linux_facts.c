@@ -36,7 +36,7 @@ static void teardown(void)
 
 static memdiff__proc *open_root(const char *root, memdiff__caps *caps)
 {
-    memdiff__open_args args = {0, root, NULL, 0};
+    memdiff__open_args args = {0, root, NULL, 0, 1};
     memdiff__proc *proc = NULL;
     ck_assert_int_eq(memdiff__plat_open(&args, &arena, &proc, caps), MEMDIFF_OK);
     return proc;
@@ -493,7 +493,7 @@ START_TEST(os_helpers)
     ck_assert_int_eq(s->hint, MEMDIFF__HINT_MAIN_STACK);
     memdiff__plat_close(proc);
 
-    memdiff__open_args bad = {-5, NULL, NULL, 0};
+    memdiff__open_args bad = {-5, NULL, NULL, 0, 1};
     ck_assert_int_eq(memdiff__plat_open(&bad, &arena, &proc, &caps), MEMDIFF_EINVAL);
     memdiff__plat_close(NULL);
 }

@@ -293,7 +293,7 @@ END_TEST
 /* The regions of this process (proc_root NULL) or of a fixture tree's "self". */
 static void regions_of(const char *proc_root, memdiff__plat_region **r, size_t *n)
 {
-    memdiff__open_args args = {0, proc_root, NULL, 0};
+    memdiff__open_args args = {0, proc_root, NULL, 0, 1};
     memdiff__proc *proc;
     memdiff__caps caps;
     ck_assert_int_eq(memdiff__plat_open(&args, &arena, &proc, &caps), MEMDIFF_OK);
@@ -315,7 +315,7 @@ static void *map_new_file(const char *path, long ps)
 
 START_TEST(fixture_regions)
 {
-    memdiff__open_args args = {0, MEMDIFF_TEST_FIXTURES "/pages", NULL, 0};
+    memdiff__open_args args = {0, MEMDIFF_TEST_FIXTURES "/pages", NULL, 0, 1};
     memdiff__proc *proc;
     memdiff__caps caps;
     ck_assert_int_eq(memdiff__plat_open(&args, &arena, &proc, &caps), MEMDIFF_OK);
@@ -329,7 +329,7 @@ START_TEST(fixture_regions)
     ck_assert_uint_eq(r[3].prot, 0);
     memdiff__plat_close(proc);
 
-    memdiff__open_args missing = {0, MEMDIFF_TEST_FIXTURES "/no-such-tree", NULL, 0};
+    memdiff__open_args missing = {0, MEMDIFF_TEST_FIXTURES "/no-such-tree", NULL, 0, 1};
     ck_assert_int_eq(memdiff__plat_open(&missing, &arena, &proc, &caps), MEMDIFF_ESRCH);
     ck_assert_ptr_null(proc);
     ck_assert_ptr_nonnull(strstr(memdiff_last_error(), "no-such-tree/self/maps"));

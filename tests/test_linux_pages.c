@@ -213,7 +213,7 @@ static uint64_t pages_with(unsigned all, unsigned none)
 
 static memdiff__proc *open_fixture(memdiff__caps *caps)
 {
-    memdiff__open_args args = {0, MEMDIFF_TEST_FIXTURES "/pages", NULL, 0};
+    memdiff__open_args args = {0, MEMDIFF_TEST_FIXTURES "/pages", NULL, 0, 1};
     memdiff__proc *proc = NULL;
     ck_assert_int_eq(memdiff__plat_open(&args, &arena, &proc, caps), MEMDIFF_OK);
     return proc;
@@ -485,7 +485,7 @@ static void remove_tree(void)
 /* A proc over the tree at root (pid 0: "self"), opened or the test fails. */
 static memdiff__proc *open_root(const char *root, int pid, memdiff__caps *caps)
 {
-    memdiff__open_args args = {pid, root, NULL, 0};
+    memdiff__open_args args = {pid, root, NULL, 0, 1};
     memdiff__proc *proc = NULL;
     ck_assert_int_eq(memdiff__plat_open(&args, &arena, &proc, caps), MEMDIFF_OK);
     return proc;
@@ -783,7 +783,7 @@ static char *map_sixteen(long ps)
 
 static memdiff__proc *open_self(memdiff__caps *caps)
 {
-    memdiff__open_args args = {0, NULL, NULL, 0};
+    memdiff__open_args args = {0, NULL, NULL, 0, 1};
     memdiff__proc *proc = NULL;
     ck_assert_int_eq(memdiff__plat_open(&args, &arena, &proc, caps), MEMDIFF_OK);
     return proc;
@@ -1139,7 +1139,7 @@ START_TEST(open_without_deep_leaves_kpage_files)
     memdiff__caps all, some;
     memdiff__proc *proc = open_self(&all);
     memdiff__plat_close(proc);
-    memdiff__open_args args = {0, NULL, NULL, MEMDIFF__OPEN_NO_DEEP};
+    memdiff__open_args args = {0, NULL, NULL, MEMDIFF__OPEN_NO_DEEP, 1};
     ck_assert_int_eq(memdiff__plat_open(&args, &arena, &proc, &some), MEMDIFF_OK);
     ck_assert_int_eq(proc->kpageflags_fd, -1);
     ck_assert_int_eq(proc->kpagecount_fd, -1);
@@ -1423,7 +1423,8 @@ START_TEST(fast_open_leaves_frames_unasked)
     memdiff__proc *plain = open_self(&plain_caps);
     const uint64_t zero = plain->zero_pfn;
     memdiff__plat_close(plain);
-    memdiff__open_args args = {0, NULL, NULL, MEMDIFF__OPEN_NO_DEEP | MEMDIFF__OPEN_NO_FRAMES};
+    memdiff__open_args args = {0, NULL, NULL, MEMDIFF__OPEN_NO_DEEP | MEMDIFF__OPEN_NO_FRAMES,
+                               1};
     memdiff__proc *proc = NULL;
     ck_assert_int_eq(memdiff__plat_open(&args, &arena, &proc, &caps), MEMDIFF_OK);
     if (!(caps.sources & MEMDIFF__SRC_PAGEMAP_SCAN)) {
@@ -1564,7 +1565,7 @@ START_TEST(unprivileged_caller)
         /* setuid makes the process non-dumpable, which hands its /proc files to root. */
         prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
         memdiff__arena a = MEMDIFF__ARENA_INIT;
-        memdiff__open_args args = {0, NULL, NULL, 0};
+        memdiff__open_args args = {0, NULL, NULL, 0, 1};
         memdiff__proc *proc;
         memdiff__caps caps;
         if (memdiff__plat_open(&args, &a, &proc, &caps) != MEMDIFF_OK)
@@ -1589,7 +1590,7 @@ START_TEST(unprivileged_caller)
                 _exit(17);
         memdiff__plat_close(proc);
         /* Another user's process: its memory map is not ours to read. */
-        memdiff__open_args init = {1, NULL, NULL, 0};
+        memdiff__open_args init = {1, NULL, NULL, 0, 1};
         if (memdiff__plat_open(&init, &a, &proc, &caps) != MEMDIFF_EACCES ||
             !strstr(memdiff_last_error(), "/proc/1/maps"))
             _exit(18);
@@ -1700,7 +1701,7 @@ static void remove_meminfo_tree(const char *dir)
 static int walk_sixteen(const char *root, unsigned flags, uint64_t s, uint64_t e, int shared,
                         memdiff__arena *a, memdiff__proc **out)
 {
-    memdiff__open_args args = {0, root, NULL, flags};
+    memdiff__open_args args = {0, root, NULL, flags, 1};
     memdiff__caps caps;
     NEED(memdiff__plat_open(&args, a, out, &caps) == MEMDIFF_OK);
     NEED(!(caps.sources & MEMDIFF_SRC_FRAMES));
@@ -1715,7 +1716,7 @@ static int pmd_free_body(void)
 {
     long ps = sysconf(_SC_PAGESIZE);
     memdiff__arena a = MEMDIFF__ARENA_INIT;
-    memdiff__open_args live = {0, NULL, NULL, 0};
+    memdiff__open_args live = {0, NULL, NULL, 0, 1};
     memdiff__proc *proc;
     memdiff__caps caps;
     NEED(memdiff__plat_open(&live, &a, &proc, &caps) == MEMDIFF_OK);
@@ -1870,7 +1871,7 @@ static int huge_body(void)
     memset(p, 1, 2 * huge);
     uint64_t a = (uint64_t)(uintptr_t)p, e = a + 2 * huge;
     memdiff__arena ar = MEMDIFF__ARENA_INIT;
-    memdiff__open_args args = {0, NULL, NULL, 0};
+    memdiff__open_args args = {0, NULL, NULL, 0, 1};
     memdiff__proc *proc;
     memdiff__caps caps;
     NEED(memdiff__plat_open(&args, &ar, &proc, &caps) == MEMDIFF_OK);
@@ -1915,7 +1916,7 @@ START_TEST(exited_process)
         _exit(0);
     }
     close(fds[0]);
-    memdiff__open_args args = {c, NULL, NULL, 0};
+    memdiff__open_args args = {c, NULL, NULL, 0, 1};
     memdiff__proc *proc;
     memdiff__caps caps;
     ck_assert_int_eq(memdiff__plat_open(&args, &arena, &proc, &caps), MEMDIFF_OK);

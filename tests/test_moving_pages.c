@@ -102,7 +102,7 @@ static void hook(memdiff__proc *p)
 static unsigned walk_tree(memdiff_depth depth, walked *w)
 {
     memdiff__arena scratch = MEMDIFF__ARENA_INIT;
-    memdiff__open_args args = {0, tree, NULL, 0};
+    memdiff__open_args args = {0, tree, NULL, 0, 1};
     memdiff__proc *proc = NULL;
     memdiff__caps caps;
     ck_assert_int_eq(memdiff__plat_open(&args, &scratch, &proc, &caps), MEMDIFF_OK);

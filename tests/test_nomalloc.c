@@ -325,8 +325,18 @@ static void other_processes(void)
         return;
     }
     fflush(NULL);
+    /* 320 MiB, every page written, then every other one dropped in the last 64 MiB: regions
+     * large enough for the lanes (lanes.c: at least 4 chunks of 64 MiB), dense and not. */
+    size_t big = (size_t)320 << 20, ps = (size_t)sysconf(_SC_PAGESIZE);
     pid_t pid = fork();
     if (pid == 0) {
+        char *m = mmap(NULL, big, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED)
+            _exit(1);
+        for (size_t i = 0; i < big; i += ps)
+            m[i] = 1;
+        for (size_t i = big - ((size_t)64 << 20); i < big; i += 2 * ps)
+            (void)madvise(m + i, ps, MADV_DONTNEED);
         char c = 'r';
         if (write(fds[1], &c, 1) != 1)
             _exit(1);
@@ -345,6 +355,29 @@ static void other_processes(void)
     int rc = memdiff_snapshot_take(&o, &s);
     memdiff_snapshot_free(s);
     expect_no_calls("snapshot of a child process by pid", rc, MEMDIFF_OK);
+    /* Read on two threads where the machine has two processors: lanes start without malloc
+     * (clone on memdiff's own stack, not pthread_create, whose thread block is calloc'd). */
+    const memdiff_depth depths[] = {MEMDIFF_DEPTH_FAST, MEMDIFF_DEPTH_STANDARD,
+                                    MEMDIFF_DEPTH_DEEP};
+    for (size_t i = 0; i < sizeof depths / sizeof depths[0]; i++) {
+        char what[128];
+        memdiff_snapshot_info info;
+        o.depth = depths[i];
+        o.threads = 2;
+        s = NULL;
+        start_counting();
+        rc = memdiff_snapshot_take(&o, &s);
+        if (!rc)
+            rc = memdiff_snapshot_get_info(s, &info);
+        memdiff_snapshot_free(s);
+        snprintf(what, sizeof what, "snapshot of a child's 320 MiB on up to 2 threads, %s depth",
+                 memdiff_depth_name(depths[i]));
+        expect_no_calls(what, rc, MEMDIFF_OK);
+        if (!rc && sysconf(_SC_NPROCESSORS_ONLN) >= 2)
+            report(info.threads == 2, "%s: read on %u threads", what, info.threads);
+    }
+    o.depth = MEMDIFF_DEPTH_STANDARD;
+    o.threads = 0;
 
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);

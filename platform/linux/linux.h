@@ -10,7 +10,8 @@
  * and threads); walk.c and its stages (walk.h) and presence.c (the page walk, and which pages
  * attribution may read); refs.c (reference tracking); smaps.c (figures per mapping: usage,
  * PSS); transient.c (pages caught moving, read again); maps.c (the region list); paths.c (mapped
- * files' paths); proc.c (the open process, alive or not); poll.c and mark.c (memory over time:
+ * files' paths); proc.c (the open process, alive or not); lanes.c (threads that read a large
+ * region's pages ahead of the walk); poll.c and mark.c (memory over time:
  * the cheap poll, the mark channel); procfs.c (files and errors), radix.c (the frame sort) and
  * os.c.
  *
@@ -100,6 +101,8 @@ struct pm_scan_arg {
 /* Frame stretches a run delivered by run_frames holds at most (dense memory: tens of pages a
  * stretch); a longer run goes out in parts, which the core joins. */
 #define MEMDIFF__LINUX_FS 1024u
+/* Threads that may read one process's pages, the calling thread included (lanes.c). */
+#define MEMDIFF__LINUX_LANES_MAX 4u
 /* Pages the short runs gathered into one call of the sink's run_bits may span (emit.h). */
 #define MEMDIFF__LINUX_GATHER 4096u
 
@@ -168,9 +171,51 @@ struct memdiff__proc {
     unsigned regions_read;
 
     struct memdiff__linux_stages *stages;     /* the page walk (walk.c) */
+    /* Lanes (lanes.c): threads that read a large region's pages ahead of the walk. lanes_want:
+     * threads the caller allows, its own included (1: none); lanes_refused: this process is
+     * read on one thread (the caller's own address space, or no memory for lanes);
+     * lanes_used: threads that read pages, reported when the process is closed. */
+    struct memdiff__linux_lanes *lanes;
+    unsigned lanes_want, lanes_used, lanes_plans;
+    int lanes_refused;
+    int scan_guard_ok;                        /* a scan asking PAGE_IS_GUARD was answered */
     struct memdiff__linux_presence *presence; /* attribution's presence (presence.c) */
     struct memdiff__linux_idle *idle;         /* reference tracking (refs.c) */
 };
+
+/* ---- lanes.c: more than one core --------------------------------------------------------- */
+
+#define MEMDIFF__LANES_PAGEMAP 1
+#define MEMDIFF__LANES_SCAN 2
+
+/* Sets how many threads may read p's pages, the calling one included (memdiff__open_args.threads;
+ * 0 and 1: it alone; capped at MEMDIFF__LINUX_LANES_MAX). */
+int memdiff__linux_lanes_setup(memdiff__proc *p, unsigned want);
+
+/* Plans the chunks of [start, end) for the lanes to read ahead: pagemap, or PAGEMAP_SCAN with
+ * anyof and ret. 1 when planned; 0 when the walk reads it alone (a region too small, the
+ * caller's own address space, no lanes). Replaces a plan not yet done. */
+int memdiff__linux_lanes_plan(memdiff__proc *p, int mode, uint64_t start, uint64_t end,
+                              uint64_t anyof, uint64_t ret);
+
+/* Ends the plan (the walk goes elsewhere); chunks being read are read to the end. */
+void memdiff__linux_lanes_cancel(memdiff__proc *p);
+
+/* A pagemap plan: copies the entries of the pages [addr, addr + n) read ahead into dst, reads
+ * from addr following one another; returns how many pages from addr it gave (the rest: the
+ * caller reads itself, e.g. after a short read). 0 without a plan at addr. */
+size_t memdiff__linux_lanes_pagemap(memdiff__proc *p, uint64_t addr, uint64_t *dst, size_t n);
+
+/* A scan plan: its chunk count, and chunk i (taken in order) - its pages [lo, hi), the ranges as
+ * the kernel gave them (to be checked: memdiff__linux_scan_accept), walk_end; the number of
+ * ranges, or -errno. memdiff__linux_lanes_scan_done when the ranges are used. */
+size_t memdiff__linux_lanes_chunks(const memdiff__proc *p);
+int memdiff__linux_lanes_scan(memdiff__proc *p, size_t i, const struct page_region **ranges,
+                              uint64_t *lo, uint64_t *hi, uint64_t *walk_end);
+void memdiff__linux_lanes_scan_done(memdiff__proc *p, size_t i);
+
+/* Joins the lanes (memdiff__plat_close); p->lanes_used says how many threads read pages. */
+void memdiff__linux_lanes_stop(memdiff__proc *p);
 
 /* ---- errors (procfs.c) ------------------------------------------------------------------ */
 

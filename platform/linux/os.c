@@ -3,6 +3,7 @@
  */
 #include <errno.h>
 #include <malloc.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -183,6 +184,16 @@ __attribute__((noinline)) uint64_t memdiff__os_stack_hint(void)
 int64_t memdiff__os_thread_id(void)
 {
     return (int64_t)gettid();
+}
+
+unsigned memdiff__os_cpu_count(void)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) != 0)
+        return 1;
+    int n = CPU_COUNT(&set);
+    return n < 1 ? 1u : (unsigned)n;
 }
 
 /* glibc keeps freed memory for reuse; malloc_trim(0) (glibc 2.8+) returns the top of every arena

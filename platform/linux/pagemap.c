@@ -129,6 +129,18 @@ int memdiff__linux_read_pagemap(memdiff__linux_walker *w, uint64_t addr, size_t 
     uint64_t first = addr >> p->page_shift;
     if (from_ahead(s, first, n, pm))
         return any_swap_entry(pm, n) ? memdiff__linux_settle_entries(p, first, pm, n) : MEMDIFF_OK;
+    if (p->lanes) {
+        /* Read ahead by the lanes; what they did not give (a short read) is read here. */
+        size_t got = memdiff__linux_lanes_pagemap(p, addr, pm, n);
+        if (got) {
+            int rc = got == n ? MEMDIFF_OK
+                              : memdiff__linux_read_pagemap(
+                                    w, addr + ((uint64_t)got << p->page_shift), base + got, n - got);
+            if (!rc && any_swap_entry(pm, got))
+                rc = memdiff__linux_settle_entries(p, first, pm, got);
+            return rc;
+        }
+    }
     uint64_t *dst = pm;
     size_t want = n;
     if (n < MEMDIFF__AHEAD_PAGES && p->regions) {

@@ -37,6 +37,7 @@ void memdiff__plat_close(memdiff__proc *proc)
 {
     if (!proc)
         return;
+    memdiff__linux_lanes_stop(proc); /* before the file its threads read is closed */
     close_fd(&proc->pagemap_fd);
     close_fd(&proc->mem_fd);
     close_fd(&proc->kpageflags_fd);
@@ -284,6 +285,7 @@ int memdiff__plat_open(const memdiff__open_args *args, memdiff__arena *scratch,
     proc->pagemap_fd = proc->mem_fd = proc->kpageflags_fd = proc->kpagecount_fd = -1;
     proc->idle_fd = -1;
     proc->meminfo_pmd_free = args->flags & MEMDIFF__OPEN_EXACT ? -1 : 0;
+    memdiff__linux_lanes_setup(proc, args->threads);
     proc->scratch = scratch;
     const char *proc_root = args->proc_root ? args->proc_root : "/proc";
     proc->live = args->proc_root == NULL;

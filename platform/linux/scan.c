@@ -51,6 +51,52 @@ static int scan_call(const memdiff__proc *p, struct pm_scan_arg *arg, struct pag
  * starts, or -errno. A scan for swapped pages also asks which are a guard region's and leaves
  * those out (no memory), and is made again while it finds swapped pages that may be pages
  * caught moving (transient.c). */
+/* Keeps the well-formed ranges of vec[0..n) inside [start, end), in order, guard ranges left out,
+ * categories masked by ret: the kernel's answer decides how far the next call starts, so it must
+ * not move us backwards. Returns how many were kept; *moving: one is swapped. */
+static size_t keep_ranges(const memdiff__proc *p, struct page_region *vec, size_t n,
+                          uint64_t start, uint64_t end, uint64_t ret, uint64_t guard, int *moving)
+{
+    uint64_t floor = start;
+    size_t k = 0;
+    *moving = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct page_region r = vec[i];
+        if (r.start < floor)
+            r.start = floor;
+        if (r.end > end)
+            r.end = end;
+        if (r.start >= r.end || ((r.start | r.end) & (p->page_size - 1)))
+            continue;
+        floor = r.end;
+        if (r.categories & guard)
+            continue;
+        *moving = *moving || (r.categories & PAGE_IS_SWAPPED);
+        r.categories &= ret;
+        vec[k++] = r;
+    }
+    return k;
+}
+
+/* When one call fills the vector (or max_pages), walk_end is where the kernel stopped; but it
+ * has been seen pointing behind ranges it already returned (it is kept from an earlier internal
+ * pass). Never go back over what was returned. */
+static uint64_t next_start(const struct page_region *vec, size_t k, size_t n, uint64_t walk_end,
+                           uint64_t start, uint64_t end)
+{
+    uint64_t to = walk_end;
+    if (k > 0 && vec[k - 1].end > to)
+        to = vec[k - 1].end;
+    if (n == 0 || to <= start || to > end)
+        to = end;
+    return to;
+}
+
+uint64_t memdiff__linux_scan_ret(const memdiff__proc *p, uint64_t ret)
+{
+    return p->scan_no_guard ? ret : ret | PAGE_IS_GUARD;
+}
+
 int memdiff__linux_scan_into(memdiff__proc *p, struct page_region *vec, size_t cap, uint64_t start,
                              uint64_t end, uint64_t anyof, uint64_t ret, uint64_t max_pages,
                              uint64_t *next)
@@ -59,7 +105,7 @@ int memdiff__linux_scan_into(memdiff__proc *p, struct page_region *vec, size_t c
     if (p->scan_refuse_at_call && --p->scan_refuse_at_call == 0)
         return -EINVAL;
     const int swapped = (anyof & PAGE_IS_SWAPPED) != 0;
-    int n;
+    int n, moving;
     size_t k;
     for (;;) {
         uint64_t guard = swapped && !p->scan_no_guard ? PAGE_IS_GUARD : 0;
@@ -70,40 +116,27 @@ int memdiff__linux_scan_into(memdiff__proc *p, struct page_region *vec, size_t c
         }
         if (n < 0)
             return n;
+        if (guard)
+            p->scan_guard_ok = 1;
         if ((size_t)n > cap)
             n = (int)cap;
-        /* Keep only well-formed ranges inside the request, in order: the kernel's answer
-         * decides how far the next call starts, so it must not move us backwards. */
-        uint64_t floor = start;
-        int moving = 0;
-        k = 0;
-        for (int i = 0; i < n; i++) {
-            struct page_region r = vec[i];
-            if (r.start < floor)
-                r.start = floor;
-            if (r.end > end)
-                r.end = end;
-            if (r.start >= r.end || ((r.start | r.end) & (p->page_size - 1)))
-                continue;
-            floor = r.end;
-            if (r.categories & guard)
-                continue;
-            moving = moving || (r.categories & PAGE_IS_SWAPPED);
-            r.categories &= ret;
-            vec[k++] = r;
-        }
+        k = keep_ranges(p, vec, (size_t)n, start, end, ret, guard, &moving);
         if (!moving || !memdiff__linux_swap_free_now(p) || !memdiff__linux_transient_wait(p))
             break;
     }
-    /* When one call fills the vector (or max_pages), walk_end is where the kernel stopped; but
-     * it has been seen pointing behind ranges it already returned (it is kept from an earlier
-     * internal pass). Never go back over what was returned. */
-    uint64_t to = arg.walk_end;
-    if (k > 0 && vec[k - 1].end > to)
-        to = vec[k - 1].end;
-    if (n == 0 || to <= start || to > end)
-        to = end;
-    *next = to;
+    *next = next_start(vec, k, (size_t)n, arg.walk_end, start, end);
+    return (int)k;
+}
+
+int memdiff__linux_scan_accept(memdiff__proc *p, struct page_region *vec, int n, uint64_t start,
+                               uint64_t end, uint64_t ret, uint64_t walk_end, uint64_t *next)
+{
+    int moving;
+    uint64_t guard = ret & PAGE_IS_GUARD;
+    size_t k = keep_ranges(p, vec, (size_t)n, start, end, ret & ~guard, guard, &moving);
+    if (moving && memdiff__linux_swap_free_now(p))
+        return -1; /* maybe caught moving: memdiff__linux_scan_into's waits decide */
+    *next = next_start(vec, k, (size_t)n, walk_end, start, end);
     return (int)k;
 }
 

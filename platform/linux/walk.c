@@ -240,6 +240,62 @@ static int feed_ranges(memdiff__linux_walker *w, const struct page_region *r, si
     return MEMDIFF_OK;
 }
 
+/* Fast depth's scan of [*cur, end) on this thread, its ranges fed as runs. *found: a range
+ * was found; *fallback: the kernel refused the scan, pagemap is to read on from *cur. */
+static int scan_span(memdiff__linux_walker *w, uint64_t *cur, uint64_t end, uint64_t ret,
+                     int *found, int *fallback)
+{
+    memdiff__proc *p = w->proc;
+    while (*cur < end) {
+        uint64_t next;
+        int n = memdiff__linux_scan_once(w, *cur, end, PAGE_IS_PRESENT | PAGE_IS_SWAPPED, ret, 0,
+                                         &next);
+        if (n < 0) {
+            /* memdiff__plat_pages keeps [vsyscall] away; any other range the scan refuses, and
+             * all of it once refused, is read with pagemap. */
+            int rc = memdiff__linux_scan_failure(p, n, *cur, end);
+            if (!rc)
+                *fallback = 1;
+            return rc;
+        }
+        int rc = feed_ranges(w, w->scan->ranges, (size_t)n);
+        if (rc)
+            return rc;
+        *found = *found || n > 0;
+        *cur = next;
+    }
+    return MEMDIFF_OK;
+}
+
+/* Fast depth over a region the lanes scan ahead, chunk by chunk in order; a chunk whose scan
+ * failed, filled its vector or found pages that may be moving is scanned (on) here. */
+static int scan_lanes(memdiff__linux_walker *w, uint64_t ret, int *found, int *fallback,
+                      uint64_t *cur)
+{
+    memdiff__proc *p = w->proc;
+    size_t chunks = memdiff__linux_lanes_chunks(p);
+    int rc = MEMDIFF_OK;
+    for (size_t i = 0; i < chunks && !rc && !*fallback; i++) {
+        const struct page_region *r;
+        uint64_t lo, hi, walk_end, next = 0;
+        int n = memdiff__linux_lanes_scan(p, i, &r, &lo, &hi, &walk_end);
+        int k = n < 0 ? -1
+                      : memdiff__linux_scan_accept(p, (struct page_region *)r, n, lo, hi,
+                                                   memdiff__linux_scan_ret(p, ret), walk_end,
+                                                   &next);
+        if (k >= 0) {
+            rc = feed_ranges(w, r, (size_t)k);
+            *found = *found || k > 0;
+        }
+        memdiff__linux_lanes_scan_done(p, i);
+        *cur = k >= 0 ? next : lo;
+        if (!rc)
+            rc = scan_span(w, cur, hi, ret, found, fallback);
+    }
+    memdiff__linux_lanes_cancel(p);
+    return rc;
+}
+
 /* Fast depth: the scan's ranges are the runs. */
 static int walk_fast(memdiff__linux_walker *w, uint64_t start, uint64_t end, int *fallback,
                      uint64_t *cur_out)
@@ -261,23 +317,17 @@ static int walk_fast(memdiff__linux_walker *w, uint64_t start, uint64_t end, int
     uint64_t cur = start;
     int found = 0;
     *fallback = 0;
-    while (cur < end) {
-        uint64_t next;
-        int n =
-            memdiff__linux_scan_once(w, cur, end, PAGE_IS_PRESENT | PAGE_IS_SWAPPED, ret, 0, &next);
-        if (n < 0) {
-            /* memdiff__plat_pages keeps [vsyscall] away; any other range the scan refuses, and
-             * all of it once refused, is read with pagemap. */
-            if ((rc = memdiff__linux_scan_failure(p, n, cur, end)))
-                return rc;
-            *fallback = 1;
-            *cur_out = cur;
-            return MEMDIFF_OK;
-        }
-        if ((rc = feed_ranges(w, w->scan->ranges, (size_t)n)))
-            return rc;
-        found = found || n > 0;
-        cur = next;
+    /* Lanes scan with what the kernel is known to answer (the guard category once asked). */
+    if ((p->scan_guard_ok || p->scan_no_guard) &&
+        memdiff__linux_lanes_plan(p, MEMDIFF__LANES_SCAN, start, end,
+                                  PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
+                                  memdiff__linux_scan_ret(p, ret)))
+        rc = scan_lanes(w, ret, &found, fallback, &cur);
+    else
+        rc = scan_span(w, &cur, end, ret, &found, fallback);
+    if (rc || *fallback) {
+        *cur_out = cur;
+        return rc;
     }
     if (!found && (rc = memdiff__linux_exited_if_empty(p, start)))
         return rc;
@@ -294,16 +344,23 @@ static int walk_adaptive(memdiff__linux_walker *w, uint64_t start, uint64_t end)
     unsigned shift = p->page_shift;
     int can_scan = (p->sources & MEMDIFF__SRC_PAGEMAP_SCAN) != 0;
     uint64_t cur = start;
-    int sparse = 0;
+    int sparse = 0, planned = 0;
     while (cur < end) {
         uint64_t left = (end - cur) >> shift, found = 0;
         if (!sparse || !can_scan || p->scan_refused) {
+            /* Dense: lanes read the batches ahead (while they stay dense). */
+            if (!planned)
+                planned = memdiff__linux_lanes_plan(p, MEMDIFF__LANES_PAGEMAP, cur, end, 0, 0);
             uint64_t n = MEMDIFF__MIN(left, B);
             int rc = walk_pagemap(w, cur, n, NULL, 0, &found);
             if (rc)
                 return rc;
             cur += n << shift;
             sparse = found * SPARSE_DIVISOR < n;
+            if (sparse && planned && can_scan && !p->scan_refused) {
+                memdiff__linux_lanes_cancel(p);
+                planned = 0;
+            }
             continue;
         }
         uint64_t next;
@@ -409,6 +466,7 @@ int memdiff__plat_pages(memdiff__proc *proc, uint64_t start, uint64_t end, memdi
     } else {
         rc = walk_adaptive(&w, start, end);
     }
+    memdiff__linux_lanes_cancel(proc);
     if (!rc)
         rc = memdiff__linux_flush(&w);
     if (!rc)

@@ -15,7 +15,8 @@
  * and presence.c (whether a page attribution reads is present) uses scan.c alone. Calls go one
  * way: walk.c -> pagemap.c -> kflags.c, scan.c (emit.h inline in each that emits); nothing calls
  * walk.c back. Outside the walk the stages call procfs.c (files, errors), maps.c (the region
- * list), proc.c (memdiff__linux_alive, memdiff__linux_learn_zero_page), radix.c and refs.c (the
+ * list), proc.c (memdiff__linux_alive, memdiff__linux_learn_zero_page), lanes.c (reading ahead on
+ * more than one core), radix.c and refs.c (the
  * page_idle bits, from walk.c), none of which calls a stage.
  *
  * State: a process's stages (struct memdiff__linux_stages, proc->stages) keep their buffers
@@ -159,6 +160,16 @@ int memdiff__linux_scan_once(memdiff__linux_walker *w, uint64_t start, uint64_t 
  * without it (the kernel refused the scan: p->scan_refused from then on; or this range), else
  * the error's status. */
 int memdiff__linux_scan_failure(memdiff__proc *p, int n, uint64_t start, uint64_t end);
+
+/* The ranges vec[0..n) a scan of [start, end) with ret returned elsewhere (a lane's), checked
+ * as memdiff__linux_scan_into checks its own: the number kept, *next where a following call
+ * starts; -1 when the scan must be made again here (it found swapped pages that may be moving). */
+int memdiff__linux_scan_accept(memdiff__proc *p, struct page_region *vec, int n, uint64_t start,
+                               uint64_t end, uint64_t ret, uint64_t walk_end, uint64_t *next);
+
+/* The return mask of a scan for present or swapped pages: ret, and PAGE_IS_GUARD where the
+ * kernel is known to take it. */
+uint64_t memdiff__linux_scan_ret(const memdiff__proc *p, uint64_t ret);
 
 /* MEMDIFF_PAGE_* of a scan range's categories. */
 unsigned memdiff__linux_scan_attrs(uint64_t categories);

@@ -109,3 +109,13 @@ int64_t memdiff__os_thread_id(void)
 {
     return (int64_t)GetCurrentThreadId();
 }
+
+unsigned memdiff__os_cpu_count(void)
+{
+    DWORD_PTR process = 0, system = 0;
+    unsigned n = 0;
+    if (GetProcessAffinityMask(GetCurrentProcess(), &process, &system))
+        for (; process; process &= process - 1)
+            n++;
+    return n ? n : 1u;
+}

@@ -89,6 +89,12 @@ int memdiff__plat_open(const memdiff__open_args *args, memdiff__arena *scratch,
     return MEMDIFF_OK;
 }
 
+unsigned memdiff__plat_pages_threads(const memdiff__proc *proc)
+{
+    (void)proc;
+    return 1; /* the calling thread reads every page (memdiff_options.threads: Linux) */
+}
+
 void memdiff__plat_close(memdiff__proc *proc)
 {
     if (proc && !proc->self && proc->process) {

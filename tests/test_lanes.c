@@ -1,0 +1,284 @@
+/*
+ * test_lanes.c - a snapshot of another process read on more than one thread (lanes.c) stores
+ * exactly what a snapshot read on the calling thread alone stores: the same runs, bitmaps and
+ * frame facts, byte for byte (compared in the storage itself, internal.h).
+ *
+ * The target is a forked child, stopped (SIGSTOP) so that its pages hold still, with one
+ * anonymous mapping of LANES_MIB MiB (MADV_NOHUGEPAGE), large enough for lanes (at least four
+ * chunks of 16384 pages), in three parts: every page written; every other page; runs of 1 to
+ * 70 pages with gaps of 1 to 9 (a fixed cycle), so that chunk edges fall inside runs of every
+ * kind. The lanes' chunk edges are not the single thread's batch edges: if the walk's output
+ * depended on where reads are cut, the two would differ here.
+ *
+ * Deep depth's kernel flags (referenced, active) change between two snapshots of a stopped
+ * process as the LRU ages its pages, and with them deep's run attributes, so deep is compared
+ * by its regions' page counts and its frames, not by its run records.
+ * Without CAP_SYS_ADMIN pagemap gives no frames; the test runs as root in CI.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "suites.h"
+
+enum { LANES_MIB = 384 };
+
+static pid_t target_pid = -1;
+
+/* Forks the target and waits until its memory is written, then stops it. */
+static pid_t start_target(void)
+{
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        size_t ps = (size_t)sysconf(_SC_PAGESIZE), len = (size_t)LANES_MIB << 20;
+        size_t third = len / 3 / ps * ps;
+        char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED)
+            _exit(1);
+        (void)madvise(m, len, MADV_NOHUGEPAGE);
+        for (size_t i = 0; i < third; i += ps)
+            m[i] = 1;
+        for (size_t i = third; i < 2 * third; i += 2 * ps)
+            m[i] = 2;
+        size_t at = 2 * third, k = 0;
+        while (at < len) {
+            size_t run = 1 + k % 70, gap = 1 + k % 9;
+            for (size_t j = 0; j < run && at < len; j++, at += ps)
+                m[at] = 3;
+            at += gap * ps;
+            k++;
+        }
+        char c = 'r';
+        if (write(fds[1], &c, 1) != 1)
+            _exit(1);
+        for (;;)
+            pause();
+    }
+    char c;
+    ck_assert_int_eq(read(fds[0], &c, 1), 1);
+    close(fds[0]);
+    close(fds[1]);
+    ck_assert_int_eq(kill(pid, SIGSTOP), 0);
+    int st;
+    ck_assert_int_eq(waitpid(pid, &st, WUNTRACED), pid);
+    ck_assert(WIFSTOPPED(st));
+    target_pid = pid;
+    return pid;
+}
+
+static void stop_target(void)
+{
+    if (target_pid > 0) {
+        kill(target_pid, SIGKILL);
+        waitpid(target_pid, NULL, 0);
+        target_pid = -1;
+    }
+}
+
+static memdiff_snapshot *take(pid_t pid, memdiff_depth depth, unsigned threads)
+{
+    memdiff_options o = MEMDIFF_OPTIONS_INIT;
+    o.pid = pid;
+    o.depth = depth;
+    o.threads = threads;
+    memdiff_snapshot *s = NULL;
+    int rc = memdiff_snapshot_take(&o, &s);
+    ck_assert_msg(rc == MEMDIFF_OK, "snapshot on %u threads: %s", threads, memdiff_last_error());
+    return s;
+}
+
+static void same_seq(const memdiff__seq *a, const memdiff__seq *b, const char *what)
+{
+    ck_assert_msg(a->present == b->present && a->n == b->n && a->segs == b->segs &&
+                      a->lits == b->lits,
+                  "%s: %llu values in %zu segments and %zu literals against %llu in %zu and %zu",
+                  what, (unsigned long long)a->n, a->segs, a->lits, (unsigned long long)b->n,
+                  b->segs, b->lits);
+    if (a->segs) {
+        ck_assert_msg(!memcmp(a->at, b->at, a->segs * sizeof *a->at), "%s: segment starts", what);
+        ck_assert_msg(!memcmp(a->base, b->base, a->segs * sizeof *a->base), "%s: segment bases",
+                      what);
+    }
+    if (a->lits)
+        ck_assert_msg(!memcmp(a->lit, b->lit, a->lits * sizeof *a->lit), "%s: literals", what);
+}
+
+/* The two snapshots store the same bytes: regions' page counts and run indexes, the run
+ * records, the bitmaps, and the frame facts; deep (runs_too 0): the page counts, frames and map
+ * counts. */
+static void same_storage(const memdiff_snapshot *a, const memdiff_snapshot *b, int runs_too)
+{
+    ck_assert_uint_eq(a->region_count, b->region_count);
+    for (size_t i = 0; i < a->region_count; i++) {
+        const memdiff__region *x = &a->regions[i], *y = &b->regions[i];
+        ck_assert_msg(x->start == y->start && x->end == y->end &&
+                          x->resident_pages == y->resident_pages &&
+                          x->private_pages == y->private_pages &&
+                          (!runs_too ||
+                           (x->run_first == y->run_first && x->run_records == y->run_records &&
+                            x->bits_first == y->bits_first && x->run_count == y->run_count)),
+                      "region %zu (0x%llx): %llu resident pages in %zu records against %llu in "
+                      "%zu",
+                      i, (unsigned long long)x->start, (unsigned long long)x->resident_pages,
+                      x->run_records, (unsigned long long)y->resident_pages, y->run_records);
+    }
+    ck_assert_uint_eq(a->aux_count, b->aux_count);
+    if (!runs_too) {
+        /* deep: how a run's values are cut into segments follows the runs; the frames not (map
+         * counts do change: libc's pages are mapped by processes that come and go) */
+        ck_assert_uint_eq(a->frames.n, b->frames.n);
+        for (uint64_t k = 0; k < a->frames.n; k++)
+            ck_assert_msg(memdiff__seq_get(&a->frames, k) == memdiff__seq_get(&b->frames, k),
+                          "page %llu of the runs: frame differs", (unsigned long long)k);
+        return;
+    }
+    same_seq(&a->frames, &b->frames, "frames");
+    same_seq(&a->mapcount, &b->mapcount, "map counts");
+    ck_assert_uint_eq(a->run_records, b->run_records);
+    ck_assert_uint_eq(a->run_words, b->run_words);
+    ck_assert_uint_eq(a->run_count, b->run_count);
+    ck_assert_msg(!memcmp(a->runs, b->runs, a->run_records * sizeof *a->runs), "run records");
+    ck_assert_msg(!memcmp(a->run_bits, b->run_bits, a->run_words * sizeof *a->run_bits),
+                  "run bitmaps");
+}
+
+static void compare_threads(memdiff_depth depth)
+{
+    pid_t pid = start_target();
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    for (int round = 0; round < 3; round++) {
+        memdiff_snapshot *one = take(pid, depth, 1), *two = take(pid, depth, 2);
+        memdiff_snapshot_info i1, i2;
+        ck_assert_int_eq(memdiff_snapshot_get_info(one, &i1), MEMDIFF_OK);
+        ck_assert_int_eq(memdiff_snapshot_get_info(two, &i2), MEMDIFF_OK);
+        ck_assert_uint_eq(i1.threads, 1);
+        /* Two where the machine has two processors (sched_getaffinity: CI's has 2). */
+        if (cpus >= 2)
+            ck_assert_uint_eq(i2.threads, 2);
+        /* 384 MiB: a third resident, a sixth, and half of the last third or so. */
+        ck_assert_uint_gt(i1.resident_bytes, (uint64_t)LANES_MIB << 20 >> 1);
+        ck_assert_uint_eq(i1.resident_bytes, i2.resident_bytes);
+        ck_assert_uint_eq(i1.private_bytes, i2.private_bytes);
+        if (depth != MEMDIFF_DEPTH_DEEP)
+            ck_assert_uint_eq(i1.storage_bytes, i2.storage_bytes);
+        same_storage(one, two, depth != MEMDIFF_DEPTH_DEEP);
+        memdiff_snapshot_free(one);
+        memdiff_snapshot_free(two);
+    }
+    stop_target();
+}
+
+START_TEST(fast_stores_the_same)
+{
+    compare_threads(MEMDIFF_DEPTH_FAST);
+}
+END_TEST
+
+START_TEST(standard_stores_the_same)
+{
+    compare_threads(MEMDIFF_DEPTH_STANDARD);
+}
+END_TEST
+
+START_TEST(deep_stores_the_same)
+{
+    compare_threads(MEMDIFF_DEPTH_DEEP);
+}
+END_TEST
+
+/* threads 0 is as many as the processors the caller may run on, at most 4; 5 and more are 4. */
+START_TEST(threads_zero_is_the_processors)
+{
+    pid_t pid = start_target();
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    ck_assert_int_eq(sched_getaffinity(0, sizeof set, &set), 0);
+    unsigned cpus = (unsigned)CPU_COUNT(&set), want = cpus < 4 ? cpus : 4;
+    memdiff_snapshot *s = take(pid, MEMDIFF_DEPTH_STANDARD, 0);
+    memdiff_snapshot_info in;
+    ck_assert_int_eq(memdiff_snapshot_get_info(s, &in), MEMDIFF_OK);
+    ck_assert_uint_eq(in.threads, want);
+    memdiff_snapshot_free(s);
+    s = take(pid, MEMDIFF_DEPTH_STANDARD, 64);
+    ck_assert_int_eq(memdiff_snapshot_get_info(s, &in), MEMDIFF_OK);
+    ck_assert_uint_eq(in.threads, want);
+    memdiff_snapshot_free(s);
+    /* Pinned to one processor, the default reads on the calling thread alone. */
+    CPU_ZERO(&set);
+    CPU_SET(sched_getcpu(), &set);
+    ck_assert_int_eq(sched_setaffinity(0, sizeof set, &set), 0);
+    s = take(pid, MEMDIFF_DEPTH_STANDARD, 0);
+    ck_assert_int_eq(memdiff_snapshot_get_info(s, &in), MEMDIFF_OK);
+    ck_assert_uint_eq(in.threads, 1);
+    memdiff_snapshot_free(s);
+    stop_target();
+}
+END_TEST
+
+/* The caller's own address space is read on the calling thread alone, whatever is asked: a
+ * lane's stack would be a page of it. So is a process that shares it (vfork: CLONE_VM). */
+START_TEST(own_address_space_reads_alone)
+{
+    size_t len = (size_t)320 << 20;
+    char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne(m, MAP_FAILED);
+    (void)madvise(m, len, MADV_NOHUGEPAGE);
+    for (size_t i = 0; i < len; i += 4096)
+        m[i] = 1;
+    memdiff_snapshot *s = take(0, MEMDIFF_DEPTH_STANDARD, 4);
+    memdiff_snapshot_info in;
+    ck_assert_int_eq(memdiff_snapshot_get_info(s, &in), MEMDIFF_OK);
+    ck_assert_uint_eq(in.threads, 1);
+    memdiff_snapshot_free(s);
+    s = take(getpid(), MEMDIFF_DEPTH_FAST, 4);
+    ck_assert_int_eq(memdiff_snapshot_get_info(s, &in), MEMDIFF_OK);
+    ck_assert_uint_eq(in.threads, 1);
+    memdiff_snapshot_free(s);
+    munmap(m, len);
+}
+END_TEST
+
+/* A small process is read on the calling thread alone: no region of four chunks. */
+START_TEST(small_process_reads_alone)
+{
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        for (;;)
+            pause();
+    }
+    memdiff_snapshot *s = take(pid, MEMDIFF_DEPTH_STANDARD, 2);
+    memdiff_snapshot_info in;
+    ck_assert_int_eq(memdiff_snapshot_get_info(s, &in), MEMDIFF_OK);
+    ck_assert_uint_eq(in.threads, 1);
+    memdiff_snapshot_free(s);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+}
+END_TEST
+
+Suite *lanes_suite(void)
+{
+    Suite *s = suite_create("lanes");
+    TCase *tc = tcase_create("lanes");
+    tcase_set_timeout(tc, 120);
+    tcase_add_checked_fixture(tc, NULL, stop_target);
+    tcase_add_test(tc, fast_stores_the_same);
+    tcase_add_test(tc, standard_stores_the_same);
+    tcase_add_test(tc, deep_stores_the_same);
+    tcase_add_test(tc, threads_zero_is_the_processors);
+    tcase_add_test(tc, own_address_space_reads_alone);
+    tcase_add_test(tc, small_process_reads_alone);
+    suite_add_tcase(s, tc);
+    return s;
+}
