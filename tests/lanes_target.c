@@ -1,0 +1,44 @@
+/*
+ * lanes_target.c - the process test_lanes.c snapshots: a plain program (no sanitizer: its own
+ * memory is what the test knows), exec'd, so that no page of it is shared copy-on-write with
+ * the test, whose writes would make them private between two snapshots.
+ *
+ * Without arguments it maps LANES_MIB MiB (MADV_NOHUGEPAGE) in three parts: every page written;
+ * every other page; runs of 1 to 70 pages with gaps of 1 to 9 (a fixed cycle). "small" maps
+ * nothing. Then it writes 'r' to standard output and waits to be killed.
+ */
+#define _GNU_SOURCE
+#include <stddef.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define LANES_MIB 384
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "small") != 0) {
+        size_t ps = (size_t)sysconf(_SC_PAGESIZE), len = (size_t)LANES_MIB << 20;
+        size_t third = len / 3 / ps * ps;
+        char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED)
+            return 1;
+        (void)madvise(m, len, MADV_NOHUGEPAGE);
+        for (size_t i = 0; i < third; i += ps)
+            m[i] = 1;
+        for (size_t i = third; i < 2 * third; i += 2 * ps)
+            m[i] = 2;
+        size_t at = 2 * third, k = 0;
+        while (at < len) {
+            size_t run = 1 + k % 70, gap = 1 + k % 9;
+            for (size_t j = 0; j < run && at < len; j++, at += ps)
+                m[at] = 3;
+            at += gap * ps;
+            k++;
+        }
+    }
+    if (write(1, "r", 1) != 1)
+        return 1;
+    for (;;)
+        pause();
+}
