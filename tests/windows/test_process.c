@@ -206,7 +206,7 @@ static void test_other_process_facts(void)
     memdiff__arena scratch = MEMDIFF__ARENA_INIT;
     memdiff__proc *proc = NULL;
     memdiff__caps caps;
-    memdiff__open_args args = {(int)c.pi.dwProcessId, NULL, NULL, 0};
+    memdiff__open_args args = {(int)c.pi.dwProcessId, NULL, NULL, 0, 1};
     int rc = memdiff__plat_open(&args, &scratch, &proc, &caps);
     if (rc == MEMDIFF_ENOTSUP) {
         proc = memdiff__arena_alloc(&scratch, sizeof *proc);
