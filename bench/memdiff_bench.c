@@ -60,6 +60,8 @@ enum {
     M_CMP_FAST,
     M_CMP_STANDARD,
     M_STANDARD_PSS,
+    M_FAST_1T,
+    M_STANDARD_1T,
     M_COUNT
 };
 
@@ -67,13 +69,14 @@ static const char *const m_names[M_COUNT] = {
     "memdiff fast",         "memdiff standard",        "memdiff deep",
     "floor: pagemap",       "floor: PAGEMAP_SCAN",     "floor: kpage sorted runs",
     "floor: kpage per frame", "peer: smaps",           "compare fast",
-    "compare standard",     "memdiff standard --pss",
+    "compare standard",     "memdiff standard --pss",  "memdiff fast, 1 thread",
+    "memdiff standard, 1 thread",
 };
 
 static const char *const m_keys[M_COUNT] = {
     "memdiff_fast", "memdiff_standard", "memdiff_deep", "floor_pagemap", "floor_scan",
     "floor_kpage_sorted", "floor_kpage_each", "peer_smaps", "compare_fast", "compare_standard",
-    "memdiff_standard_pss",
+    "memdiff_standard_pss", "memdiff_fast_1_thread", "memdiff_standard_1_thread",
 };
 
 typedef struct result {
@@ -90,9 +93,11 @@ typedef struct result {
     uint64_t storage_bytes[3];
     bench_storage storage[3];
     uint64_t mapped_pages;
+    unsigned threads; /* threads a standard snapshot read pages on (memdiff_snapshot_info) */
 } result;
 
 static int reps = 11;
+static unsigned bench_threads; /* memdiff_options.threads of the "memdiff" measurements */
 
 static double now_ms(void)
 {
@@ -113,12 +118,14 @@ static double median(double *v, int n)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-static memdiff_snapshot *snap_flags(pid_t pid, memdiff_depth depth, unsigned flags)
+static memdiff_snapshot *snap_threads(pid_t pid, memdiff_depth depth, unsigned flags,
+                                      unsigned threads)
 {
     memdiff_options o = MEMDIFF_OPTIONS_INIT;
     o.pid = (int)pid;
     o.depth = depth;
     o.flags = flags;
+    o.threads = threads;
     memdiff_snapshot *s = NULL;
     int rc = memdiff_snapshot_take(&o, &s);
     if (rc) {
@@ -127,6 +134,11 @@ static memdiff_snapshot *snap_flags(pid_t pid, memdiff_depth depth, unsigned fla
         return NULL;
     }
     return s;
+}
+
+static memdiff_snapshot *snap_flags(pid_t pid, memdiff_depth depth, unsigned flags)
+{
+    return snap_threads(pid, depth, flags, bench_threads);
 }
 
 static memdiff_snapshot *snap(pid_t pid, memdiff_depth depth)
@@ -144,12 +156,15 @@ static double run_one(result *r, int m, const bench_frame_runs *runs,
     case M_FAST:
     case M_STANDARD:
     case M_STANDARD_PSS:
+    case M_FAST_1T:
+    case M_STANDARD_1T:
     case M_DEEP: {
-        memdiff_depth d = m == M_FAST     ? MEMDIFF_DEPTH_FAST
-                          : m == M_DEEP ? MEMDIFF_DEPTH_DEEP
-                                        : MEMDIFF_DEPTH_STANDARD;
+        memdiff_depth d = m == M_FAST || m == M_FAST_1T ? MEMDIFF_DEPTH_FAST
+                          : m == M_DEEP                 ? MEMDIFF_DEPTH_DEEP
+                                                        : MEMDIFF_DEPTH_STANDARD;
         memdiff_snapshot *s =
-            snap_flags(pid, d, m == M_STANDARD_PSS ? MEMDIFF_SNAPSHOT_SMAPS_PSS : 0);
+            snap_threads(pid, d, m == M_STANDARD_PSS ? MEMDIFF_SNAPSHOT_SMAPS_PSS : 0,
+                         m == M_FAST_1T || m == M_STANDARD_1T ? 1 : bench_threads);
         t1 = now_ms();
         if (!s)
             return -1;
@@ -213,6 +228,8 @@ static void measure(result *r, int want_deep_floors)
         memdiff_snapshot_info info;
         memdiff_snapshot_get_info(s, &info);
         r->got_depth[i] = info.depth;
+        if (depths[i] == MEMDIFF_DEPTH_STANDARD)
+            r->threads = info.threads;
         r->storage_bytes[i] = info.storage_bytes;
         bench_storage_of(s, &r->storage[i]);
         if (i == 0)
@@ -450,12 +467,20 @@ static void print_tables(const result *res, size_t n, const machine *mc, const c
             continue;
         int main_size = is_main_size(r), frag = is_fragmented(r), small = is_small(r);
         int big = r->spec->map_bytes >= 4 * GIB && r->spec->kind == BENCH_DENSE;
+        /* Past the single-thread floor: a standard snapshot of 1 GiB or more of dense memory
+         * read on two threads or more, against the single-thread floor. */
+        int lanes = r->threads >= 2 && main_size;
         ratio_row(r, M_FAST, M_SCAN, main_size || frag || small ? 1.3 : 0, NULL);
+        ratio_row(r, M_FAST_1T, M_SCAN, main_size || frag || small ? 1.3 : 0, NULL);
         ratio_row(r, M_FAST, M_SMAPS, main_size ? 0.4 : 0, NULL);
         /* What the floors themselves reach against smaps: the bound of any reader of them. */
         ratio_row(r, M_SCAN, M_SMAPS, 0, "(floor: no target)");
-        ratio_row(r, M_STANDARD, M_PAGEMAP, main_size || frag ? 1.15 : small ? 1.3 : 0, NULL);
+        ratio_row(r, M_STANDARD, M_PAGEMAP,
+                  lanes ? 0.65 : main_size || frag ? 1.15 : small ? 1.3 : 0, NULL);
+        ratio_row(r, M_STANDARD_1T, M_PAGEMAP, main_size || frag ? 1.15 : small ? 1.3 : 0,
+                  NULL);
         ratio_row(r, M_STANDARD, M_SMAPS, main_size || frag ? 1.0 : 0, NULL);
+        ratio_row(r, M_STANDARD_1T, M_SMAPS, main_size || frag ? 1.0 : 0, NULL);
         ratio_row(r, M_PAGEMAP, M_SMAPS, 0, "(floor: no target)");
         ratio_row(r, M_DEEP, M_KSORTED, main_size ? 1.15 : 0, NULL);
         ratio_row(r, M_DEEP, M_KEACH, main_size ? 0.4 : 0, NULL);
@@ -513,9 +538,9 @@ static void print_json(const result *res, size_t n, const machine *mc, const cha
             continue;
         printf("%s\n    {\"name\": \"%s\", \"map_bytes\": %" PRIu64 ", \"rss_bytes\": %" PRIu64
                ", \"anon_huge_bytes\": %" PRIu64 ", \"present_pages\": %" PRId64
-               ", \"mapped_pages\": %" PRIu64 ",\n     \"median_ms\": {",
+               ", \"mapped_pages\": %" PRIu64 ", \"threads\": %u,\n     \"median_ms\": {",
                first ? "" : ",", r->spec->name, r->spec->map_bytes, r->t.rss_bytes, r->t.anon_huge,
-               r->present_pages, r->mapped_pages);
+               r->present_pages, r->mapped_pages, r->threads);
         first = 0;
         int f2 = 1;
         for (int m = 0; m < M_COUNT; m++) {
@@ -538,6 +563,9 @@ static void print_json(const result *res, size_t n, const machine *mc, const cha
             {"deep_vs_per_frame", M_DEEP, M_KEACH},
             {"compare_standard_vs_standard", M_CMP_STANDARD, M_STANDARD},
             {"compare_fast_vs_fast", M_CMP_FAST, M_FAST},
+            {"fast_1_thread_vs_scan", M_FAST_1T, M_SCAN},
+            {"standard_1_thread_vs_pagemap", M_STANDARD_1T, M_PAGEMAP},
+            {"standard_1_thread_vs_smaps", M_STANDARD_1T, M_SMAPS},
         };
         printf("},\n     \"ratios\": {");
         int f3 = 1;
@@ -566,7 +594,7 @@ static void print_json(const result *res, size_t n, const machine *mc, const cha
 static void usage(FILE *f)
 {
     fprintf(f, "usage: memdiff_bench [--quick] [--json] [--reps N] [--only S] [--profile D]\n"
-               "                     [--pair D [--pid P]] [--record]\n"
+               "                     [--pair D [--pid P]] [--record] [--threads N]\n"
                "  --quick      targets of at most 1 GiB only (a smoke run)\n"
                "  --json       results as one JSON object instead of tables\n"
                "  --reps N     repetitions per measurement (default 11, at least 3)\n"
@@ -578,6 +606,8 @@ static void usage(FILE *f)
                "               (D pss: standard with --pss, without, and smaps alone)\n"
                "  --pid P      with --pair: on running process P instead of a target (two\n"
                "               builds compared on one process, their ratios side by side)\n"
+               "  --threads N  memdiff_options.threads of the memdiff measurements (default 0:\n"
+               "               every processor); the \"1 thread\" ones always use 1\n"
                "  --live N     the next standard self snapshot with 0 and with N live ones\n"
                "  --record     memdiff record of the first target selected, 20 polls/s: its CPU\n"
                "               and timeline growth; memdiff run's cost on a 4 GiB churn, --reps\n"
@@ -845,6 +875,8 @@ int main(int argc, char **argv)
                 usage(stderr);
                 return 2;
             }
+        } else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
+            bench_threads = (unsigned)atoi(argv[++i]);
         } else if (strcmp(argv[i], "--record") == 0) {
             record = 1;
         } else if (strcmp(argv[i], "--live") == 0 && i + 1 < argc) {
