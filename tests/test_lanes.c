@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "linux.h"
 #include "suites.h"
 
 enum { LANES_MIB = 384 }; /* lanes_target.c's */
@@ -55,6 +56,13 @@ static pid_t start_target(const char *arg)
     ck_assert_int_eq(waitpid(pid, &st, WUNTRACED), pid);
     ck_assert(WIFSTOPPED(st));
     return pid;
+}
+
+/* Lanes start only where processors are idle (/proc/loadavg's running tasks): the tests say
+ * how many are, so that what they expect does not follow the load of the machine. */
+static void idle_machine(void)
+{
+    memdiff__linux_lanes_test_idle(64);
 }
 
 static void stop_target(void)
@@ -227,6 +235,28 @@ START_TEST(own_address_space_reads_alone)
 }
 END_TEST
 
+/* A busy machine (no processor idle but the caller's) reads on the calling thread alone, and
+ * stores the same. */
+START_TEST(busy_machine_reads_alone)
+{
+    pid_t pid = start_target(NULL);
+    memdiff__linux_lanes_test_idle(1);
+    memdiff_snapshot *one = take(pid, MEMDIFF_DEPTH_STANDARD, 2);
+    memdiff_snapshot_info in;
+    ck_assert_int_eq(memdiff_snapshot_get_info(one, &in), MEMDIFF_OK);
+    ck_assert_uint_eq(in.threads, 1);
+    memdiff__linux_lanes_test_idle(2);
+    memdiff_snapshot *two = take(pid, MEMDIFF_DEPTH_STANDARD, 2);
+    ck_assert_int_eq(memdiff_snapshot_get_info(two, &in), MEMDIFF_OK);
+    if (sysconf(_SC_NPROCESSORS_ONLN) >= 2)
+        ck_assert_uint_eq(in.threads, 2);
+    same_storage(one, two, 1);
+    memdiff_snapshot_free(one);
+    memdiff_snapshot_free(two);
+    stop_target();
+}
+END_TEST
+
 /* A small process is read on the calling thread alone: no region of four chunks. */
 START_TEST(small_process_reads_alone)
 {
@@ -245,13 +275,14 @@ Suite *lanes_suite(void)
     Suite *s = suite_create("lanes");
     TCase *tc = tcase_create("lanes");
     tcase_set_timeout(tc, 120);
-    tcase_add_checked_fixture(tc, NULL, stop_target);
+    tcase_add_checked_fixture(tc, idle_machine, stop_target);
     tcase_add_test(tc, fast_stores_the_same);
     tcase_add_test(tc, standard_stores_the_same);
     tcase_add_test(tc, deep_stores_the_same);
     tcase_add_test(tc, threads_zero_is_the_processors);
     tcase_add_test(tc, own_address_space_reads_alone);
     tcase_add_test(tc, small_process_reads_alone);
+    tcase_add_test(tc, busy_machine_reads_alone);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -30,6 +30,9 @@
 
 #include "memdiff.h"
 
+/* Tests only (platform/linux/lanes.c): processors taken as idle when lanes start. */
+void memdiff__linux_lanes_test_idle(int idle);
+
 extern void *__libc_malloc(size_t size);
 extern void *__libc_calloc(size_t n, size_t size);
 extern void *__libc_realloc(void *p, size_t size);
@@ -355,8 +358,10 @@ static void other_processes(void)
     int rc = memdiff_snapshot_take(&o, &s);
     memdiff_snapshot_free(s);
     expect_no_calls("snapshot of a child process by pid", rc, MEMDIFF_OK);
-    /* Read on two threads where the machine has two processors: lanes start without malloc
-     * (clone on memdiff's own stack, not pthread_create, whose thread block is calloc'd). */
+    /* Read on two threads where the machine has two processors (taken as idle, whatever the
+     * load): lanes start without malloc (clone on memdiff's own stack, not pthread_create,
+     * whose thread block is calloc'd). */
+    memdiff__linux_lanes_test_idle(64);
     const memdiff_depth depths[] = {MEMDIFF_DEPTH_FAST, MEMDIFF_DEPTH_STANDARD,
                                     MEMDIFF_DEPTH_DEEP};
     for (size_t i = 0; i < sizeof depths / sizeof depths[0]; i++) {

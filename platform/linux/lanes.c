@@ -33,6 +33,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <linux/futex.h>
@@ -266,6 +267,44 @@ static int other_address_space(const memdiff__proc *p)
     return r > 0;
 }
 
+/* Processors idle at this moment: those online less the tasks running (/proc/loadavg's fourth
+ * field, this thread among them); want itself where that cannot be read. A lane that waits
+ * for a processor makes the walk wait for its chunk: on a busy machine lanes cost time. */
+static _Atomic int idle_override = -1;
+
+void memdiff__linux_lanes_test_idle(int idle)
+{
+    atomic_store(&idle_override, idle);
+}
+
+static unsigned idle_processors(const memdiff__proc *p, unsigned want)
+{
+    int forced = atomic_load(&idle_override);
+    if (forced >= 0)
+        return forced < 1 ? 1u : (unsigned)forced < want ? (unsigned)forced : want;
+    char path[PATH_MAX], buf[256];
+    if (memdiff__linux_path(path, sizeof path, p->proc_root, "loadavg"))
+        return want;
+    ssize_t n = memdiff__linux_read_small(path, buf, sizeof buf);
+    if (n <= 0)
+        return want;
+    /* "0.52 0.58 0.59 3/210 4242": the fourth field is running/total */
+    const char *s = buf;
+    for (int field = 0; field < 3; field++) {
+        while (*s && *s != ' ')
+            s++;
+        while (*s == ' ')
+            s++;
+    }
+    char *end;
+    long running = strtol(s, &end, 10);
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    if (end == s || *end != '/' || running < 1 || online < 1)
+        return want;
+    long idle = online - (running - 1);
+    return idle < 1 ? 1u : idle < (long)want ? (unsigned)idle : want;
+}
+
 static int start_lanes(memdiff__proc *p, struct memdiff__linux_lanes *L)
 {
     L->stacks = memdiff__arena_alloc_raw(p->scratch, (size_t)(L->want - 1) * STACK_BYTES);
@@ -307,7 +346,8 @@ static struct memdiff__linux_lanes *lanes_of(memdiff__proc *p)
     if (!LANES_SUPPORTED || p->lanes_want < 2 || !p->live || p->lanes_refused ||
         p->scan_refuse_at_call || p->pagemap_fd < 0)
         return NULL;
-    if (!other_address_space(p)) {
+    unsigned want = idle_processors(p, p->lanes_want);
+    if (want < 2 || !other_address_space(p)) {
         p->lanes_refused = 1;
         return NULL;
     }
@@ -317,7 +357,7 @@ static struct memdiff__linux_lanes *lanes_of(memdiff__proc *p)
         return NULL;
     }
     L->fd = p->pagemap_fd;
-    L->want = p->lanes_want;
+    L->want = want;
     L->shift = p->page_shift;
     L->ended = 1;
     p->lanes = L;

@@ -214,6 +214,10 @@ int memdiff__linux_lanes_scan(memdiff__proc *p, size_t i, const struct page_regi
                               uint64_t *lo, uint64_t *hi, uint64_t *walk_end);
 void memdiff__linux_lanes_scan_done(memdiff__proc *p, size_t i);
 
+/* Tests only: processors taken as idle when lanes start, in place of /proc/loadavg's count
+ * (-1: read it again). */
+void memdiff__linux_lanes_test_idle(int idle);
+
 /* Joins the lanes (memdiff__plat_close); p->lanes_used says how many threads read pages. */
 void memdiff__linux_lanes_stop(memdiff__proc *p);
 
