@@ -498,6 +498,17 @@ static struct lane_slot *take_chunk(struct memdiff__linux_lanes *L, size_t i)
     }
 }
 
+/* Claims chunk i if it is the next to claim. */
+static int claim_exactly(struct memdiff__linux_lanes *L, size_t i)
+{
+    uint64_t c = atomic_load_explicit(&L->claim, memory_order_acquire);
+    while (NEXT_OF(c) == i && i < LIMIT_OF(c))
+        if (atomic_compare_exchange_weak_explicit(&L->claim, &c, c + 1, memory_order_acq_rel,
+                                                  memory_order_acquire))
+            return 1;
+    return 0;
+}
+
 /* The walk is done with chunk i: its slot may take chunk i + SLOTS. */
 static void release_chunk(struct memdiff__linux_lanes *L, size_t i)
 {
@@ -528,8 +539,20 @@ size_t memdiff__linux_lanes_pagemap(memdiff__proc *p, uint64_t addr, uint64_t *d
         if (at >= L->end)
             break;
         size_t i = (size_t)(((at - L->start) >> L->shift) / CHUNK_PAGES);
-        struct lane_slot *s = take_chunk(L, i);
         uint64_t lo = chunk_start(L, i), hi = chunk_end(L, i);
+        size_t whole = (size_t)((hi - lo) >> L->shift);
+        if (at == lo && n - done >= whole && claim_exactly(L, i)) {
+            /* Not claimed yet and wanted whole: read where the walk wants it, no copy. */
+            ssize_t r = memdiff__linux_pread_full(L->fd, dst + done, whole * 8, (lo >> L->shift) * 8);
+            release_chunk(L, i);
+            if (r != (ssize_t)(whole * 8)) {
+                drain(L); /* read again by the walk, which sees why */
+                break;
+            }
+            done += whole;
+            continue;
+        }
+        struct lane_slot *s = take_chunk(L, i);
         if (!s || s->result != (int64_t)(((hi - lo) >> L->shift) * 8)) {
             drain(L); /* short or failed: the walk reads it itself, and sees why */
             break;
