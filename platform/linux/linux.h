@@ -167,6 +167,13 @@ struct memdiff__proc {
     size_t region_count;
     unsigned regions_read;
 
+    /* The modules memdiff__plat_modules found in the region list of pass modules_read (in
+     * the caller's arena): heaps.c reads no malloc header in memory that is a module's (the
+     * module's image claims it whatever a header there says). */
+    const memdiff__plat_module *modules;
+    size_t module_count;
+    unsigned modules_read;
+
     struct memdiff__linux_stages *stages;     /* the page walk (walk.c) */
     struct memdiff__linux_presence *presence; /* attribution's presence (presence.c) */
     struct memdiff__linux_idle *idle;         /* reference tracking (refs.c) */
@@ -376,6 +383,12 @@ memdiff__file_rule memdiff__linux_region_file_rule(const memdiff__proc *p, uint6
  * number in the detail, MEMDIFF_ENOMEM. */
 int memdiff__linux_parse_maps(const char *text, size_t len, memdiff__arena *arena,
                               memdiff__plat_region **out, size_t *count, size_t *escaped);
+
+/* ---- modules (modules.c) ----------------------------------------------------------------- */
+
+/* Whether the segments of one module that memdiff__plat_modules found for the current region
+ * list cover [start, end) whole (0 when no list of modules is for it). */
+int memdiff__linux_module_covers(const memdiff__proc *p, uint64_t start, uint64_t end);
 
 /* ---- mapped files' paths (paths.c) ------------------------------------------------------- */
 
