@@ -231,17 +231,25 @@ int memdiff__linux_reopen(const memdiff__proc *proc, int path_fd, const struct s
  * of 65530 mappings (vm.max_map_count's default) is about 100 MiB. */
 #define MEMDIFF__LINUX_TEXT_MAX ((size_t)1 << 30)
 
+/* How far memdiff__linux_read_file reads. /proc files report size 0, so it reads until EOF
+ * (READ_ALL), except where a read shows the end: a /proc file of one record (made by single_open:
+ * stat, statm, status, a thread's syscall) hands out the whole record in the first read that has
+ * room for it, and a regular (fixture) file all it has (READ_RECORD: a read that returns less
+ * than it asked for is the last); maps ends with x86-64's gate VMA ([vsyscall], at
+ * 0xffffffffff600000, above every user address), which the kernel prints last (m_next,
+ * fs/proc/task_mmu.c) (READ_MAPS: a read whose text ends with that line is the last). Each saves
+ * the read that would only say "end". Files of many records (maps, smaps) hand out a page or so
+ * per read. */
+#define MEMDIFF__LINUX_READ_ALL 0
+#define MEMDIFF__LINUX_READ_RECORD 1
+#define MEMDIFF__LINUX_READ_MAPS 2
+
 /* Reads the whole file at path into *buf (grown from arena as needed, NUL-terminated, reusable
- * across calls through *buf / *cap). /proc files report size 0, so it reads until EOF, or, with
- * one_record, until a read returns less than it asked for: a /proc file of one record (made by
- * single_open: stat, statm, status, a thread's syscall) hands out the whole record in the first
- * read that has room for it, and a regular (fixture) file all it has, so the read that would
- * only say "end" is saved. Files of many records (maps, smaps) hand out a page or so per read
- * and must be read to the end. Errors: translated errno with detail (a file that is no regular
- * file: MEMDIFF_EIO; one over MEMDIFF__LINUX_TEXT_MAX: MEMDIFF_EIO, "File too large");
- * MEMDIFF_ENOMEM. */
+ * across calls through *buf / *cap), as far as how (MEMDIFF__LINUX_READ_*) says. Errors:
+ * translated errno with detail (a file that is no regular file: MEMDIFF_EIO; one over
+ * MEMDIFF__LINUX_TEXT_MAX: MEMDIFF_EIO, "File too large"); MEMDIFF_ENOMEM. */
 int memdiff__linux_read_file(memdiff__arena *arena, const char *path, char **buf, size_t *cap,
-                             size_t *len, int one_record);
+                             size_t *len, int how);
 
 /* Reads at most size - 1 bytes of a small file of one record (see memdiff__linux_read_file)
  * into buf, NUL-terminated. Returns the length, or -errno (no detail set: callers decide whether
@@ -307,9 +315,9 @@ int memdiff__linux_settle_entries(memdiff__proc *p, uint64_t first, uint64_t *pm
  * size 0: the task is exiting and has dropped its mm). */
 int memdiff__linux_alive(memdiff__proc *proc);
 
-/* Reads <dir>/name of the process whole into proc->text (memdiff__linux_read_file). An empty
- * file of a process that is gone is MEMDIFF_ESRCH. */
-int memdiff__linux_read_proc(memdiff__proc *proc, const char *name, size_t *len);
+/* Reads <dir>/name of the process whole into proc->text (memdiff__linux_read_file, how:
+ * MEMDIFF__LINUX_READ_*). An empty file of a process that is gone is MEMDIFF_ESRCH. */
+int memdiff__linux_read_proc(memdiff__proc *proc, const char *name, int how, size_t *len);
 
 /* For a process opened with MEMDIFF__OPEN_NO_FRAMES: learns the zero page's frame now (a fast
  * walk that falls back to pagemap, where only the frame tells the zero page), as the open does
