@@ -22,8 +22,9 @@ typedef enum bench_kind {
     BENCH_SPARSE, /* a reservation with touched_bytes spread over it in 16 MiB pieces */
     BENCH_RUNS,   /* half the pages touched, in runs of random length: resident runs and gaps
                      geometric with mean 4 pages, from a fixed seed (the same layout each run) */
-    BENCH_PYTHON  /* a python3 interpreter holding map_bytes of bytes objects (not this
-                     program: a process the benchmark did not write, with its many mappings) */
+    BENCH_PYTHON  /* a python3 interpreter holding bytes objects until its VmRSS reaches
+                     map_bytes (not this program: a process the benchmark did not write, with
+                     its many mappings) */
 } bench_kind;
 
 typedef struct bench_target_spec {

@@ -41,7 +41,7 @@ static const bench_target_spec all_targets[] = {
     {"4 GiB alternate", BENCH_ALT, 4 * GIB, 0},
     {"1 GiB runs", BENCH_RUNS, 1 * GIB, 0},
     {"4 GiB runs", BENCH_RUNS, 4 * GIB, 0},
-    {"python3", BENCH_PYTHON, 12 * MIB, 0},
+    {"python3", BENCH_PYTHON, 20 * MIB, 0},
     {"4 GiB THP", BENCH_THP, 4 * GIB, 0},
     {"64 GiB sparse", BENCH_SPARSE, 64 * GIB, 1 * GIB},
 };

@@ -119,19 +119,24 @@ static _Noreturn void fail(int fd, const char *what)
     _exit(1);
 }
 
-/* BENCH_PYTHON: python3 in this process's place, holding map_bytes in bytes objects of 1 MiB
- * (written, so resident), answering on the same pipes. */
+/* BENCH_PYTHON: python3 in this process's place, adding bytes objects of 1 MiB (written, so
+ * resident) until its resident set (VmRSS) reaches map_bytes, answering on the same pipes. */
 static _Noreturn void exec_python(uint64_t map_bytes, int ready, int hold)
 {
-    char script[512];
+    char script[640];
     snprintf(script, sizeof script,
              "import os\n"
-             "held = [bytes([i & 255]) * (1 << 20) for i in range(%" PRIu64 ")]\n"
+             "def rss():\n"
+             "    with open('/proc/self/status') as f:\n"
+             "        return next(int(l.split()[1]) for l in f if l.startswith('VmRSS:')) << 10\n"
+             "held = []\n"
+             "while rss() < %" PRIu64 ":\n"
+             "    held.append(bytes([len(held) & 255]) * (1 << 20))\n"
              "os.write(%d, b'ok 0 %" PRIu64 "')\n"
              "os.close(%d)\n"
              "while os.read(%d, 1):\n"
              "    pass\n",
-             map_bytes >> 20, ready, map_bytes, ready, hold);
+             map_bytes, ready, map_bytes, ready, hold);
     char *args[] = {"python3", "-c", script, NULL};
     execvp("python3", args);
     fail(ready, "exec python3");

@@ -418,6 +418,61 @@ START_TEST(chunk_behind_other_memory_in_one_mapping)
 }
 END_TEST
 
+/* A chunk header in memory a module's segments cover (its .bss) is not read: the image outranks
+ * a heap there. The module is made up (proc's list, which memdiff__plat_modules fills), over a
+ * mapping of 16 pages that holds a real header (prev_size 0, size 16 pages | IS_MMAPPED): found
+ * while no module covers the mapping, or while two segments leave a page of it uncovered; not
+ * while one segment or two back to back cover it whole. */
+START_TEST(no_chunk_read_in_a_module)
+{
+    const size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+    /* Between two PROT_NONE pages, so that the mapping is a region of its own. */
+    unsigned char *g = mmap(NULL, 18 * ps, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne(g, MAP_FAILED);
+    unsigned char *m = g + ps;
+    ck_assert_int_eq(mprotect(m, 16 * ps, PROT_READ | PROT_WRITE), 0);
+    size_t header[2] = {0, (16 * ps) | 2u};
+    memcpy(m, header, sizeof header);
+    const uint64_t lo = (uint64_t)(uintptr_t)m, hi = lo + 16 * ps;
+    static const struct {
+        uint64_t cut;          /* where the first segment ends (pages) */
+        uint64_t gap;          /* pages between the two segments */
+        int found;             /* whether the chunk is reported */
+    } cases[] = {{16, 0, 0}, {8, 0, 0}, {8, 1, 1}, {0, 0, 1}};
+    memdiff__caps caps;
+    memdiff__proc *proc = open_root(NULL, &caps);
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        memdiff__plat_region *r;
+        size_t nr, n;
+        ck_assert_int_eq(memdiff__plat_regions(proc, &arena, &r, &nr), MEMDIFF_OK);
+        const memdiff__plat_region *mine = region_at(r, nr, lo);
+        ck_assert_ptr_nonnull(mine);
+        ck_assert_uint_eq(mine->start, lo);
+        ck_assert_uint_eq(mine->end, hi);
+        memdiff__plat_segment seg[2] = {
+            {lo, lo + cases[k].cut * ps, MEMDIFF__SEG_BSS},
+            {lo + (cases[k].cut + cases[k].gap) * ps, hi, MEMDIFF__SEG_BSS}};
+        memdiff__plat_module mod = {"made-up", lo, seg, cases[k].cut == 16 ? 1u : 2u};
+        proc->modules = cases[k].cut ? &mod : NULL;
+        proc->module_count = cases[k].cut ? 1 : 0;
+        proc->modules_read = proc->regions_read;
+        memdiff__plat_heap *h;
+        ck_assert_int_eq(memdiff__plat_heaps(proc, &arena, r, nr, &h, &n), MEMDIFF_OK);
+        const memdiff__plat_heap *c = heap_at(h, n, m);
+        ck_assert_msg((c != NULL) == cases[k].found, "case %zu: chunk %s", k,
+                      c ? "found" : "not found");
+        if (c) {
+            ck_assert_int_eq(c->kind, MEMDIFF__HEAP_MMAP_CHUNK);
+            ck_assert_uint_eq(c->start, lo);
+            ck_assert_uint_eq(c->end, hi);
+        }
+    }
+    proc->modules = NULL;
+    memdiff__plat_close(proc);
+    munmap(g, 18 * ps);
+}
+END_TEST
+
 /* A kernel thread has no user address space: its snapshot is refused, not returned empty. */
 START_TEST(kernel_thread_is_refused)
 {
@@ -507,6 +562,7 @@ Suite *linux_facts_suite(void)
     tcase_add_test(tc, threads_of_this_process);
     tcase_add_test(tc, modules_of_this_process);
     tcase_add_test(tc, heaps_of_this_process);
+    tcase_add_test(tc, no_chunk_read_in_a_module);
     tcase_add_test(tc, chunk_behind_other_memory_in_one_mapping);
     tcase_add_test(tc, kernel_thread_is_refused);
     tcase_add_test(tc, totals_of_this_process);

@@ -540,6 +540,78 @@ START_TEST(lookups_are_bounded)
 }
 END_TEST
 
+/* The first read of a file comes back with 65535 bytes (the read buffer's first 64 KiB, less
+ * the NUL): a file whose first 65535 bytes end with x86-64's gate line is read no further at
+ * READ_MAPS (the kernel prints nothing after it), to the end at READ_ALL, and to the end at
+ * READ_MAPS when that last line only holds the gate's address further on. */
+static size_t read_constructed(const char *last_line, int how, char **text)
+{
+    char path[] = "/tmp/memdiff-gate-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    size_t first = 65535, ll = strlen(last_line);
+    char *buf = malloc(first + 16);
+    ck_assert_ptr_nonnull(buf);
+    memset(buf, 'x', first - ll - 1);
+    buf[first - ll - 1] = '\n';
+    memcpy(buf + first - ll, last_line, ll);
+    memcpy(buf + first, "after\n", 6);
+    ck_assert_int_eq(write(fd, buf, first + 6), (ssize_t)(first + 6));
+    close(fd);
+    free(buf);
+    char *out = NULL;
+    size_t cap = 0, len = 0;
+    ck_assert_int_eq(memdiff__linux_read_file(&arena, path, &out, &cap, &len, how), MEMDIFF_OK);
+    unlink(path);
+    *text = out;
+    return len;
+}
+
+START_TEST(maps_read_ends_at_the_gate_line)
+{
+    static const char gate[] = "ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0"
+                               "                  [vsyscall]\n";
+    static const char not_gate[] = "7f0000000000-7f0000001000 r--p 00000000 00:00 0 "
+                                   "/tmp/ffffffffff600000-\n";
+    char *text;
+    ck_assert_uint_eq(read_constructed(gate, MEMDIFF__LINUX_READ_MAPS, &text), 65535);
+    ck_assert_str_eq(text + 65535 - strlen(gate), gate);
+    ck_assert_uint_eq(read_constructed(gate, MEMDIFF__LINUX_READ_ALL, &text), 65541);
+    ck_assert_str_eq(text + 65535, "after\n");
+    ck_assert_uint_eq(read_constructed(not_gate, MEMDIFF__LINUX_READ_MAPS, &text), 65541);
+}
+END_TEST
+
+/* This process's region list, read live (where READ_MAPS applies), has every line of its maps
+ * file read to the end, the gate VMA last where the kernel has one. */
+START_TEST(live_maps_read_whole)
+{
+    memdiff__open_args args = {0, NULL, NULL, 0};
+    memdiff__proc *proc = NULL;
+    memdiff__caps caps;
+    ck_assert_int_eq(memdiff__plat_open(&args, &arena, &proc, &caps), MEMDIFF_OK);
+    memdiff__plat_region *r;
+    size_t n;
+    ck_assert_int_eq(memdiff__plat_regions(proc, &arena, &r, &n), MEMDIFF_OK);
+    /* The same file read to its end just after, into a buffer that maps nothing. */
+    static char text[1 << 20];
+    size_t len = 0, lines = 0;
+    int fd = open("/proc/self/maps", O_RDONLY);
+    ck_assert_int_ge(fd, 0);
+    for (ssize_t got; (got = read(fd, text + len, sizeof text - 1 - len)) > 0;)
+        len += (size_t)got;
+    close(fd);
+    text[len] = '\0';
+    for (size_t i = 0; i < len; i++)
+        lines += text[i] == '\n';
+    ck_assert_uint_eq(n, lines);
+    ck_assert_uint_gt(n, 0);
+    if (strstr(text, "[vsyscall]"))
+        ck_assert_uint_eq(r[n - 1].start, UINT64_C(0xffffffffff600000));
+    memdiff__plat_close(proc);
+}
+END_TEST
+
 Suite *linux_maps_suite(void)
 {
     Suite *s = suite_create("linux_maps");
@@ -564,6 +636,8 @@ Suite *linux_maps_suite(void)
     tcase_add_test(tc, escapes_resolved_against_the_file);
     tcase_add_test(tc, escapes_resolved_under_the_process_root);
     tcase_add_test(tc, lookups_are_bounded);
+    tcase_add_test(tc, maps_read_ends_at_the_gate_line);
+    tcase_add_test(tc, live_maps_read_whole);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -287,10 +287,14 @@ int memdiff__plat_heaps(memdiff__proc *proc, memdiff__arena *arena,
     for (size_t i = 0; !rc && i < region_count; i++)
         if (anon_private(&regions[i]) && read_write(&regions[i]))
             rc = find_arenas(&c, i);
+    /* Chunks lie inside their region, so one in a region a module's segments cover (its .bss)
+     * would change nothing: the image outranks a heap (docs/categories.md). Such a region is
+     * not read. Arenas are looked for everywhere: a heap reaches past its region. */
     size_t claimed = c.count;
     for (size_t i = 0; !rc && i < region_count; i++) {
         const memdiff__plat_region *r = &regions[i];
-        if (anon_private(r) && read_write(r) && !overlaps_found(&c, claimed, r->start, r->end))
+        if (anon_private(r) && read_write(r) && !overlaps_found(&c, claimed, r->start, r->end) &&
+            !memdiff__linux_module_covers(proc, r->start, r->end))
             rc = find_chunks(&c, r);
     }
     if (rc)

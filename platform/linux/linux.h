@@ -170,6 +170,13 @@ struct memdiff__proc {
     size_t region_count;
     unsigned regions_read;
 
+    /* The modules memdiff__plat_modules found in the region list of pass modules_read (in
+     * the caller's arena): heaps.c reads no malloc header in memory that is a module's (the
+     * module's image claims it whatever a header there says). */
+    const memdiff__plat_module *modules;
+    size_t module_count;
+    unsigned modules_read;
+
     struct memdiff__linux_stages *stages;     /* the page walk (walk.c) */
     /* Lanes (lanes.c): threads that read a large region's pages ahead of the walk. lanes_want:
      * threads the caller allows, its own included (1: none); lanes_refused: this process is
@@ -273,17 +280,25 @@ int memdiff__linux_reopen(const memdiff__proc *proc, int path_fd, const struct s
  * of 65530 mappings (vm.max_map_count's default) is about 100 MiB. */
 #define MEMDIFF__LINUX_TEXT_MAX ((size_t)1 << 30)
 
+/* How far memdiff__linux_read_file reads. /proc files report size 0, so it reads until EOF
+ * (READ_ALL), except where a read shows the end: a /proc file of one record (made by single_open:
+ * stat, statm, status, a thread's syscall) hands out the whole record in the first read that has
+ * room for it, and a regular (fixture) file all it has (READ_RECORD: a read that returns less
+ * than it asked for is the last); maps ends with x86-64's gate VMA ([vsyscall], at
+ * 0xffffffffff600000, above every user address), which the kernel prints last (m_next,
+ * fs/proc/task_mmu.c) (READ_MAPS: a read whose text ends with that line is the last). Each saves
+ * the read that would only say "end". Files of many records (maps, smaps) hand out a page or so
+ * per read. */
+#define MEMDIFF__LINUX_READ_ALL 0
+#define MEMDIFF__LINUX_READ_RECORD 1
+#define MEMDIFF__LINUX_READ_MAPS 2
+
 /* Reads the whole file at path into *buf (grown from arena as needed, NUL-terminated, reusable
- * across calls through *buf / *cap). /proc files report size 0, so it reads until EOF, or, with
- * one_record, until a read returns less than it asked for: a /proc file of one record (made by
- * single_open: stat, statm, status, a thread's syscall) hands out the whole record in the first
- * read that has room for it, and a regular (fixture) file all it has, so the read that would
- * only say "end" is saved. Files of many records (maps, smaps) hand out a page or so per read
- * and must be read to the end. Errors: translated errno with detail (a file that is no regular
- * file: MEMDIFF_EIO; one over MEMDIFF__LINUX_TEXT_MAX: MEMDIFF_EIO, "File too large");
- * MEMDIFF_ENOMEM. */
+ * across calls through *buf / *cap), as far as how (MEMDIFF__LINUX_READ_*) says. Errors:
+ * translated errno with detail (a file that is no regular file: MEMDIFF_EIO; one over
+ * MEMDIFF__LINUX_TEXT_MAX: MEMDIFF_EIO, "File too large"); MEMDIFF_ENOMEM. */
 int memdiff__linux_read_file(memdiff__arena *arena, const char *path, char **buf, size_t *cap,
-                             size_t *len, int one_record);
+                             size_t *len, int how);
 
 /* Reads at most size - 1 bytes of a small file of one record (see memdiff__linux_read_file)
  * into buf, NUL-terminated. Returns the length, or -errno (no detail set: callers decide whether
@@ -349,9 +364,9 @@ int memdiff__linux_settle_entries(memdiff__proc *p, uint64_t first, uint64_t *pm
  * size 0: the task is exiting and has dropped its mm). */
 int memdiff__linux_alive(memdiff__proc *proc);
 
-/* Reads <dir>/name of the process whole into proc->text (memdiff__linux_read_file). An empty
- * file of a process that is gone is MEMDIFF_ESRCH. */
-int memdiff__linux_read_proc(memdiff__proc *proc, const char *name, size_t *len);
+/* Reads <dir>/name of the process whole into proc->text (memdiff__linux_read_file, how:
+ * MEMDIFF__LINUX_READ_*). An empty file of a process that is gone is MEMDIFF_ESRCH. */
+int memdiff__linux_read_proc(memdiff__proc *proc, const char *name, int how, size_t *len);
 
 /* For a process opened with MEMDIFF__OPEN_NO_FRAMES: learns the zero page's frame now (a fast
  * walk that falls back to pagemap, where only the frame tells the zero page), as the open does
@@ -425,6 +440,12 @@ memdiff__file_rule memdiff__linux_region_file_rule(const memdiff__proc *p, uint6
  * number in the detail, MEMDIFF_ENOMEM. */
 int memdiff__linux_parse_maps(const char *text, size_t len, memdiff__arena *arena,
                               memdiff__plat_region **out, size_t *count, size_t *escaped);
+
+/* ---- modules (modules.c) ----------------------------------------------------------------- */
+
+/* Whether the segments of one module that memdiff__plat_modules found for the current region
+ * list cover [start, end) whole (0 when no list of modules is for it). */
+int memdiff__linux_module_covers(const memdiff__proc *p, uint64_t start, uint64_t end);
 
 /* ---- mapped files' paths (paths.c) ------------------------------------------------------- */
 

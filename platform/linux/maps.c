@@ -315,7 +315,8 @@ int memdiff__plat_regions(memdiff__proc *proc, memdiff__arena *arena,
     for (int attempt = 0; attempt < MAPS_READ_TRIES; attempt++) {
         if (attempt > 0)
             sched_yield();
-        rc = memdiff__linux_read_proc(proc, "maps", &len);
+        rc = memdiff__linux_read_proc(
+            proc, "maps", proc->live ? MEMDIFF__LINUX_READ_MAPS : MEMDIFF__LINUX_READ_ALL, &len);
         if (rc)
             return rc;
         rc = memdiff__linux_parse_maps(proc->text, len, arena, out, count, &escaped);

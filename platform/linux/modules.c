@@ -402,5 +402,25 @@ int memdiff__plat_modules(memdiff__proc *proc, memdiff__arena *arena,
     }
     *out = mods;
     *count = m;
+    proc->modules = mods;
+    proc->module_count = m;
+    proc->modules_read = proc->regions_read;
     return MEMDIFF_OK;
+}
+
+int memdiff__linux_module_covers(const memdiff__proc *p, uint64_t start, uint64_t end)
+{
+    if (!p->modules || p->modules_read != p->regions_read)
+        return 0;
+    for (size_t m = 0; m < p->module_count; m++) {
+        /* Segments are sorted and apart (normalize): one pass follows them from start. */
+        const memdiff__plat_module *mod = &p->modules[m];
+        uint64_t cur = start;
+        for (size_t k = 0; k < mod->segment_count && cur < end; k++)
+            if (mod->segments[k].start <= cur && cur < mod->segments[k].end)
+                cur = mod->segments[k].end;
+        if (cur >= end)
+            return 1;
+    }
+    return 0;
 }

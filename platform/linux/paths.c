@@ -48,7 +48,8 @@ int memdiff__linux_served_by_a_process(memdiff__proc *proc, uint64_t dev,
         char path[PATH_MAX];
         m->state = -1;
         if (!memdiff__linux_path(path, sizeof path, proc->dir, "mountinfo") &&
-            !memdiff__linux_read_file(proc->scratch, path, &m->text, &m->cap, &m->len, 0))
+            !memdiff__linux_read_file(proc->scratch, path, &m->text, &m->cap, &m->len,
+                                      MEMDIFF__LINUX_READ_ALL))
             m->state = 1;
     }
     if (m->state < 0)

@@ -21,6 +21,11 @@
  * presence state holds the present ranges of all of them by address, and the windows covered. */
 #define PRESENCE_PAGES 1024u
 #define PRESENCE_VEC 256u
+/* A region with more than PRESENCE_PAGES pages from the page asked is scanned PRESENCE_ALONE pages
+ * at a time: the questions there are few and far apart (a heap_info at a 64 MiB boundary, the
+ * chunk header at the start), and each present page a scan passes costs the kernel about 6 ns:
+ * 1024 resident pages 8 us a scan, 64 pages 2.6 us, 4 pages 2.2 us (PVM guest, 2026-11-26). */
+#define PRESENCE_ALONE 64u
 
 /* The first of ascending ranges r[0..n) that ends above addr (n when none). */
 static size_t ending_above(const struct page_region *r, size_t n, uint64_t addr)
@@ -77,7 +82,7 @@ static size_t presence_scan(memdiff__proc *p, struct memdiff__linux_presence *s,
         uint64_t rp = (p->regions[j].end - from) >> shift;
         if (pages + rp > PRESENCE_PAGES) {
             if (j == lo)
-                end = from + ((uint64_t)PRESENCE_PAGES << shift);
+                end = from + ((uint64_t)PRESENCE_ALONE << shift);
             break;
         }
         pages += rp;

@@ -439,7 +439,8 @@ int memdiff__plat_totals(memdiff__proc *proc, memdiff_process_totals *out)
                    ? MEMDIFF_OK
                    : memdiff__set_error(MEMDIFF_ESRCH, "%s: the process has exited", path);
     }
-    rc = memdiff__linux_read_file(proc->scratch, path, &proc->text, &proc->text_cap, &len, 1);
+    rc = memdiff__linux_read_file(proc->scratch, path, &proc->text, &proc->text_cap, &len,
+                                  MEMDIFF__LINUX_READ_RECORD);
     if (rc)
         return rc;
     memdiff__linux_status_totals(proc->text, len, out);
@@ -492,13 +493,13 @@ int memdiff__linux_alive(memdiff__proc *proc)
     return !(buf[0] == '0' && buf[1] == ' ');
 }
 
-int memdiff__linux_read_proc(memdiff__proc *proc, const char *name, size_t *len)
+int memdiff__linux_read_proc(memdiff__proc *proc, const char *name, int how, size_t *len)
 {
     char path[PATH_MAX];
     *len = 0;
     int rc = memdiff__linux_path(path, sizeof path, proc->dir, name);
     if (!rc)
-        rc = memdiff__linux_read_file(proc->scratch, path, &proc->text, &proc->text_cap, len, 0);
+        rc = memdiff__linux_read_file(proc->scratch, path, &proc->text, &proc->text_cap, len, how);
     if (rc)
         return rc;
     /* An exited process (a zombie too) has empty files; so has a kernel thread. */

@@ -147,8 +147,22 @@ int memdiff__linux_reopen(const memdiff__proc *proc, int path_fd, const struct s
     return fd;
 }
 
+/* Whether text[0..n) ends with the line of x86-64's gate VMA: no mapping follows it (linux.h,
+ * MEMDIFF__LINUX_READ_MAPS), and no user mapping starts at its address. */
+static int ends_with_gate(const char *text, size_t n)
+{
+    static const char gate[] = "ffffffffff600000-";
+    const size_t glen = sizeof gate - 1;
+    if (n < glen + 1 || text[n - 1] != '\n')
+        return 0;
+    size_t i = n - 1; /* the start of the last line */
+    while (i > 0 && text[i - 1] != '\n')
+        i--;
+    return n - i > glen && memcmp(text + i, gate, glen) == 0;
+}
+
 int memdiff__linux_read_file(memdiff__arena *arena, const char *path, char **buf, size_t *cap,
-                             size_t *len, int one_record)
+                             size_t *len, int how)
 {
     *len = 0;
     int fd = memdiff__linux_open(path, 0);
@@ -186,8 +200,10 @@ int memdiff__linux_read_file(memdiff__arena *arena, const char *path, char **buf
         if (r == 0)
             break;
         n += (size_t)r;
-        if (one_record && (size_t)r < *cap - (n - (size_t)r) - 1)
+        if (how == MEMDIFF__LINUX_READ_RECORD && (size_t)r < *cap - (n - (size_t)r) - 1)
             break; /* short: the record was all there was (see linux.h) */
+        if (how == MEMDIFF__LINUX_READ_MAPS && ends_with_gate(*buf, n))
+            break;
     }
     close(fd);
     (*buf)[n] = '\0';

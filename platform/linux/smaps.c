@@ -97,7 +97,7 @@ int memdiff__plat_refs_usage(memdiff__proc *proc, memdiff__arena *arena,
     size_t len = 0;
     *out = NULL;
     *count = 0;
-    int rc = memdiff__linux_read_proc(proc, "smaps", &len);
+    int rc = memdiff__linux_read_proc(proc, "smaps", MEMDIFF__LINUX_READ_ALL, &len);
     if (rc)
         return rc;
     memdiff__plat_usage total;
@@ -118,9 +118,9 @@ int memdiff__plat_refs_total(memdiff__proc *proc, memdiff__plat_usage *out)
     memset(out, 0, sizeof *out);
     /* smaps_rollup (4.14) sums in the kernel: one header line, the fields once. A missing file
      * of a live process (an older kernel, a fixture tree) sends us to smaps. */
-    int rc = memdiff__linux_read_proc(proc, "smaps_rollup", &len);
+    int rc = memdiff__linux_read_proc(proc, "smaps_rollup", MEMDIFF__LINUX_READ_ALL, &len);
     if (rc == MEMDIFF_ESRCH && memdiff__linux_alive(proc))
-        rc = memdiff__linux_read_proc(proc, "smaps", &len);
+        rc = memdiff__linux_read_proc(proc, "smaps", MEMDIFF__LINUX_READ_ALL, &len);
     if (rc)
         return rc;
     parse_smaps(proc->text, len, NULL, out);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sched.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -104,7 +105,8 @@ static int list_tids(memdiff__proc *proc, int64_t **out, size_t *count)
     int rc = memdiff__linux_path(path, sizeof path, proc->dir, "task");
     if (rc)
         return rc;
-    int fd = memdiff__linux_open(path, O_DIRECTORY);
+    struct stat st;
+    int fd = memdiff__linux_open_stat(path, O_DIRECTORY, &st);
     if (fd < 0) {
         int e = errno;
         /* A live process always has task/; a tree that lacks it did not record threads. */
@@ -146,6 +148,12 @@ static int list_tids(memdiff__proc *proc, int64_t **out, size_t *count)
             tids = v;
             tids[n++] = tid;
         }
+        /* The live task directory's link count is 2 + the thread group's threads when the
+         * open's fstat ran (proc_task_getattr, fs/proc/base.c). A listing of that many is whole
+         * and the read that would only say "end" is saved; any other count (a listing cut short
+         * by a signal, threads come or gone since) reads on. */
+        if (proc->live && st.st_nlink > 2 && n == (size_t)st.st_nlink - 2)
+            break;
     }
     close(fd);
     *out = tids;
