@@ -586,7 +586,7 @@ END_TEST
  * file read to the end, the gate VMA last where the kernel has one. */
 START_TEST(live_maps_read_whole)
 {
-    memdiff__open_args args = {0, NULL, NULL, 0};
+    memdiff__open_args args = {0, NULL, NULL, 0, 1};
     memdiff__proc *proc = NULL;
     memdiff__caps caps;
     ck_assert_int_eq(memdiff__plat_open(&args, &arena, &proc, &caps), MEMDIFF_OK);
