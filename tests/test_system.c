@@ -218,11 +218,12 @@ static void read_rollup_first(int pid)
 }
 
 /* Rounds until smaps_rollup of every pid, read right before the snapshot reads it and after
- * the snapshot, agrees; then each pid's figures must equal it. Returns the snapshot of the
- * round that counted. */
+ * the snapshot, agrees, and each pid's figures equal it. Returns the snapshot of that round. */
 static memdiff_system *take_exact(unsigned flags, const int *pids, size_t n)
 {
     rollup after[4];
+    static char mismatch[512];
+    mismatch[0] = '\0';
     ck_assert(n <= 4);
     watched = pids;
     nwatched = n;
@@ -235,18 +236,23 @@ static memdiff_system *take_exact(unsigned flags, const int *pids, size_t n)
             ck_assert_int_eq(rollup_read(pids[i], &after[i]), 0);
             stable &= rollup_equal(&at_read[i], &after[i]);
         }
-        if (!stable) {
-            memdiff_system_free(s);
-            continue;
-        }
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = 0; stable && i < n; i++) {
             memdiff_sysproc p = find(s, pids[i]);
             const char *why = figures_match(&p, &after[i]);
-            ck_assert_msg(!why, "%s", why);
+            if (why) {
+                /* Equal readings around a snapshot that differs: another process mapped and
+                 * unmapped a shared page in between (a compiler starting and ending). A
+                 * wrong rule differs in every round; this counts only once one matches. */
+                snprintf(mismatch, sizeof mismatch, "%s", why);
+                stable = 0;
+            }
         }
-        return s;
+        if (stable)
+            return s;
+        memdiff_system_free(s);
     }
-    ck_abort_msg("smaps_rollup never held still over %d rounds", ROUNDS);
+    ck_abort_msg("no round of %d matched smaps_rollup; the last that held still: %s", ROUNDS,
+                 mismatch[0] ? mismatch : "none held still");
     return NULL;
 }
 
@@ -398,15 +404,17 @@ static const char *unprivileged(void *arg)
             err = "take or smaps_rollup failed";
             break;
         }
-        if (!rollup_equal(&at_read[0], &after)) {
-            memdiff_system_free(s);
+        memdiff_sysproc q;
+        if (!rollup_equal(&at_read[0], &after) ||
+            memdiff_system_find_process(s, c.pid, &q, NULL) || figures_match(&q, &after)) {
+            memdiff_system_free(s); /* moved, or a map count changed and changed back */
             s = NULL;
         }
     }
     memdiff_system_info in;
     memdiff_sysproc p, root;
     if (!err && !s)
-        err = "smaps_rollup never held still";
+        err = "no round matched smaps_rollup held still";
     if (!err) {
         memdiff_system_get_info(s, &in);
         if (in.privileged || memdiff_system_phys_count(s) != 0 || !in.degraded ||
@@ -481,6 +489,18 @@ START_TEST(test_exit_during_snapshot)
 }
 END_TEST
 
+/* What the child's 37 pages add: exactly 37 pages; under AddressSanitizer also the shadow it
+ * writes for them (an eighth of their bytes, over page boundaries: at most 37 / 8 + 2 pages). */
+static void expect_grown(int64_t bytes, size_t ps)
+{
+    int64_t want = (int64_t)(GROW_PAGES * ps);
+    if (UNDER_ASAN)
+        ck_assert_msg(bytes >= want && bytes <= want + (int64_t)((GROW_PAGES / 8 + 2) * ps),
+                      "grew by %lld bytes, want 37 pages and their shadow", (long long)bytes);
+    else
+        ck_assert_int_eq(bytes, want);
+}
+
 /* One child grows by exactly 37 pages between two snapshots: the diff says grew, by 37 pages
  * of RSS, USS and anonymous memory, and its table row of anonymous pages by as many. */
 START_TEST(test_diff_grew_by_n)
@@ -503,11 +523,11 @@ START_TEST(test_diff_grew_by_n)
             continue;
         found = 1;
         ck_assert_int_eq(pd.change, MEMDIFF_SYSCHG_GREW);
-        ck_assert_int_eq(pd.rss_bytes, (int64_t)(GROW_PAGES * ps));
-        ck_assert_int_eq(pd.uss_bytes, (int64_t)(GROW_PAGES * ps));
-        ck_assert_int_eq(pd.rss_anon_bytes, (int64_t)(GROW_PAGES * ps));
+        expect_grown(pd.rss_bytes, ps);
+        expect_grown(pd.uss_bytes, ps);
+        expect_grown(pd.rss_anon_bytes, ps);
         ck_assert_int_eq(pd.rss_file_bytes, 0);
-        ck_assert_uint_eq(pd.after.rss_bytes - pd.before.rss_bytes, GROW_PAGES * ps);
+        ck_assert_int_eq(pd.rss_bytes, (int64_t)(pd.after.rss_bytes - pd.before.rss_bytes));
     }
     ck_assert(found);
     int64_t anon = 0;
@@ -517,7 +537,7 @@ START_TEST(test_diff_grew_by_n)
         if (r.owner == MEMDIFF_OWNER_PROCESS && r.pid == c.pid && r.kind == MEMDIFF_FRAME_ANON)
             anon += r.delta_bytes;
     }
-    ck_assert_int_eq(anon, (int64_t)(GROW_PAGES * ps));
+    expect_grown(anon, ps);
     uint64_t before, after;
     ck_assert_int_eq(memdiff_system_diff_phys_bytes(d, MEMDIFF_FRAME_ALL, MEMDIFF_OWNER_ALL,
                                                     &before, &after),
