@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -452,6 +453,59 @@ START_TEST(test_unprivileged)
 }
 END_TEST
 
+/* A proc mounted with hidepid=invisible, read as nobody: only nobody's processes are listed,
+ * all of them read, and info.hidden says why the list may be short. */
+static const char *hidden_proc(void *arg)
+{
+    const char *root = arg;
+    child c;
+    child_start(&c, NULL, 8);
+    memdiff_system_options o = MEMDIFF_SYSTEM_OPTIONS_INIT;
+    o.fixture_root = root;
+    memdiff_system *s = NULL;
+    const char *err = NULL;
+    memdiff_system_info in;
+    memdiff_sysproc p;
+    if (memdiff_system_take(&o, &s) != MEMDIFF_OK)
+        err = memdiff_last_error();
+    else if (memdiff_system_get_info(s, &in), !in.hidden || !strstr(in.hidden, "hidepid"))
+        err = "info.hidden does not name hidepid";
+    else if (memdiff_system_find_process(s, c.pid, &p, NULL) || p.state != MEMDIFF_SYSPROC_READ)
+        err = "nobody's own child is not listed as read";
+    else if (memdiff_system_find_process(s, 1, &p, NULL) == MEMDIFF_OK)
+        err = "pid 1 (root's) is listed through hidepid=invisible";
+    for (size_t i = 0; !err && i < memdiff_system_process_count(s); i++) {
+        memdiff_system_process(s, i, &p);
+        if (p.uid != 65534 && p.state == MEMDIFF_SYSPROC_READ)
+            err = "a process of another user was read";
+    }
+    static char msg[600];
+    if (err) {
+        snprintf(msg, sizeof msg, "%s", err);
+        err = msg;
+    }
+    memdiff_system_free(s);
+    child_end(&c);
+    return err;
+}
+
+START_TEST(test_hidepid)
+{
+    if (!privileged())
+        return; /* mounting a proc needs CAP_SYS_ADMIN */
+    char dir[] = "/tmp/memdiff-proc-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    if (mount("proc", dir, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=invisible") != 0) {
+        rmdir(dir);
+        ck_abort_msg("mount -t proc -o hidepid=invisible: %s", strerror(errno));
+    }
+    const char *err = scn_as_nobody(hidden_proc, dir);
+    umount2(dir, MNT_DETACH);
+    rmdir(dir);
+    ck_assert_msg(err == NULL, "%s", err);
+}
+END_TEST
+
 /* A process that exits after the snapshot listed it and before it reads it: listed, exited,
  * figures 0, no error; its frames are nobody's. */
 static pid_t victim;
@@ -859,6 +913,7 @@ Suite *system_suite(void)
     tcase_add_test(tc, test_children_exact);
     tcase_add_test(tc, test_meminfo_within_bound);
     tcase_add_test(tc, test_unprivileged);
+    tcase_add_test(tc, test_hidepid);
     tcase_add_test(tc, test_exit_during_snapshot);
     tcase_add_test(tc, test_diff_grew_by_n);
     tcase_add_test(tc, test_pid_reuse);

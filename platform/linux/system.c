@@ -178,10 +178,12 @@ static const char *hidden_why(memdiff__sys *sys)
             opts[ol] = '\0';
             if (strstr(opts, "subset=pid"))
                 return "/proc is mounted with subset=pid";
+            /* hidepid=1 (noaccess) lists every process, unreadable ones so: not hidden. */
             const char *h = strstr(opts, "hidepid=");
-            if (h && h[8] != '0' && strncmp(h + 8, "off", 3) != 0)
-                return "/proc is mounted with hidepid=: processes of other users are not "
-                       "listed";
+            if (h && (h[8] == '2' || h[8] == '4' || strncmp(h + 8, "invisible", 9) == 0 ||
+                      strncmp(h + 8, "ptraceable", 10) == 0))
+                return "/proc is mounted with hidepid=: processes the caller may not read are "
+                       "not listed";
         }
         line = nl ? nl + 1 : end;
     }
