@@ -872,6 +872,10 @@ START_TEST(test_arguments)
     o.flags = 0x80;
     ck_assert_int_eq(memdiff_system_take(&o, &s), MEMDIFF_EINVAL);
     ck_assert_ptr_null(s);
+    o.flags = 0;
+    o.fixture_root = "/nonexistent/memdiff-proc";
+    ck_assert_int_eq(memdiff_system_take(&o, &s), MEMDIFF_EIO); /* no process list */
+    ck_assert_ptr_nonnull(strstr(memdiff_last_error(), "/nonexistent/memdiff-proc"));
     memdiff_system_options_init(&o);
     ck_assert_uint_eq(o.flags, 0);
     ck_assert_ptr_null(o.fixture_root);

@@ -281,8 +281,11 @@ int memdiff__plat_sys_pids(memdiff__sys *sys, memdiff__arena *arena, int **out, 
     *out = NULL;
     *count = 0;
     int fd = memdiff__linux_open(sys->root, O_RDONLY | O_DIRECTORY);
-    if (fd < 0)
-        return memdiff__linux_fail(errno, "open", sys->root);
+    if (fd < 0) { /* no process list is no missing process: EACCES or EIO, never ESRCH */
+        int e = errno;
+        return memdiff__set_error(e == EACCES || e == EPERM ? MEMDIFF_EACCES : MEMDIFF_EIO,
+                                  "open %s: %s", sys->root, memdiff__linux_errno_text(e));
+    }
     char *buf = memdiff__arena_alloc_raw(arena, DENTS_BUF);
     int *pids = NULL;
     size_t n = 0, cap = 0;
