@@ -400,23 +400,10 @@ static int read_process(memdiff_system *s, memdiff__sys *sys, const memdiff_syst
         p->why = memdiff__system_str(s, memdiff_last_error());
         rc = p->why ? MEMDIFF_OK : MEMDIFF_ENOMEM;
     }
-    if (p->state != MEMDIFF_SYSPROC_READ) {
-        uint64_t keep = p->start_ticks;
-        uint32_t uid = p->uid;
-        int ppid = p->ppid;
-        const char *name = p->name, *cmd = p->cmdline, *why = p->why;
-        memdiff_sysproc_state state = p->state;
-        int error = p->error;
-        memset(p, 0, sizeof *p);
-        p->pid = pid;
-        p->ppid = ppid;
-        p->uid = uid;
-        p->start_ticks = keep;
-        p->name = name;
-        p->cmdline = cmd;
-        p->why = why;
-        p->state = state;
-        p->error = error;
+    if (p->state != MEMDIFF_SYSPROC_READ) { /* what was read of it stands for nothing */
+        p->exact = 0;
+        p->rss_bytes = p->pss_bytes = p->uss_bytes = p->swap_bytes = p->swap_pss_bytes = 0;
+        p->rss_anon_bytes = p->rss_file_bytes = p->rss_shmem_bytes = 0;
     }
     memdiff__arena_release(&scratch);
     if (!rc)
