@@ -1080,6 +1080,342 @@ MEMDIFF_API int memdiff_mark_receive(memdiff_mark_listener *listener, uint64_t t
 
 MEMDIFF_API void memdiff_mark_listener_free(memdiff_mark_listener *listener); /* NULL: ok */
 
+/* ---------------------------------------------------------------------------------------------
+ * The whole machine: system snapshots (docs/api.md "The whole machine"). One object holds every
+ * process the caller may list (each read, unreadable with the reason, or exited during the
+ * snapshot: never silently dropped) with its resident, proportional, unique and swapped bytes,
+ * and, where the caller may read the kernel's page tables (Linux: CAP_SYS_ADMIN for pagemap's
+ * frame numbers and /proc/kpageflags, /proc/kpagecount), the physical table: every physical
+ * frame in exactly one row of page kind x owner. Two system snapshots compare into a system
+ * diff; a system snapshot saves to a file of its own (docs/file-format.md, "System files").
+ * Windows: memdiff_system_take() fails with MEMDIFF_ENOTSUP; files load and compare anywhere.
+ * ------------------------------------------------------------------------------------------- */
+
+/* memdiff_system_options.flags. */
+#define MEMDIFF_SYSTEM_NO_PHYS 0x1u   /* no physical table, even where it could be read */
+#define MEMDIFF_SYSTEM_ROLLUP 0x2u    /* per-process figures from smaps_rollup also when
+                                         privileged (slower: the way an unprivileged caller
+                                         reads them; the physical table is unaffected) */
+
+/* Initialise with MEMDIFF_SYSTEM_OPTIONS_INIT or memdiff_system_options_init(). */
+typedef struct memdiff_system_options {
+    unsigned flags;           /* MEMDIFF_SYSTEM_* */
+    const char *fixture_root; /* NULL: the live system; else a recorded tree as
+                                 memdiff_options.fixture_root (Windows: MEMDIFF_ENOTSUP) */
+} memdiff_system_options;
+
+#define MEMDIFF_SYSTEM_OPTIONS_INIT {0u, NULL}
+
+MEMDIFF_API void memdiff_system_options_init(memdiff_system_options *options);
+
+typedef struct memdiff_system memdiff_system;
+
+/* Where a system snapshot's figures came from (memdiff_system_info.sources). */
+#define MEMDIFF_SYS_SRC_PAGEMAP 0x01u   /* per-process pagemap with frame numbers (privileged) */
+#define MEMDIFF_SYS_SRC_MAPCOUNT 0x02u  /* kpagecount of the processes' shared frames (PSS) */
+#define MEMDIFF_SYS_SRC_ROLLUP 0x04u    /* per-process smaps_rollup (unprivileged, or
+                                           MEMDIFF_SYSTEM_ROLLUP) */
+#define MEMDIFF_SYS_SRC_PHYS 0x08u      /* kpageflags of every frame: the physical table */
+#define MEMDIFF_SYS_SRC_MEMINFO 0x10u   /* /proc/meminfo, /proc/zoneinfo: the reconciliation */
+
+/* What a system snapshot is, and how complete (memdiff_system_get_info). Strings point into the
+ * snapshot. Counts of processes: listed = read + unreadable + exited; kernel threads (no user
+ * memory) are counted apart and not listed. */
+typedef struct memdiff_system_info {
+    uint64_t time_ns;           /* wall clock (ns since the Unix epoch) when it began */
+    uint64_t duration_ns;       /* how long taking it took (monotonic clock), of which: */
+    uint64_t processes_ns;      /* listing and reading the processes */
+    uint64_t phys_ns;           /* the physical table: kpageflags read, joined, reconciled */
+    const char *host;
+    uint32_t page_size;
+    const char *boot_id;        /* the kernel's boot id (Linux: random/boot_id); "" unknown */
+    uint64_t boot_time_s;       /* boot time, seconds since the Unix epoch (Linux: btime);
+                                   0 unknown. Start times count from it */
+    uint32_t clock_ticks;       /* ticks per second of memdiff_sysproc.start_ticks */
+    unsigned sources;           /* MEMDIFF_SYS_SRC_* */
+    int privileged;             /* 1: frame numbers and kernel page files were readable */
+    size_t processes;           /* listed (memdiff_system_process_count) */
+    size_t processes_read;
+    size_t processes_unreadable; /* each named, with why, in its memdiff_sysproc */
+    size_t processes_exited;    /* listed, then gone before they were read whole */
+    size_t kernel_threads;      /* not listed: no user address space */
+    const char *hidden;         /* NULL, or why processes may be missing from the listing
+                                   itself (Linux: /proc mounted with hidepid=, subset=pid) */
+    const char *degraded;       /* NULL, or why the physical table is absent ("needs
+                                   CAP_SYS_ADMIN to read /proc/kpageflags") or incomplete */
+    uint64_t phys_frames;       /* frames the physical table covers (0: absent); holes with
+                                   no memory behind them (KPF_NOPAGE) are not counted */
+    uint64_t phys_hole_frames;  /* frame numbers below the highest with no page (KPF_NOPAGE) */
+    uint64_t phys_conflict_frames; /* frames a process mapped that kpageflags, read after the
+                                   processes, calls free, slab or page table: pages that
+                                   changed hands while read (docs/api.md, the bound) */
+    uint64_t storage_bytes;     /* memory this object occupies */
+} memdiff_system_info;
+
+/* Takes a system snapshot as options say (NULL: the defaults). A process that cannot be read
+ * (permission, hidden fields) or that exits meanwhile is no error: it is listed so. A physical
+ * table the caller may not read is no error either: info.degraded says why. Errors:
+ * MEMDIFF_EINVAL (out NULL, unknown flags), MEMDIFF_ENOTSUP (Windows), MEMDIFF_EACCES or
+ * MEMDIFF_EIO (the process list itself cannot be read), MEMDIFF_ENOMEM, MEMDIFF_EBUSY. Never
+ * calls malloc. Free with memdiff_system_free(). */
+MEMDIFF_API int memdiff_system_take(const memdiff_system_options *options,
+                                    memdiff_system **out);
+
+MEMDIFF_API void memdiff_system_free(memdiff_system *system); /* NULL is allowed */
+
+/* Errors: MEMDIFF_EINVAL. */
+MEMDIFF_API int memdiff_system_get_info(const memdiff_system *system, memdiff_system_info *out);
+
+/* A process's state in a system snapshot. */
+typedef enum memdiff_sysproc_state {
+    MEMDIFF_SYSPROC_READ = 0,   /* figures read (memdiff_sysproc.exact says which) */
+    MEMDIFF_SYSPROC_UNREADABLE, /* listed, figures not readable: error and why say so */
+    MEMDIFF_SYSPROC_EXITED      /* exited while read: figures 0 */
+} memdiff_sysproc_state;
+
+/* "read", "unreadable", "exited"; "invalid" out of range. */
+MEMDIFF_API const char *memdiff_sysproc_state_name(memdiff_sysproc_state state);
+
+/* Which figures of a memdiff_sysproc are exact (bits of .exact): the kernel's own count
+ * at the moment it was read, as smaps_rollup would give it; a figure not marked is 0 (unknown)
+ * or an estimate (docs/api.md says which). */
+#define MEMDIFF_SYSPROC_EXACT_RSS 0x01u
+#define MEMDIFF_SYSPROC_EXACT_PSS 0x02u
+#define MEMDIFF_SYSPROC_EXACT_USS 0x04u
+#define MEMDIFF_SYSPROC_EXACT_SWAP 0x08u
+#define MEMDIFF_SYSPROC_EXACT_SWAP_PSS 0x10u
+#define MEMDIFF_SYSPROC_EXACT_ANON 0x20u  /* rss_anon_bytes */
+#define MEMDIFF_SYSPROC_EXACT_SPLIT 0x40u /* rss_file_bytes and rss_shmem_bytes */
+
+/* The longest command line kept, in bytes after escaping; longer ones are cut, and end "...". */
+#define MEMDIFF_SYSPROC_CMDLINE_MAX 4096
+
+/* One process of a system snapshot. Sizes in bytes. Strings point into the snapshot. */
+typedef struct memdiff_sysproc {
+    int pid;
+    int ppid;
+    uint32_t uid;              /* real user id */
+    uint64_t start_ticks;      /* start time in clock ticks after boot (Linux: stat field 22):
+                                  (pid, start_ticks) names one process, a reused pid does not */
+    const char *name;          /* the kernel's short name (comm), escaped as
+                                  memdiff_escape_text() escapes */
+    const char *cmdline;       /* the arguments joined by spaces, escaped likewise and at most
+                                  MEMDIFF_SYSPROC_CMDLINE_MAX bytes; "" when none (zombie) or
+                                  unreadable */
+    memdiff_sysproc_state state;
+    int error;                 /* UNREADABLE: why as a status (MEMDIFF_EACCES...); else 0 */
+    const char *why;           /* UNREADABLE: the detail ("open /proc/1/pagemap: permission
+                                  denied"); else "" */
+    unsigned exact;            /* MEMDIFF_SYSPROC_EXACT_* */
+    uint64_t rss_bytes;        /* resident pages mapped, the zero page left out (smaps Rss) */
+    uint64_t pss_bytes;        /* proportional: each page's size divided by its map count, summed
+                                  as the kernel does, rounded down to a byte (smaps_rollup:
+                                  to a KiB) */
+    uint64_t uss_bytes;        /* mapped once (map count 1): smaps Private_Clean + _Dirty */
+    uint64_t swap_bytes;       /* swapped out (smaps Swap) */
+    uint64_t swap_pss_bytes;   /* proportional swap (smaps SwapPss); 0 when not read */
+    uint64_t rss_anon_bytes;   /* of rss, anonymous */
+    uint64_t rss_file_bytes;   /* of rss, page cache of files */
+    uint64_t rss_shmem_bytes;  /* of rss, shared memory (tmpfs, shared anonymous, SysV) */
+} memdiff_sysproc;
+
+/* Processes in ascending pid order: process index into *out. Errors: MEMDIFF_EINVAL,
+ * MEMDIFF_ERANGE (index). */
+MEMDIFF_API size_t memdiff_system_process_count(const memdiff_system *system);
+MEMDIFF_API int memdiff_system_process(const memdiff_system *system, size_t index,
+                                       memdiff_sysproc *out);
+
+/* The process with this pid, and its index (index may be NULL). Errors: MEMDIFF_EINVAL,
+ * MEMDIFF_ERANGE (no such pid listed). */
+MEMDIFF_API int memdiff_system_find_process(const memdiff_system *system, int pid,
+                                            memdiff_sysproc *out, size_t *index);
+
+/* ---- the physical table ------------------------------------------------------------------
+ * Each frame gets one kind from its kernel flags (kpageflags), the first that applies in this
+ * order (docs/api.md "The physical table" gives each rule and its flags), and one owner. */
+typedef enum memdiff_frame_kind {
+    MEMDIFF_FRAME_RESERVED = 0, /* reserved, offline or poisoned: no allocator hands it out */
+    MEMDIFF_FRAME_FREE,         /* in the buddy allocator's free lists (a block's head is
+                                   flagged; its other pages are told by the block's order) */
+    MEMDIFF_FRAME_SLAB,         /* slab allocator */
+    MEMDIFF_FRAME_PAGE_TABLE,   /* page tables */
+    MEMDIFF_FRAME_ZERO,         /* the shared zero page(s) */
+    MEMDIFF_FRAME_HUGETLB,      /* hugetlbfs pages */
+    MEMDIFF_FRAME_KSM,          /* merged by KSM */
+    MEMDIFF_FRAME_UNEVICTABLE,  /* on the unevictable list: mlocked, ramfs, SHM_LOCK */
+    MEMDIFF_FRAME_ANON_THP,     /* anonymous, in a transparent huge page */
+    MEMDIFF_FRAME_ANON,         /* anonymous (in swap cache too) */
+    MEMDIFF_FRAME_SHMEM,        /* shared memory: swap-backed, not anonymous (tmpfs, shm) */
+    MEMDIFF_FRAME_WRITEBACK,    /* page cache being written back */
+    MEMDIFF_FRAME_DIRTY,        /* page cache, dirty */
+    MEMDIFF_FRAME_FILE_ACTIVE,  /* page cache on the active list */
+    MEMDIFF_FRAME_FILE_INACTIVE, /* page cache on the inactive list (or not yet on one) */
+    MEMDIFF_FRAME_KERNEL,       /* none of the above: other kernel memory (vmalloc, kernel
+                                   stacks, drivers, the per-CPU free lists) */
+    MEMDIFF_FRAME_KIND_COUNT
+} memdiff_frame_kind;
+
+/* Every kind, where a function takes a kind. */
+#define MEMDIFF_FRAME_ALL MEMDIFF_FRAME_KIND_COUNT
+
+/* "reserved", "free", "slab", "page-table", "zero", "hugetlb", "ksm", "unevictable",
+ * "anon-thp", "anon", "shmem", "writeback", "dirty", "file-active", "file-inactive", "kernel";
+ * "all" for MEMDIFF_FRAME_ALL; "invalid" out of range. */
+MEMDIFF_API const char *memdiff_frame_kind_name(memdiff_frame_kind kind);
+
+/* Who holds a frame. A frame mapped by one process read is that process's; one mapped by two
+ * or more is SHARED and counted there once (the PSS of each process splits it). */
+typedef enum memdiff_frame_owner {
+    MEMDIFF_OWNER_PROCESS = 0, /* mapped by this process alone (memdiff_phys_row.process) */
+    MEMDIFF_OWNER_SHARED,      /* mapped by two or more processes read */
+    MEMDIFF_OWNER_UNREAD,      /* mapped (KPF_MMAP), but by no process read: unreadable ones,
+                                  ones that exited or started during the snapshot */
+    MEMDIFF_OWNER_UNMAPPED,    /* user memory mapped by none: page cache, swap cache, tmpfs */
+    MEMDIFF_OWNER_KERNEL,      /* kernel memory: reserved, slab, page tables, kernel kind */
+    MEMDIFF_OWNER_FREE,        /* free */
+    MEMDIFF_OWNER_COUNT
+} memdiff_frame_owner;
+
+#define MEMDIFF_OWNER_ALL MEMDIFF_OWNER_COUNT
+
+/* "process", "shared", "unread", "unmapped", "kernel", "free"; "all"; "invalid". */
+MEMDIFF_API const char *memdiff_frame_owner_name(memdiff_frame_owner owner);
+
+/* One row of the physical table: the frames of one kind and one owner. */
+typedef struct memdiff_phys_row {
+    memdiff_frame_kind kind;
+    memdiff_frame_owner owner;
+    size_t process;            /* OWNER_PROCESS: its index (memdiff_system_process()); else
+                                  SIZE_MAX */
+    int pid;                   /* OWNER_PROCESS: its pid and start time; else 0 */
+    uint64_t start_ticks;
+    uint64_t frames;
+    uint64_t bytes;            /* frames x page size */
+} memdiff_phys_row;
+
+/* Rows with at least one frame, ordered by kind, then owner, then process index; 0 rows when
+ * the table is absent (info.degraded says why). Errors: MEMDIFF_EINVAL, MEMDIFF_ERANGE. */
+MEMDIFF_API size_t memdiff_system_phys_count(const memdiff_system *system);
+MEMDIFF_API int memdiff_system_phys_row(const memdiff_system *system, size_t index,
+                                        memdiff_phys_row *out);
+
+/* Bytes of the table's frames of kind (or MEMDIFF_FRAME_ALL) and owner (or MEMDIFF_OWNER_ALL)
+ * into *out. Errors: MEMDIFF_EINVAL (NULL, out of range), MEMDIFF_ENOTSUP (no table). */
+MEMDIFF_API int memdiff_system_phys_bytes(const memdiff_system *system, memdiff_frame_kind kind,
+                                          memdiff_frame_owner owner, uint64_t *out);
+
+/* One figure of the kernel's own accounting (/proc/meminfo) against the physical table's sum
+ * of the frames it counts: |table - kernel| <= bound holds unless memory moved faster than the
+ * bound allows while read. The bound is derived from the kernel's counters (per-CPU free
+ * lists, per-CPU counter drift, pages the snapshot saw change): docs/api.md says how. */
+typedef struct memdiff_reconcile {
+    const char *name;          /* the meminfo field(s): "MemTotal", "MemFree",
+                                  "Buffers+Cached", "AnonPages", "Shmem", "Slab", ... */
+    const char *rule;          /* which table rows are summed, in words */
+    uint64_t table_bytes;
+    uint64_t kernel_bytes;     /* the meminfo figure, read right after kpageflags */
+    uint64_t bound_bytes;
+    int within;                /* 1: |table - kernel| <= bound */
+} memdiff_reconcile;
+
+/* The reconciled figures (0 without the table). Errors: MEMDIFF_EINVAL, MEMDIFF_ERANGE. */
+MEMDIFF_API size_t memdiff_system_reconcile_count(const memdiff_system *system);
+MEMDIFF_API int memdiff_system_reconcile(const memdiff_system *system, size_t index,
+                                         memdiff_reconcile *out);
+
+/* ---- comparing two system snapshots ----------------------------------------------------- */
+
+typedef struct memdiff_system_diff memdiff_system_diff;
+
+/* What happened to a process between two system snapshots. A process is the same when pid and
+ * start_ticks are: a pid reused by a new process is one EXITED and one STARTED. */
+typedef enum memdiff_sysproc_change {
+    MEMDIFF_SYSCHG_SAME = 0, /* in both, read in both, every figure equal */
+    MEMDIFF_SYSCHG_STARTED,  /* in after only */
+    MEMDIFF_SYSCHG_EXITED,   /* in before only, or listed in after as exited */
+    MEMDIFF_SYSCHG_GREW,     /* rss + swap grew (figures may have moved between kinds) */
+    MEMDIFF_SYSCHG_SHRANK,   /* rss + swap shrank */
+    MEMDIFF_SYSCHG_CHANGED,  /* rss + swap equal, other figures not */
+    MEMDIFF_SYSCHG_UNKNOWN   /* in both, not read in one of them at least */
+} memdiff_sysproc_change;
+
+/* "same", "started", "exited", "grew", "shrank", "changed", "unknown"; "invalid". */
+MEMDIFF_API const char *memdiff_sysproc_change_name(memdiff_sysproc_change change);
+
+/* One process of a system diff; before and after are all 0 (state READ, strings "") on the
+ * side it is not on. Differences are after - before. */
+typedef struct memdiff_sysproc_diff {
+    memdiff_sysproc_change change;
+    memdiff_sysproc before, after;
+    size_t before_index, after_index; /* in each snapshot; SIZE_MAX when not there */
+    int64_t rss_bytes, pss_bytes, uss_bytes, swap_bytes, swap_pss_bytes;
+    int64_t rss_anon_bytes, rss_file_bytes, rss_shmem_bytes;
+} memdiff_sysproc_diff;
+
+/* Compares two system snapshots of one machine (host and boot id equal, else
+ * MEMDIFF_EMISMATCH unless flags holds MEMDIFF_COMPARE_FORCE); both stay usable and the diff
+ * refers to neither. Errors: MEMDIFF_EINVAL (NULL, unknown flags), MEMDIFF_EMISMATCH (also
+ * different page sizes), MEMDIFF_ERANGE (a figure above INT64_MAX), MEMDIFF_ENOMEM. */
+MEMDIFF_API int memdiff_system_compare(const memdiff_system *before, const memdiff_system *after,
+                                       unsigned flags, memdiff_system_diff **out);
+
+MEMDIFF_API void memdiff_system_diff_free(memdiff_system_diff *diff); /* NULL is allowed */
+
+/* The infos of the two snapshots (strings point into the diff). Errors: MEMDIFF_EINVAL. */
+MEMDIFF_API int memdiff_system_diff_info(const memdiff_system_diff *diff,
+                                         memdiff_system_info *before, memdiff_system_info *after);
+
+/* Every process of either snapshot, SAME ones included, ordered by pid, then start_ticks.
+ * Errors: MEMDIFF_EINVAL, MEMDIFF_ERANGE. */
+MEMDIFF_API size_t memdiff_system_diff_process_count(const memdiff_system_diff *diff);
+MEMDIFF_API int memdiff_system_diff_process(const memdiff_system_diff *diff, size_t index,
+                                            memdiff_sysproc_diff *out);
+
+/* How many processes had change (memdiff_sysproc_change) in the diff. */
+MEMDIFF_API size_t memdiff_system_diff_changed(const memdiff_system_diff *diff,
+                                               memdiff_sysproc_change change);
+
+/* One row of the physical table's change: kind x owner (a process by pid and start time), with
+ * its bytes before and after; both 0 where the table is absent on that side. */
+typedef struct memdiff_phys_row_diff {
+    memdiff_frame_kind kind;
+    memdiff_frame_owner owner;
+    int pid;                   /* OWNER_PROCESS: the process (pid, start_ticks); else 0 */
+    uint64_t start_ticks;
+    uint64_t before_bytes, after_bytes;
+    int64_t delta_bytes;       /* after - before */
+} memdiff_phys_row_diff;
+
+/* Rows of either table, ordered as memdiff_system_phys_row(), unchanged ones included; 0 when
+ * neither snapshot has a table. Errors: MEMDIFF_EINVAL, MEMDIFF_ERANGE. */
+MEMDIFF_API size_t memdiff_system_diff_phys_count(const memdiff_system_diff *diff);
+MEMDIFF_API int memdiff_system_diff_phys_row(const memdiff_system_diff *diff, size_t index,
+                                             memdiff_phys_row_diff *out);
+
+/* Bytes of kind (or MEMDIFF_FRAME_ALL) and owner (or MEMDIFF_OWNER_ALL) before and after.
+ * Errors: MEMDIFF_EINVAL, MEMDIFF_ENOTSUP (a side without a table). */
+MEMDIFF_API int memdiff_system_diff_phys_bytes(const memdiff_system_diff *diff,
+                                               memdiff_frame_kind kind, memdiff_frame_owner owner,
+                                               uint64_t *before, uint64_t *after);
+
+/* ---- system files ------------------------------------------------------------------------
+ * A format of its own (magic "MEMDSYS\0"; docs/file-format.md, "System files"): little-endian,
+ * sectioned, CRC-32 checked, the reader bounded as memdiff_snapshot_load(). */
+#define MEMDIFF_SYSTEM_FILE_VERSION_MAJOR 1
+#define MEMDIFF_SYSTEM_FILE_VERSION_MINOR 0
+
+/* Whether the first len bytes of a file (at least 8) begin a system file (1) or not (0): to
+ * tell one from a snapshot file before loading it. */
+MEMDIFF_API int memdiff_system_file_sniff(const void *head, size_t len);
+
+/* As memdiff_snapshot_save(), memdiff_snapshot_save_file(), memdiff_snapshot_load() and
+ * memdiff_snapshot_load_file(), errors included, for system snapshots. A loaded system snapshot
+ * takes at most 4 x the file's size + 1 MiB of memory. */
+MEMDIFF_API int memdiff_system_save(const memdiff_system *system, FILE *out);
+MEMDIFF_API int memdiff_system_save_file(const memdiff_system *system, const char *path);
+MEMDIFF_API int memdiff_system_load(FILE *in, memdiff_system **out);
+MEMDIFF_API int memdiff_system_load_file(const char *path, memdiff_system **out);
+
 #ifdef __cplusplus
 }
 #endif

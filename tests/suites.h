@@ -35,7 +35,8 @@
     X(timeline)               \
     X(record)                 \
     X(pss)                    \
-    X(lanes)
+    X(lanes)                  \
+    X(system)
 
 /* UNDER_ASAN: 1 in an AddressSanitizer build (gcc or clang), whose shadow mappings make some
  * measurements slow or meaningless. */

@@ -11,9 +11,9 @@
  * attribution may read); refs.c (reference tracking); smaps.c (figures per mapping: usage,
  * PSS); transient.c (pages caught moving, read again); maps.c (the region list); paths.c (mapped
  * files' paths); proc.c (the open process, alive or not); lanes.c (threads that read a large
- * region's pages ahead of the walk); poll.c and mark.c (memory over time:
- * the cheap poll, the mark channel); procfs.c (files and errors), radix.c (the frame sort) and
- * os.c.
+ * region's pages ahead of the walk); poll.c and mark.c (memory over time: the cheap poll, the
+ * mark channel); system.c (the whole machine: process list, identities, kpageflags classes,
+ * kpagecount, meminfo); procfs.c (files and errors), radix.c (the frame sort) and os.c.
  *
  * Device numbers: /proc/PID/maps prints MAJOR(dev):MINOR(dev) in hex. memdiff__plat_region.dev
  * packs them as (major << 32) | minor; memdiff__linux_dev() packs a stat st_dev the same way so
@@ -321,6 +321,12 @@ void memdiff__linux_status_totals(const char *text, size_t len, memdiff_process_
  * (0). */
 int memdiff__linux_status_find(const char *text, size_t len, const char *key, int base,
                                uint64_t *value);
+
+/* Whether a status text shows a task that is neither zombie nor dead and still holds its
+ * memory: proc_pid_status() prints the Vm* lines only while get_task_mm() finds an mm
+ * (fs/proc/array.c), which is what memdiff__linux_alive() reads statm for, and the text was read
+ * just now. 0 says nothing either way (a tree may not record these fields). */
+int memdiff__linux_status_alive(const char *text, size_t len);
 
 /* Whether a /proc/meminfo text says that no page of the system is mapped by a PMD as anonymous
  * memory (AnonHugePages: 0 kB; NR_ANON_THPS counts the PMD-mapped anonymous folios) and that no
