@@ -305,6 +305,10 @@ int memdiff__linux_read_file(memdiff__arena *arena, const char *path, char **buf
  * a missing file is an error). */
 ssize_t memdiff__linux_read_small(const char *path, char *buf, size_t size);
 
+/* A process or thread id as a /proc directory names it: decimal digits alone, 1 to max. 0, or
+ * -1 when s is no such name. */
+int memdiff__linux_parse_id(const char *s, int64_t max, int64_t *out);
+
 /* pread of exactly len bytes at off, retried on EINTR and short reads. Returns the bytes read
  * (less than len only at end of file), or -errno. */
 ssize_t memdiff__linux_pread_full(int fd, void *buf, size_t len, uint64_t off);

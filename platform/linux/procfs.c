@@ -376,3 +376,17 @@ void memdiff__linux_status_totals(const char *text, size_t len, memdiff_process_
         *slot = kb * 1024;
     }
 }
+
+int memdiff__linux_parse_id(const char *s, int64_t max, int64_t *out)
+{
+    int64_t v = 0;
+    if (!*s)
+        return -1;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9' || v > (max - 9) / 10)
+            return -1;
+        v = v * 10 + (*s - '0');
+    }
+    *out = v;
+    return v > 0 ? 0 : -1;
+}

@@ -262,20 +262,6 @@ int memdiff__plat_sys_open(const char *proc_root, memdiff__arena *arena, memdiff
     return MEMDIFF_OK;
 }
 
-static int parse_pid(const char *s, int *pid)
-{
-    long v = 0;
-    if (!*s)
-        return -1;
-    for (; *s; s++) {
-        if (*s < '0' || *s > '9' || v > (INT32_MAX - 9) / 10)
-            return -1;
-        v = v * 10 + (*s - '0');
-    }
-    *pid = (int)v;
-    return v > 0 ? 0 : -1;
-}
-
 int memdiff__plat_sys_pids(memdiff__sys *sys, memdiff__arena *arena, int **out, size_t *count)
 {
     *out = NULL;
@@ -305,8 +291,8 @@ int memdiff__plat_sys_pids(memdiff__sys *sys, memdiff__arena *arena, int **out, 
             if (d->d_reclen == 0 || off + d->d_reclen > got)
                 break;
             off += d->d_reclen;
-            int pid;
-            if (parse_pid(d->d_name, &pid))
+            int64_t pid;
+            if (memdiff__linux_parse_id(d->d_name, INT32_MAX, &pid))
                 continue;
             int *v = memdiff__arena_room(arena, pids, &cap, n, sizeof *v, 512);
             if (!v) {
@@ -314,7 +300,7 @@ int memdiff__plat_sys_pids(memdiff__sys *sys, memdiff__arena *arena, int **out, 
                 break;
             }
             pids = v;
-            pids[n++] = pid;
+            pids[n++] = (int)pid;
         }
     }
     close(fd);

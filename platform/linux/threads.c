@@ -28,20 +28,6 @@ struct dirent64_raw {
 
 #define DENTS_BUF (32 * 1024)
 
-static int parse_tid(const char *s, int64_t *tid)
-{
-    int64_t v = 0;
-    if (!*s)
-        return -1;
-    for (; *s; s++) {
-        if (*s < '0' || *s > '9' || v > (INT64_MAX - 9) / 10)
-            return -1;
-        v = v * 10 + (*s - '0');
-    }
-    *tid = v;
-    return v > 0 ? 0 : -1;
-}
-
 static uint64_t parse_hex_token(const char *s, size_t n, int *ok)
 {
     uint64_t v = 0;
@@ -138,7 +124,7 @@ static int list_tids(memdiff__proc *proc, int64_t **out, size_t *count)
                 break;
             off += d->d_reclen;
             int64_t tid;
-            if (parse_tid(d->d_name, &tid))
+            if (memdiff__linux_parse_id(d->d_name, INT64_MAX, &tid))
                 continue;
             int64_t *v = memdiff__arena_room(proc->scratch, tids, &cap, n, sizeof *v, 256);
             if (!v) {
