@@ -405,4 +405,119 @@ int memdiff__plat_mark_recv(memdiff__mark_chan *chan, uint64_t timeout_ns, void 
 /* Closes what memdiff__plat_mark_listen opened. */
 void memdiff__plat_mark_close(memdiff__mark_chan *chan);
 
+
+/* =============================================================================================
+ * The backend implements: the whole machine (system snapshots, memdiff/system.c). A system
+ * snapshot lists the processes, reads each one (through memdiff__plat_open and the page walk
+ * where frames are shown, else through memdiff__plat_sys_rollup), and where the kernel's page
+ * files are readable, every physical frame's kind.
+ * =========================================================================================== */
+
+typedef struct memdiff__sys memdiff__sys; /* backend-private: the machine's open files */
+
+/* What the backend can read of the machine, decided once at memdiff__plat_sys_open. Strings are
+ * static or in the arena passed to the open. */
+typedef struct memdiff__sys_caps {
+    uint32_t page_size;
+    uint32_t clock_ticks;  /* ticks per second of start_ticks */
+    uint64_t boot_time_s;  /* seconds since the Unix epoch; 0 unknown */
+    const char *boot_id;   /* "" unknown */
+    int frames;            /* processes' page maps show frame numbers */
+    int mapcounts;         /* memdiff__plat_sys_mapcounts works */
+    uint64_t max_frame;    /* frames memdiff__plat_sys_frames can classify (0: none) */
+    const char *phys_why;  /* NULL, or why frames cannot be classified */
+    const char *hidden;    /* NULL, or why the process list itself may be incomplete */
+} memdiff__sys_caps;
+
+/* Opens the machine under proc_root (NULL: the OS's own). Errors: MEMDIFF_ENOTSUP (an OS without
+ * it), MEMDIFF_ENOMEM, MEMDIFF_EIO. */
+int memdiff__plat_sys_open(const char *proc_root, memdiff__arena *arena, memdiff__sys **out,
+                           memdiff__sys_caps *caps);
+
+/* Closes what memdiff__plat_sys_open opened. NULL is allowed. */
+void memdiff__plat_sys_close(memdiff__sys *sys);
+
+/* The ids of every process listed now, in ascending order, in arena. Errors: MEMDIFF_EACCES,
+ * MEMDIFF_EIO (the list cannot be read), MEMDIFF_ENOMEM. */
+int memdiff__plat_sys_pids(memdiff__sys *sys, memdiff__arena *arena, int **out, size_t *count);
+
+/* Who a process is. Strings in the arena passed in: name the kernel's short name, args the
+ * command line's bytes (arguments NUL-separated, as many as fit MEMDIFF__SYS_ARGS_MAX). */
+#define MEMDIFF__SYS_ARGS_MAX 4096u
+typedef struct memdiff__sys_ident {
+    int ppid;
+    uint64_t start_ticks;  /* ticks after boot */
+    int kernel_thread;     /* no user address space */
+    int zombie;            /* exited, not yet reaped */
+    const char *name;
+    const char *args;
+    size_t args_len;
+} memdiff__sys_ident;
+
+/* Errors: MEMDIFF_ESRCH (gone), MEMDIFF_EACCES (hidden), MEMDIFF_EIO, MEMDIFF_EFORMAT,
+ * MEMDIFF_ENOMEM. */
+int memdiff__plat_sys_ident(memdiff__sys *sys, int pid, memdiff__arena *arena,
+                            memdiff__sys_ident *out);
+
+/* A process's figures as the OS counts them, in bytes (memdiff_sysproc's fields); exact holds
+ * the MEMDIFF_SYSPROC_EXACT_* bits of the figures that are the OS's exact count. */
+typedef struct memdiff__sys_usage {
+    uint64_t rss, pss, uss, swap, swap_pss, anon, file, shmem;
+    unsigned exact;
+} memdiff__sys_usage;
+
+/* The process's usage summed over its mappings by the OS (Linux: smaps_rollup). Errors:
+ * MEMDIFF_ESRCH, MEMDIFF_EACCES, MEMDIFF_EIO, MEMDIFF_ENOTSUP (no such figure). */
+int memdiff__plat_sys_rollup(memdiff__sys *sys, int pid, memdiff__arena *scratch,
+                             memdiff__sys_usage *out);
+
+/* What a process's status says after it was read: its real user id, the OS's counters of its
+ * resident file and shared-memory pages (per-CPU counters: not exact), and that it still runs
+ * and holds its memory. Errors: MEMDIFF_ESRCH (it exited, or is exiting), MEMDIFF_EACCES,
+ * MEMDIFF_EIO. */
+typedef struct memdiff__sys_status {
+    uint32_t uid;
+    uint64_t rss_file, rss_shmem, swap;
+} memdiff__sys_status;
+int memdiff__plat_sys_status(memdiff__sys *sys, int pid, memdiff__arena *scratch,
+                             memdiff__sys_status *out);
+
+/* Map counts of frames: sorts frame[0..n) in place, ascending, then counts[i] is how many
+ * times frame[i] is mapped (Linux: kpagecount), read per span of nearby frames. Errors:
+ * MEMDIFF_EIO, MEMDIFF_ENOMEM. */
+int memdiff__plat_sys_mapcounts(memdiff__sys *sys, uint64_t *frame, size_t n, uint64_t *counts);
+
+/* A frame's class, one byte (memdiff__plat_sys_frames): the memdiff_frame_kind in the low five
+ * bits (MEMDIFF__FRAME_HOLE: no memory behind the number) and the facts below. */
+#define MEMDIFF__FRAME_KIND 0x1fu
+#define MEMDIFF__FRAME_HOLE 0x1fu
+/* Kernel memory in a compound page (MEMDIFF_FRAME_KERNEL in the table): among them the large
+ * kmalloc allocations, which /proc/meminfo counts as Slab though they are no slab pages. */
+#define MEMDIFF__FRAME_KERNEL_LARGE 0x1eu
+#define MEMDIFF__FRAME_MAPPED 0x20u  /* mapped into some address space */
+#define MEMDIFF__FRAME_ANON 0x40u    /* anonymous memory */
+#define MEMDIFF__FRAME_SHMEM 0x80u   /* shared memory: swap-backed, not anonymous */
+
+/* Classifies frames [first, first + n) into class[0..n) (n and first multiples of 1024, so
+ * that a free block of the buddy allocator is never cut) and sets *got to how many exist (less
+ * than n past the last). Errors: MEMDIFF_EIO, MEMDIFF_ENOMEM. */
+int memdiff__plat_sys_frames(memdiff__sys *sys, uint64_t first, size_t n, unsigned char *klass,
+                             size_t *got);
+
+/* The kernel's own accounting, in bytes (0 unknown), for the physical table's reconciliation. */
+typedef struct memdiff__sys_meminfo {
+    uint64_t mem_total, mem_free, buffers, cached, swap_cached, anon_pages, shmem, slab,
+        page_tables, sec_page_tables, kernel_stack, unevictable, mlocked, hugetlb;
+    uint64_t zone_managed;  /* pages the zones manage (Linux: zoneinfo), in bytes */
+    uint64_t zone_spanned;  /* bytes the zones span, holes included */
+    uint64_t zone_present;  /* bytes of memory present in the zones */
+    uint64_t zone_free;     /* the zones' free pages (nr_free_pages), in bytes */
+    uint64_t pcp;           /* pages on the per-CPU free lists, in bytes */
+    uint64_t drift;         /* bytes per counter the per-CPU differences may hide: the sum
+                               over zones of the vm stats threshold x CPUs */
+} memdiff__sys_meminfo;
+
+/* Errors: MEMDIFF_EIO, MEMDIFF_ENOTSUP. */
+int memdiff__plat_sys_meminfo(memdiff__sys *sys, memdiff__sys_meminfo *out);
+
 #endif /* MEMDIFF_PLATFORM_H */

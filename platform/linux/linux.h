@@ -11,8 +11,9 @@
  * attribution may read); refs.c (reference tracking); smaps.c (figures per mapping: usage,
  * PSS); transient.c (pages caught moving, read again); maps.c (the region list); paths.c (mapped
  * files' paths); proc.c (the open process, alive or not); poll.c and mark.c (memory over time:
- * the cheap poll, the mark channel); procfs.c (files and errors), radix.c (the frame sort) and
- * os.c.
+ * the cheap poll, the mark channel); system.c (the whole machine: process list, identities,
+ * kpageflags classes, kpagecount, meminfo); procfs.c (files and errors), radix.c (the frame
+ * sort) and os.c.
  *
  * Device numbers: /proc/PID/maps prints MAJOR(dev):MINOR(dev) in hex. memdiff__plat_region.dev
  * packs them as (major << 32) | minor; memdiff__linux_dev() packs a stat st_dev the same way so
