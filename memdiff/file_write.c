@@ -422,12 +422,13 @@ static int create_error(const char *path, int e)
                               dir, strerror(e));
 }
 
-int memdiff_snapshot_save_file(const memdiff_snapshot *snapshot, const char *path)
+int memdiff__save_file_atomic(const char *path, const char *api,
+                              int (*write)(const void *object, FILE *out), const void *object)
 {
-    if (!snapshot || !path)
-        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_snapshot_save_file: NULL argument");
+    if (!object || !path)
+        return memdiff__set_error(MEMDIFF_EINVAL, "%s: NULL argument", api);
     if (!path[0])
-        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_snapshot_save_file: empty path");
+        return memdiff__set_error(MEMDIFF_EINVAL, "%s: empty path", api);
     int rc = memdiff__check_save_target(path);
     if (rc)
         return rc;
@@ -441,8 +442,7 @@ int memdiff_snapshot_save_file(const memdiff_snapshot *snapshot, const char *pat
         int len = snprintf(tmp, sizeof tmp, "%s.tmp-%llx-%lx", path,
                            (unsigned long long)memdiff__os_time_ns(), counter++);
         if (len < 0 || (size_t)len >= sizeof tmp)
-            return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_snapshot_save_file: path too "
-                                                      "long");
+            return memdiff__set_error(MEMDIFF_EINVAL, "%s: path too long", api);
         errno = 0;
         f = fopen(tmp, "wbx");
         if (!f && errno != EEXIST)
@@ -450,7 +450,7 @@ int memdiff_snapshot_save_file(const memdiff_snapshot *snapshot, const char *pat
     }
     if (!f)
         return memdiff__set_error(MEMDIFF_EIO, "create %s: no unused temporary name", tmp);
-    rc = memdiff_snapshot_save(snapshot, f);
+    rc = write(object, f);
     errno = 0;
     if (fclose(f) != 0 && !rc)
         rc = memdiff__set_error(MEMDIFF_EIO, "write %s: %s", tmp, strerror(errno));
@@ -465,4 +465,15 @@ int memdiff_snapshot_save_file(const memdiff_snapshot *snapshot, const char *pat
     if (rc)
         remove(tmp);
     return rc;
+}
+
+static int save_snapshot(const void *snapshot, FILE *out)
+{
+    return memdiff_snapshot_save(snapshot, out);
+}
+
+int memdiff_snapshot_save_file(const memdiff_snapshot *snapshot, const char *path)
+{
+    return memdiff__save_file_atomic(path, "memdiff_snapshot_save_file", save_snapshot,
+                                     snapshot);
 }

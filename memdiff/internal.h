@@ -319,6 +319,12 @@ int memdiff__snapshot_encode(const memdiff_snapshot *s, memdiff__arena *scratch,
  * and memory bound. */
 int memdiff__snapshot_decode(const unsigned char *p, size_t n, memdiff_snapshot **out);
 
+/* Writes object to the file at path atomically with write (memdiff_snapshot_save_file()'s
+ * way: a new file beside it, renamed over path once whole; path nothing or a regular file),
+ * api naming the caller in messages (file_write.c). */
+int memdiff__save_file_atomic(const char *path, const char *api,
+                              int (*write)(const void *object, FILE *out), const void *object);
+
 /* What memdiff_snapshot_save_file() allows at path: nothing, or a regular file (no symbolic
  * link, device, FIFO...); else MEMDIFF_EINVAL with detail (file_write.c). */
 int memdiff__check_save_target(const char *path);

@@ -25,6 +25,40 @@ struct memdiff_system {
     int phys;                 /* the table was read (rows may still be 0 only if no frame) */
 };
 
+struct memdiff_system_diff {
+    memdiff__arena arena;
+    memdiff_system_info before, after; /* strings in arena */
+    memdiff_sysproc_diff *procs;       /* by pid, then start time */
+    size_t nprocs;
+    memdiff_phys_row_diff *rows;       /* by kind, owner, pid, start time */
+    size_t nrows;
+    int phys_before, phys_after;
+};
+
+/* ---- system files (docs/file-format.md, "System files"): system_write.c -> system_read.c --
+ * A 16-byte header (magic, version, byte-order marker), tagged sections (varint tag, varint
+ * length, payload; tag 0 ends the list), a CRC-32 of every byte before it. */
+#define MEMDIFF__SYS_HEADER 16u
+#define MEMDIFF__SYS_BOM 0x0A0B0C0Du
+#define MEMDIFF__SYS_MAX_FILE ((uint64_t)1 << 30) /* files larger are refused */
+#define MEMDIFF__SYS_MAX_STRING 65536u             /* bytes of one string at most */
+/* A loaded system snapshot takes at most LOAD_FACTOR x the file's size + LOAD_FLOOR. */
+#define MEMDIFF__SYS_LOAD_FACTOR 4u
+#define MEMDIFF__SYS_LOAD_FLOOR ((uint64_t)1 << 20)
+enum {
+    MEMDIFF__SYS_TAG_END = 0,
+    MEMDIFF__SYS_TAG_INFO = 1,
+    MEMDIFF__SYS_TAG_PROCS = 2,
+    MEMDIFF__SYS_TAG_ROWS = 3,
+    MEMDIFF__SYS_TAG_RECONCILE = 4,
+    MEMDIFF__SYS_TAG_KNOWN_MAX = MEMDIFF__SYS_TAG_RECONCILE
+};
+extern const unsigned char memdiff__sys_magic[8];
+
+/* The system snapshot of the file p[0..n) (system_read.c): every check of
+ * memdiff_system_load(). */
+int memdiff__system_decode(const unsigned char *p, size_t n, memdiff_system **out);
+
 /* A new, empty system snapshot in its own arena, or NULL (MEMDIFF_ENOMEM, detail set). */
 memdiff_system *memdiff__system_new(void);
 
