@@ -528,6 +528,23 @@ const char *memdiff__page_attr_name(unsigned bit);
 int memdiff__report_options(const memdiff_report_options *in, const char *who,
                             memdiff_report_options *out);
 
+/* The name of one MEMDIFF_SYS_SRC_* bit ("pagemap", "smaps-rollup"), NULL for an unknown one
+ * (report_system_text.c; the JSON writer names them alike). */
+const char *memdiff__sys_source_name(unsigned bit);
+
+/* System report options (NULL: MEMDIFF_SYSTEM_REPORT_OPTIONS_INIT) checked into *out, as
+ * memdiff__report_options. */
+int memdiff__report_system_options(const memdiff_system_report_options *in, const char *who,
+                                   memdiff_system_report_options *out);
+
+/* The processes a system report lists, in its order: of system (diff NULL) those read (every
+ * one with every_state), of diff those not SAME, among o->select when given, sorted by o->sort,
+ * cut to o->top; indexes into *out (scratch), *n of them. MEMDIFF_OK, MEMDIFF_EINVAL (a select
+ * index out of range) or MEMDIFF_ENOMEM, the detail prefixed with who. */
+int memdiff__report_system_list(const memdiff_system *system, const memdiff_system_diff *diff,
+                                const memdiff_system_report_options *o, int every_state,
+                                const char *who, memdiff__arena *scratch, size_t **out, size_t *n);
+
 /* Whether the options list category (its blocks and its table row). */
 int memdiff__report_lists(const memdiff_report_options *o, memdiff_category category);
 
@@ -617,9 +634,10 @@ int memdiff__put_wrapped_at(FILE *out, memdiff__arena *scratch, int at, const ch
  * MEMDIFF__WIDTH_MIN. */
 int memdiff__report_width(const memdiff_report_options *o);
 
-/* A table of the text reports: a row per category and the total, right-aligned cells. */
+/* A table of the text reports: a row per category (or per kind of physical frame, the larger
+ * count) and the total, right-aligned cells. */
 #define MEMDIFF__TABLE_COLS 11
-#define MEMDIFF__TABLE_ROWS (MEMDIFF_CAT_COUNT + 1)
+#define MEMDIFF__TABLE_ROWS (MEMDIFF__MAX((int)MEMDIFF_CAT_COUNT, (int)MEMDIFF_FRAME_KIND_COUNT) + 1)
 
 typedef struct memdiff__table {
     const char *corner; /* "Category" */
@@ -630,8 +648,8 @@ typedef struct memdiff__table {
     char cells[MEMDIFF__TABLE_ROWS][MEMDIFF__TABLE_COLS][MEMDIFF__NUM_MAX];
 } memdiff__table;
 
-/* t with columns as wide as their widest cell; a table wider than width (0: no limit)
- * continues below with the columns that did not fit. */
+/* t with columns as wide as their widest cell, the row names' at least 12; a table wider than
+ * width (0: no limit) continues below with the columns that did not fit. */
 void memdiff__put_table(FILE *out, unsigned flags, int width, const memdiff__table *t);
 
 /* Hex digits of v. */

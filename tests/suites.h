@@ -34,7 +34,8 @@
     X(json)                    \
     X(timeline)               \
     X(record)                 \
-    X(pss)
+    X(pss)                    \
+    X(cli_system)
 
 /* UNDER_ASAN: 1 in an AddressSanitizer build (gcc or clang), whose shadow mappings make some
  * measurements slow or meaningless. */
