@@ -14,6 +14,7 @@
  * frames on 24 GiB: 31.5 MiB), the process list, and per process its shared frames (8 bytes
  * each, twice for the sort); the snapshot itself keeps only figures.
  */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -24,6 +25,12 @@
 #define NO_INDEX ((size_t)-1)
 
 static _Thread_local int taking;
+static void (*_Atomic test_hook)(int pid);
+
+void memdiff__system_test_hook(void (*fn)(int pid))
+{
+    atomic_store(&test_hook, fn);
+}
 
 static const char *const kind_names[MEMDIFF_FRAME_KIND_COUNT] = {
     "reserved", "free",  "slab",  "page-table", "zero",      "hugetlb",     "ksm",
@@ -200,13 +207,17 @@ static int on_run_bits(void *ctx, uint64_t start, uint64_t npages, unsigned attr
     return on_run_frames(ctx, start, set, attrs, &f, pfn ? 1 : 0, NULL, 0, NULL, 0);
 }
 
-/* Shared memory as its mapping names it, where no frame's class says (no table): a shared
- * mapping of no file, SysV, memfd, /dev/shm. A file of another tmpfs counts as a file. */
+/* Shared memory as its mapping names it, where no frame's class says (no table): shared
+ * anonymous memory (maps names it "/dev/zero (deleted)"), SysV, memfd, /dev/shm. A file of
+ * another tmpfs counts as a file: the split is then no exact one (MEMDIFF_SYSPROC_EXACT_SPLIT
+ * is left out). */
 static int region_is_shmem(const memdiff__plat_region *pr)
 {
     if (pr->hint == MEMDIFF__HINT_SYSV_SHM || pr->hint == MEMDIFF__HINT_MEMFD)
         return 1;
-    if ((pr->flags & MEMDIFF_REGION_SHARED) && !(pr->flags & MEMDIFF_REGION_FILE))
+    if ((pr->flags & MEMDIFF_REGION_SHARED) &&
+        (!(pr->flags & MEMDIFF_REGION_FILE) ||
+         ((pr->flags & MEMDIFF__RF_DELETED) && strcmp(pr->path, "/dev/zero") == 0)))
         return 1;
     return strncmp(pr->path, "/dev/shm/", 9) == 0;
 }
@@ -321,6 +332,9 @@ static int read_process(memdiff_system *s, memdiff__sys *sys, const memdiff_syst
         else if (id.zombie)
             rc = memdiff__set_error(MEMDIFF_ESRCH, "process %d is a zombie", pid);
     }
+    void (*hook)(int) = atomic_load_explicit(&test_hook, memory_order_relaxed);
+    if (!rc && hook)
+        hook(pid);
     if (!rc) {
         if (pagemap) {
             reader r = *base;

@@ -74,4 +74,8 @@ int memdiff__phys_row_cmp(memdiff_frame_kind ka, memdiff_frame_owner oa, int pa,
  * processes by state in info, from the arrays: after taking and after loading. */
 void memdiff__system_tally(memdiff_system *s);
 
+/* Testing hook: fn (NULL: none) is called with each process's pid after the snapshot has
+ * listed and named it and before it reads its memory (tests end a process there). */
+void memdiff__system_test_hook(void (*fn)(int pid));
+
 #endif /* MEMDIFF_SYSTEM_H */

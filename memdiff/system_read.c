@@ -15,6 +15,9 @@
 
 #define READ_PIECE ((size_t)1 << 20)
 
+/* Here, not in the writer: calls go writer -> reader only. */
+const unsigned char memdiff__sys_magic[8] = {'M', 'E', 'M', 'D', 'S', 'Y', 'S', '\0'};
+
 typedef struct rd {
     const unsigned char *p;
     size_t pos, end;

@@ -9,8 +9,6 @@
 
 #include "system.h"
 
-const unsigned char memdiff__sys_magic[8] = {'M', 'E', 'M', 'D', 'S', 'Y', 'S', '\0'};
-
 static void put_u(memdiff__wbuf *b, uint64_t v)
 {
     memdiff__wbuf_varint(b, v);

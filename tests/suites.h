@@ -35,6 +35,7 @@
     X(timeline)               \
     X(record)                 \
     X(pss)                    \
+    X(system)                 \
     X(cli_system)
 
 /* UNDER_ASAN: 1 in an AddressSanitizer build (gcc or clang), whose shadow mappings make some
