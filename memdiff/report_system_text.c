@@ -2,20 +2,23 @@
  * report_system_text.c - the text reports of a system snapshot (memdiff system, memdiff show of
  * a system file) and of a system diff (memdiff diff of two system files), docs/cli.md:
  *
- *   memdiff system: host, taken 2026-11-26 16:00:00.123 UTC in 0.412 s, 4096-byte pages
- *     243 processes: 240 read, 3 unreadable, 0 exited; 120 kernel threads
+ *   memdiff system: vm, taken 2026-11-26 16:00:00.123 UTC in 0.710 s
+ *     50 processes: 45 read, 1 unreadable, 4 exited; 57 kernel threads; 4096-byte pages
  *   Sources: pagemap map-counts physical meminfo
  *
- *   Processes (240 read, by pss):
- *         PID    UID  NAME         RSS      PSS      USS  SWAP     ANON    FILE  SHMEM
- *        4242   1000  python3  215,040  213,504  212,992     0  212,992   2,048      0
- *   Sum of the 240 read: RSS ..., PSS ..., USS ..., swap ...
- *   Unreadable: 3 processes (permission denied 3): pid 1 (systemd), ...
+ *   Processes (2 of 45 read, by pss):
+ *       PID  UID        RSS        PSS        USS  SWAP       ANON     FILE  SHMEM  NAME
+ *     14105    0    1.0 GiB    1.0 GiB    1.0 GiB   0 B    1.0 GiB  1.4 MiB    0 B  target
+ *   Sum of the 45 read: RSS 4.3 GiB, PSS 4.2 GiB, USS 4.2 GiB, SWAP 0 B
+ *   Unreadable: 1 process (permission denied 1): pid 1 (init)
  *
- *   Physical memory, bytes (frames by kind, and who holds them):
- *   Kind           process  shared  unread  unmapped  kernel  free  total
- *   anon ...
+ *   Physical memory (6,553,600 frames): rows by kind, columns by owner
+ *   Kind            process      shared     unread   unmapped     kernel     free      total
+ *   anon            4.1 GiB     2.9 MiB    3.8 MiB  140.0 KiB        0 B      0 B    4.1 GiB
+ *   ...
+ *   Against the kernel's own figures (/proc/meminfo): table, kernel, bound, agree
  *
+ * The split (ANON, FILE, SHMEM) where the width leaves room for it; names last, whole.
  * A figure the kernel did not count exactly (memdiff_sysproc.exact) is shown with "~" in front,
  * an unknown one (not exact, 0) as a dash: an estimate never reads as a count.
  */
@@ -306,7 +309,7 @@ static void put_reconcile(st *t, const memdiff_system *s)
     size_t n = memdiff_system_reconcile_count(s);
     if (!n)
         return;
-    fputs("\nAgainst the kernel's own figures (/proc/meminfo), bytes:\n", t->out);
+    fputs("\nAgainst the kernel's own figures (/proc/meminfo):\n", t->out);
     memdiff__table tab;
     memset(&tab, 0, sizeof tab);
     tab.corner = "Figure";
@@ -408,8 +411,9 @@ int memdiff_system_report_text(const memdiff_system *system, FILE *out,
     put_unreadable(&t, system, &i);
     if (!(o.flags & MEMDIFF_REPORT_NO_BLOCKS)) {
         if (memdiff_system_phys_count(system)) {
-            fprintf(out, "\nPhysical memory, bytes (%" PRIu64 " frames by kind, columns by "
-                         "owner):\n", i.phys_frames);
+            char frames[NUM_MAX];
+            fprintf(out, "\nPhysical memory (%s frames): rows by kind, columns by owner\n",
+                    memdiff__fmt_count(frames, i.phys_frames, 0));
             put_phys_table(&t, system, get_snapshot, 0);
             if (i.phys_conflict_frames)
                 fprintf(out, "%" PRIu64 " frames changed hands while read (mapped by a process, "
@@ -541,13 +545,14 @@ int memdiff_system_diff_report_text(const memdiff_system_diff *diff, FILE *out,
         }
     }
     if (n) {
-        fprintf(out, "\nProcesses that changed (%zu, by %s; the change of each figure):\n", n,
+        fprintf(out, "\nProcesses that changed (%zu of %zu, by %s; the change of each figure):\n",
+                n, count - memdiff_system_diff_changed(diff, MEMDIFF_SYSCHG_SAME),
                 sort_word(o.sort));
         put_rows(&t, rows, n, 1, 1);
     }
     if (!(o.flags & MEMDIFF_REPORT_NO_BLOCKS)) {
         if (memdiff_system_diff_phys_count(diff) && b.phys_frames && a.phys_frames) {
-            fputs("\nPhysical memory, change in bytes (by kind, columns by owner):\n", out);
+            fputs("\nPhysical memory, the change: rows by kind, columns by owner\n", out);
             put_phys_table(&t, diff, get_diff_after_minus_before, '+');
         } else {
             fputs("\nPhysical table: not in both snapshots\n", out);
