@@ -27,6 +27,11 @@ void bench_shuffle(int *order, int n, uint64_t *rng);
  * b > 0); 0 when none. */
 double bench_paired_ratio(const double *a, const double *b, int n);
 
+/* A row of a ratio table: target, a and its median, b and its median, the paired ratio, and the
+ * issue's limit (met or not) or, limit 0, a note in the target column. */
+void bench_ratio_row(const char *target, const char *a, double a_ms, const char *b, double b_ms,
+                     double ratio, double limit, const char *note);
+
 /* ---- targets (target.c) ----------------------------------------------------------------- */
 
 typedef enum bench_kind {

@@ -368,20 +368,26 @@ static double paired_ratio(const result *r, int a, int b)
 
 /* A row of the ratio table: measurement a against b, with the target when the issue states
  * one for this target size (limit 0: informational, with note in the target column). */
+void bench_ratio_row(const char *target, const char *a, double a_ms, const char *b, double b_ms,
+                     double ratio, double limit, const char *note)
+{
+    char goal[64] = "", met[8] = "";
+    if (limit > 0) {
+        snprintf(goal, sizeof goal, "<= %.2f", limit);
+        snprintf(met, sizeof met, "%s", ratio <= limit ? "yes" : "NO");
+    } else if (note) {
+        snprintf(goal, sizeof goal, "%s", note);
+    }
+    printf("| %s | %s | %.3f | %s | %.3f | %.3f | %s | %s |\n", target, a, a_ms, b, b_ms, ratio,
+           goal, met);
+}
+
 static void ratio_row(const result *r, int a, int b, double limit, const char *note)
 {
     if (!r->have[a] || !r->have[b])
         return;
-    double ratio = paired_ratio(r, a, b);
-    char target[64] = "", met[8] = "";
-    if (limit > 0) {
-        snprintf(target, sizeof target, "<= %.2f", limit);
-        snprintf(met, sizeof met, "%s", ratio <= limit ? "yes" : "NO");
-    } else if (note) {
-        snprintf(target, sizeof target, "%s", note);
-    }
-    printf("| %s | %s | %.3f | %s | %.3f | %.3f | %s | %s |\n", r->spec->name, m_names[a],
-           r->median_ms[a], m_names[b], r->median_ms[b], ratio, target, met);
+    bench_ratio_row(r->spec->name, m_names[a], r->median_ms[a], m_names[b], r->median_ms[b],
+                    paired_ratio(r, a, b), limit, note);
 }
 
 static int is_main_size(const result *r)

@@ -416,16 +416,9 @@ static void ratio_row(const double *samples, const double *med, int reps, int a,
 {
     if (med[a] < 0 || med[b] < 0)
         return;
-    double ratio = bench_paired_ratio(samples + a * reps, samples + b * reps, reps);
-    char target[64] = "", met[8] = "";
-    if (limit > 0) {
-        snprintf(target, sizeof target, "<= %.2f", limit);
-        snprintf(met, sizeof met, "%s", ratio <= limit ? "yes" : "NO");
-    } else if (note) {
-        snprintf(target, sizeof target, "%s", note);
-    }
-    printf("| system | %s | %.3f | %s | %.3f | %.3f | %s | %s |\n", s_names[a], med[a],
-           s_names[b], med[b], ratio, target, met);
+    bench_ratio_row("system", s_names[a], med[a], s_names[b], med[b],
+                    bench_paired_ratio(samples + a * reps, samples + b * reps, reps), limit,
+                    note);
 }
 
 /* What the timed runs leave out of the tables: set up once, before them. */

@@ -532,18 +532,23 @@ int memdiff__report_options(const memdiff_report_options *in, const char *who,
  * (report_system_text.c; the JSON writer names them alike). */
 const char *memdiff__sys_source_name(unsigned bit);
 
-/* System report options (NULL: MEMDIFF_SYSTEM_REPORT_OPTIONS_INIT) checked into *out, as
- * memdiff__report_options. */
-int memdiff__report_system_options(const memdiff_system_report_options *in, const char *who,
-                                   memdiff_system_report_options *out);
+/* What a system report has before it writes (memdiff__sys_report_begin). */
+typedef struct memdiff__sys_report {
+    memdiff_system_report_options o; /* checked; NULL given: the defaults */
+    memdiff_system_info info[2];     /* the snapshot's, or the diff's before and after */
+    memdiff__arena scratch;          /* holds list and what the writer adds: release it */
+    size_t *list, n;                 /* the processes to list, in order (indexes) */
+} memdiff__sys_report;
 
-/* The processes a system report lists, in its order: of system (diff NULL) those read (every
- * one with every_state), of diff those not SAME, among o->select when given, sorted by o->sort,
- * cut to o->top; indexes into *out (scratch), *n of them. MEMDIFF_OK, MEMDIFF_EINVAL (a select
- * index out of range) or MEMDIFF_ENOMEM, the detail prefixed with who. */
-int memdiff__report_system_list(const memdiff_system *system, const memdiff_system_diff *diff,
-                                const memdiff_system_report_options *o, int every_state,
-                                const char *who, memdiff__arena *scratch, size_t **out, size_t *n);
+/* The start of a system report of system (diff NULL) or of diff: arguments and options checked
+ * (MEMDIFF_EINVAL, detail prefixed with who: NULL, unknown flags or sort, a select index out of
+ * range), the infos read, and the processes to list: of a system those read (every one with
+ * every_state), of a diff those not SAME, among o.select when given, sorted by o.sort, cut to
+ * o.top. MEMDIFF_OK, or an error with nothing left to release. */
+int memdiff__sys_report_begin(memdiff__sys_report *r, const memdiff_system *system,
+                              const memdiff_system_diff *diff, FILE *out,
+                              const memdiff_system_report_options *options, int every_state,
+                              const char *who);
 
 /* Whether the options list category (its blocks and its table row). */
 int memdiff__report_lists(const memdiff_report_options *o, memdiff_category category);
@@ -651,6 +656,11 @@ typedef struct memdiff__table {
 /* t with columns as wide as their widest cell, the row names' at least 12; a table wider than
  * width (0: no limit) continues below with the columns that did not fit. */
 void memdiff__put_table(FILE *out, unsigned flags, int width, const memdiff__table *t);
+
+/* The names of the bits set in bits, lowest first, separated by spaces, into buf (cut at size);
+ * a bit whose name() is NULL is left out. Returns buf ("" for none). */
+const char *memdiff__bit_names(char *buf, size_t size, unsigned bits,
+                               const char *(*name)(unsigned bit));
 
 /* Hex digits of v. */
 int memdiff__hex_digits(uint64_t v);

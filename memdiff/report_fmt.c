@@ -371,3 +371,18 @@ const char *memdiff__pss_unknown(const memdiff_snapshot_info *info)
         return "needs deep depth: map counts, CAP_SYS_ADMIN";
     return "no map counts: needs CAP_SYS_ADMIN";
 }
+
+/* ---- names of bits -------------------------------------------------------------------------- */
+
+const char *memdiff__bit_names(char *buf, size_t size, unsigned bits,
+                               const char *(*name)(unsigned bit))
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (unsigned b = 1; b && used < size; b <<= 1) {
+        const char *n = (bits & b) ? name(b) : NULL;
+        if (n)
+            used += (size_t)snprintf(buf + used, size - used, "%s%s", used ? " " : "", n);
+    }
+    return buf;
+}

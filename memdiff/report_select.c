@@ -242,8 +242,8 @@ static int64_t sysdiff_key(const memdiff_sysproc_diff *d, memdiff_system_sort so
     return 0;
 }
 
-int memdiff__report_system_options(const memdiff_system_report_options *in, const char *who,
-                                   memdiff_system_report_options *out)
+static int system_options(const memdiff_system_report_options *in, const char *who,
+                          memdiff_system_report_options *out)
 {
     static const memdiff_system_report_options defaults = MEMDIFF_SYSTEM_REPORT_OPTIONS_INIT;
     const unsigned known = MEMDIFF_REPORT_NO_HEADER | MEMDIFF_REPORT_HUMAN |
@@ -260,18 +260,17 @@ int memdiff__report_system_options(const memdiff_system_report_options *in, cons
     return MEMDIFF_OK;
 }
 
-int memdiff__report_system_list(const memdiff_system *system, const memdiff_system_diff *diff,
-                                const memdiff_system_report_options *o, int every_state,
-                                const char *who, memdiff__arena *scratch, size_t **out, size_t *n)
+/* The processes to list into r->list: see memdiff__sys_report_begin. */
+static int system_list(memdiff__sys_report *r, const memdiff_system *system,
+                       const memdiff_system_diff *diff, int every_state, const char *who)
 {
+    const memdiff_system_report_options *o = &r->o;
     size_t count = diff ? memdiff_system_diff_process_count(diff)
                         : memdiff_system_process_count(system);
     size_t pick = o->select ? o->select_count : count;
-    *out = NULL;
-    *n = 0;
-    keyed *k = memdiff__arena_alloc(scratch, (pick ? pick : 1) * sizeof *k);
-    size_t *list = memdiff__arena_alloc(scratch, (pick ? pick : 1) * sizeof *list);
-    if (!k || !list)
+    keyed *k = memdiff__arena_alloc(&r->scratch, (pick ? pick : 1) * sizeof *k);
+    r->list = memdiff__arena_alloc(&r->scratch, (pick ? pick : 1) * sizeof *r->list);
+    if (!k || !r->list)
         return memdiff__set_error(MEMDIFF_ENOMEM, "%s: out of memory", who);
     size_t m = 0;
     for (size_t i = 0; i < pick; i++) {
@@ -305,8 +304,26 @@ int memdiff__report_system_list(const memdiff_system *system, const memdiff_syst
     if (o->top && m > o->top)
         m = o->top;
     for (size_t i = 0; i < m; i++)
-        list[i] = k[i].index;
-    *out = list;
-    *n = m;
+        r->list[i] = k[i].index;
+    r->n = m;
     return MEMDIFF_OK;
+}
+
+int memdiff__sys_report_begin(memdiff__sys_report *r, const memdiff_system *system,
+                              const memdiff_system_diff *diff, FILE *out,
+                              const memdiff_system_report_options *options, int every_state,
+                              const char *who)
+{
+    memset(r, 0, sizeof *r);
+    if ((!system && !diff) || !out)
+        return memdiff__set_error(MEMDIFF_EINVAL, "%s: NULL argument", who);
+    int rc = system_options(options, who, &r->o);
+    if (rc == MEMDIFF_OK)
+        rc = diff ? memdiff_system_diff_info(diff, &r->info[0], &r->info[1])
+                  : memdiff_system_get_info(system, &r->info[0]);
+    if (rc == MEMDIFF_OK)
+        rc = system_list(r, system, diff, every_state, who);
+    if (rc != MEMDIFF_OK)
+        memdiff__arena_release(&r->scratch);
+    return rc;
 }

@@ -9,8 +9,6 @@
 #include "internal.h"
 #include "json.h"
 
-#define SCHEMA_VERSION 3
-
 const char *memdiff_system_sort_name(memdiff_system_sort sort)
 {
     static const char *const names[] = {"pid", "rss", "pss", "uss", "swap"};
@@ -36,20 +34,6 @@ static const char *exact_name(unsigned bit)
         return "split";
     }
     return NULL;
-}
-
-static void open_document(memdiff__json *j, const char *kind)
-{
-    memdiff__json_open(j, NULL, '{', 0);
-    memdiff__json_uint(j, "version", SCHEMA_VERSION);
-    memdiff__json_string(j, "kind", kind);
-}
-
-static int finish(FILE *out, const char *who)
-{
-    if (fflush(out) != 0 || ferror(out))
-        return memdiff__set_error(MEMDIFF_EIO, "%s: writing the report failed", who);
-    return MEMDIFF_OK;
 }
 
 static void put_info(memdiff__json *j, const char *key, const memdiff_system_info *i)
@@ -139,6 +123,17 @@ static void put_sums(memdiff__json *j, const void *src, int side, phys_sum get)
         memdiff__json_uint(j, "total_bytes", v);
 }
 
+/* A row of the physical table (or of its change), opened, with what names it. */
+static void open_row(memdiff__json *j, memdiff_frame_kind kind, memdiff_frame_owner owner,
+                     int pid, uint64_t start_ticks)
+{
+    memdiff__json_open(j, NULL, '{', 1);
+    memdiff__json_string(j, "kind", memdiff_frame_kind_name(kind));
+    memdiff__json_string(j, "owner", memdiff_frame_owner_name(owner));
+    memdiff__json_int(j, "pid", pid);
+    memdiff__json_uint(j, "start_ticks", start_ticks);
+}
+
 static int snapshot_sum(const void *src, int side, memdiff_frame_kind kind,
                         memdiff_frame_owner owner, uint64_t *out)
 {
@@ -159,31 +154,21 @@ int memdiff_system_report_json(const memdiff_system *system, FILE *out,
                                const memdiff_system_report_options *options)
 {
     static const char who[] = "memdiff_system_report_json";
-    if (!system || !out)
-        return memdiff__set_error(MEMDIFF_EINVAL, "%s: NULL argument", who);
-    memdiff_system_report_options o;
-    memdiff_system_info i;
-    int rc = memdiff__report_system_options(options, who, &o);
-    if (rc == MEMDIFF_OK)
-        rc = memdiff_system_get_info(system, &i);
+    memdiff__sys_report rep;
+    int rc = memdiff__sys_report_begin(&rep, system, NULL, out, options, 1, who);
     if (rc != MEMDIFF_OK)
         return rc;
-    memdiff__arena scratch = MEMDIFF__ARENA_INIT;
-    size_t *list = NULL, n = 0;
-    rc = memdiff__report_system_list(system, NULL, &o, 1, who, &scratch, &list, &n);
-    if (rc != MEMDIFF_OK) {
-        memdiff__arena_release(&scratch);
-        return rc;
-    }
+    const memdiff_system_report_options o = rep.o;
+    const memdiff_system_info i = rep.info[0];
     memdiff__json j;
     memdiff__json_init(&j, out, (o.flags & MEMDIFF_REPORT_LINE) != 0);
-    open_document(&j, "system");
+    memdiff__json_document(&j, "system");
     put_info(&j, "system", &i);
     memdiff__json_string(&j, "sort", memdiff_system_sort_name(o.sort));
     memdiff__json_open(&j, "processes", '[', 0);
-    for (size_t k = 0; k < n; k++) {
+    for (size_t k = 0; k < rep.n; k++) {
         memdiff_sysproc p;
-        memdiff_system_process(system, list[k], &p);
+        memdiff_system_process(system, rep.list[k], &p);
         put_process(&j, NULL, &p);
     }
     memdiff__json_close(&j);
@@ -197,11 +182,7 @@ int memdiff_system_report_json(const memdiff_system *system, FILE *out,
             memdiff_phys_row r;
             if (memdiff_system_phys_row(system, k, &r) != MEMDIFF_OK)
                 continue;
-            memdiff__json_open(&j, NULL, '{', 1);
-            memdiff__json_string(&j, "kind", memdiff_frame_kind_name(r.kind));
-            memdiff__json_string(&j, "owner", memdiff_frame_owner_name(r.owner));
-            memdiff__json_int(&j, "pid", r.pid);
-            memdiff__json_uint(&j, "start_ticks", r.start_ticks);
+            open_row(&j, r.kind, r.owner, r.pid, r.start_ticks);
             memdiff__json_uint(&j, "frames", r.frames);
             memdiff__json_uint(&j, "bytes", r.bytes);
             memdiff__json_close(&j);
@@ -225,33 +206,23 @@ int memdiff_system_report_json(const memdiff_system *system, FILE *out,
         memdiff__json_close(&j);
     }
     memdiff__json_close(&j);
-    memdiff__arena_release(&scratch);
-    return finish(out, who);
+    memdiff__arena_release(&rep.scratch);
+    return memdiff__json_finish(out, who);
 }
 
 int memdiff_system_diff_report_json(const memdiff_system_diff *diff, FILE *out,
                                     const memdiff_system_report_options *options)
 {
     static const char who[] = "memdiff_system_diff_report_json";
-    if (!diff || !out)
-        return memdiff__set_error(MEMDIFF_EINVAL, "%s: NULL argument", who);
-    memdiff_system_report_options o;
-    memdiff_system_info b, a;
-    int rc = memdiff__report_system_options(options, who, &o);
-    if (rc == MEMDIFF_OK)
-        rc = memdiff_system_diff_info(diff, &b, &a);
+    memdiff__sys_report rep;
+    int rc = memdiff__sys_report_begin(&rep, NULL, diff, out, options, 0, who);
     if (rc != MEMDIFF_OK)
         return rc;
-    memdiff__arena scratch = MEMDIFF__ARENA_INIT;
-    size_t *list = NULL, n = 0;
-    rc = memdiff__report_system_list(NULL, diff, &o, 0, who, &scratch, &list, &n);
-    if (rc != MEMDIFF_OK) {
-        memdiff__arena_release(&scratch);
-        return rc;
-    }
+    const memdiff_system_report_options o = rep.o;
+    const memdiff_system_info b = rep.info[0], a = rep.info[1];
     memdiff__json j;
     memdiff__json_init(&j, out, (o.flags & MEMDIFF_REPORT_LINE) != 0);
-    open_document(&j, "system-diff");
+    memdiff__json_document(&j, "system-diff");
     put_info(&j, "before", &b);
     put_info(&j, "after", &a);
     memdiff__json_string(&j, "sort", memdiff_system_sort_name(o.sort));
@@ -261,9 +232,9 @@ int memdiff_system_diff_report_json(const memdiff_system_diff *diff, FILE *out,
                            memdiff_system_diff_changed(diff, (memdiff_sysproc_change)c));
     memdiff__json_close(&j);
     memdiff__json_open(&j, "processes", '[', 0);
-    for (size_t k = 0; k < n; k++) {
+    for (size_t k = 0; k < rep.n; k++) {
         memdiff_sysproc_diff d;
-        memdiff_system_diff_process(diff, list[k], &d);
+        memdiff_system_diff_process(diff, rep.list[k], &d);
         memdiff__json_open(&j, NULL, '{', 0);
         memdiff__json_string(&j, "change", memdiff_sysproc_change_name(d.change));
         if (d.before_index != SIZE_MAX)
@@ -303,11 +274,7 @@ int memdiff_system_diff_report_json(const memdiff_system_diff *diff, FILE *out,
             memdiff_phys_row_diff r;
             if (memdiff_system_diff_phys_row(diff, k, &r) != MEMDIFF_OK || !r.delta_bytes)
                 continue; /* the changed rows: the unchanged are in both sums */
-            memdiff__json_open(&j, NULL, '{', 1);
-            memdiff__json_string(&j, "kind", memdiff_frame_kind_name(r.kind));
-            memdiff__json_string(&j, "owner", memdiff_frame_owner_name(r.owner));
-            memdiff__json_int(&j, "pid", r.pid);
-            memdiff__json_uint(&j, "start_ticks", r.start_ticks);
+            open_row(&j, r.kind, r.owner, r.pid, r.start_ticks);
             memdiff__json_uint(&j, "before_bytes", r.before_bytes);
             memdiff__json_uint(&j, "after_bytes", r.after_bytes);
             memdiff__json_int(&j, "delta_bytes", r.delta_bytes);
@@ -317,6 +284,6 @@ int memdiff_system_diff_report_json(const memdiff_system_diff *diff, FILE *out,
         memdiff__json_close(&j);
     }
     memdiff__json_close(&j);
-    memdiff__arena_release(&scratch);
-    return finish(out, who);
+    memdiff__arena_release(&rep.scratch);
+    return memdiff__json_finish(out, who);
 }

@@ -89,14 +89,10 @@ static void put_header(st *t, const char *what, const memdiff_system_info *i)
     if (i->hidden)
         keep_rc(t, memdiff__put_wrapped(out, t->scratch, "Hidden: ", i->hidden, "\n", 4,
                                         t->width));
-    char names[96] = "";
-    size_t used = 0;
-    for (size_t k = 0; k < sizeof sources / sizeof sources[0]; k++)
-        if ((i->sources & sources[k].bit) && used < sizeof names)
-            used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", used ? " " : "",
-                                     sources[k].name);
-    keep_rc(t, memdiff__put_wrapped(out, t->scratch, "Sources: ", used ? names : "none", "\n", 2,
-                                    t->width));
+    char names[96];
+    memdiff__bit_names(names, sizeof names, i->sources, memdiff__sys_source_name);
+    keep_rc(t, memdiff__put_wrapped(out, t->scratch, "Sources: ", names[0] ? names : "none", "\n",
+                                    2, t->width));
 }
 
 /* ---- the processes ----------------------------------------------------------------------- */
@@ -334,6 +330,23 @@ static void put_reconcile(st *t, const memdiff_system *s)
 
 /* ---- a system snapshot ------------------------------------------------------------------- */
 
+/* A row for each process to list, in r's scratch; NULL (r released, error set) when out of
+ * memory. */
+static row *alloc_rows(memdiff__sys_report *r, const char *who)
+{
+    row *rows = memdiff__arena_alloc(&r->scratch, (r->n ? r->n : 1) * sizeof *rows);
+    if (!rows) {
+        memdiff__arena_release(&r->scratch);
+        memdiff__set_error(MEMDIFF_ENOMEM, "%s: out of memory", who);
+    }
+    return rows;
+}
+
+static int report_width(const memdiff_system_report_options *o)
+{
+    return o->width ? (int)MEMDIFF__MAX(o->width, (unsigned)MEMDIFF__WIDTH_MIN) : 0;
+}
+
 static const char *sort_word(memdiff_system_sort sort)
 {
     return sort == MEMDIFF_SYSTEM_SORT_PID ? "pid" : memdiff_system_sort_name(sort);
@@ -352,26 +365,17 @@ int memdiff_system_report_text(const memdiff_system *system, FILE *out,
                                const memdiff_system_report_options *options)
 {
     static const char who[] = "memdiff_system_report_text";
-    if (!system || !out)
-        return memdiff__set_error(MEMDIFF_EINVAL, "%s: NULL argument", who);
-    memdiff_system_report_options o;
-    memdiff_system_info i;
-    int rc = memdiff__report_system_options(options, who, &o);
-    if (rc == MEMDIFF_OK)
-        rc = memdiff_system_get_info(system, &i);
+    memdiff__sys_report r;
+    int rc = memdiff__sys_report_begin(&r, system, NULL, out, options, 0, who);
     if (rc != MEMDIFF_OK)
         return rc;
-    memdiff__arena scratch = MEMDIFF__ARENA_INIT;
-    size_t *list = NULL, n = 0;
-    rc = memdiff__report_system_list(system, NULL, &o, 0, who, &scratch, &list, &n);
-    row *rows = rc == MEMDIFF_OK ? memdiff__arena_alloc(&scratch, (n ? n : 1) * sizeof *rows)
-                                 : NULL;
-    if (!rows) {
-        memdiff__arena_release(&scratch);
-        return rc != MEMDIFF_OK ? rc : memdiff__set_error(MEMDIFF_ENOMEM, "%s: out of memory", who);
-    }
-    st t = {out, o.flags, (int)(o.width ? MEMDIFF__MAX(o.width, MEMDIFF__WIDTH_MIN) : 0),
-            &scratch, MEMDIFF_OK};
+    const memdiff_system_report_options o = r.o;
+    const memdiff_system_info i = r.info[0];
+    const size_t *list = r.list, n = r.n;
+    row *rows = alloc_rows(&r, who);
+    if (!rows)
+        return MEMDIFF_ENOMEM;
+    st t = {out, o.flags, report_width(&o), &r.scratch, MEMDIFF_OK};
     if (!(o.flags & MEMDIFF_REPORT_NO_HEADER))
         put_header(&t, "system", &i);
     for (size_t k = 0; k < n; k++) {
@@ -420,13 +424,13 @@ int memdiff_system_report_text(const memdiff_system *system, FILE *out,
                              "then free, slab or page table)\n", i.phys_conflict_frames);
             put_reconcile(&t, system);
         } else {
-            keep_rc(&t, memdiff__put_wrapped(out, &scratch, "\nPhysical memory: ",
+            keep_rc(&t, memdiff__put_wrapped(out, &r.scratch, "\nPhysical memory: ",
                                              i.degraded ? i.degraded : "not taken", "\n", 4,
                                              t.width));
         }
     }
     rc = finish(&t, who);
-    memdiff__arena_release(&scratch);
+    memdiff__arena_release(&r.scratch);
     return rc;
 }
 
@@ -469,29 +473,20 @@ int memdiff_system_diff_report_text(const memdiff_system_diff *diff, FILE *out,
                                     const memdiff_system_report_options *options)
 {
     static const char who[] = "memdiff_system_diff_report_text";
-    if (!diff || !out)
-        return memdiff__set_error(MEMDIFF_EINVAL, "%s: NULL argument", who);
-    memdiff_system_report_options o;
-    memdiff_system_info b, a;
-    int rc = memdiff__report_system_options(options, who, &o);
-    if (rc == MEMDIFF_OK)
-        rc = memdiff_system_diff_info(diff, &b, &a);
+    memdiff__sys_report r;
+    int rc = memdiff__sys_report_begin(&r, NULL, diff, out, options, 0, who);
     if (rc != MEMDIFF_OK)
         return rc;
-    memdiff__arena scratch = MEMDIFF__ARENA_INIT;
-    size_t *list = NULL, n = 0;
-    rc = memdiff__report_system_list(NULL, diff, &o, 0, who, &scratch, &list, &n);
-    row *rows = rc == MEMDIFF_OK ? memdiff__arena_alloc(&scratch, (n ? n : 1) * sizeof *rows)
-                                 : NULL;
-    if (!rows) {
-        memdiff__arena_release(&scratch);
-        return rc != MEMDIFF_OK ? rc : memdiff__set_error(MEMDIFF_ENOMEM, "%s: out of memory", who);
-    }
-    st t = {out, o.flags, (int)(o.width ? MEMDIFF__MAX(o.width, MEMDIFF__WIDTH_MIN) : 0),
-            &scratch, MEMDIFF_OK};
+    const memdiff_system_report_options o = r.o;
+    const memdiff_system_info b = r.info[0], a = r.info[1];
+    const size_t *list = r.list, n = r.n;
+    row *rows = alloc_rows(&r, who);
+    if (!rows)
+        return MEMDIFF_ENOMEM;
+    st t = {out, o.flags, report_width(&o), &r.scratch, MEMDIFF_OK};
     if (!(o.flags & MEMDIFF_REPORT_NO_HEADER)) {
         fputs("memdiff system diff: ", out);
-        keep_rc(&t, memdiff__put_label(out, &scratch, a.host,
+        keep_rc(&t, memdiff__put_label(out, &r.scratch, a.host,
                                        t.width ? MEMDIFF__MAX(16, t.width - 24) : 0));
         fputs("\n  before ", out);
         memdiff__put_time(out, b.time_ns);
@@ -563,6 +558,6 @@ int memdiff_system_diff_report_text(const memdiff_system_diff *diff, FILE *out,
         }
     }
     rc = finish(&t, who);
-    memdiff__arena_release(&scratch);
+    memdiff__arena_release(&r.scratch);
     return rc;
 }
