@@ -184,26 +184,33 @@ static const row *row_of(const row *rows, int n, int pid)
 
 /* ---- tests -------------------------------------------------------------------------------- */
 
-/* A stopped child of 300 written pages: its row carries exactly what smaps_rollup says of it
- * (PSS: the kernel prints whole kB, so the row's bytes rounded down to a KiB). */
+/* Two stopped children of 300 written pages each: each row carries exactly what smaps_rollup
+ * says of it (PSS: the kernel prints whole kB, so the row's bytes rounded down to a KiB). Their
+ * binary's pages are mapped by both of them alone, so PSS lies strictly between USS and RSS:
+ * every column is told apart. */
 START_TEST(table_lists_a_stopped_child_as_smaps_rollup)
 {
-    child c = start_child("mdsys_roll", 300, 0);
+    child c[2] = {start_child("mdsys_roll", 300, 0), start_child("mdsys_roll", 300, 0)};
     ASSERT_RUN(0, "'%s' system --name '^mdsys_roll$' -w 0 --no-phys", MEMDIFF_CLI_PATH);
     row rows[8];
     int n = rows_of(out, rows, 8, 0);
-    ck_assert_msg(n == 1, "%d rows for one child:\n%s", n, out);
-    const row *r = row_of(rows, n, c.pid);
-    ck_assert_ptr_nonnull(r);
-    ck_assert_uint_eq(r->uid, (unsigned)getuid());
-    ck_assert_uint_eq((uint64_t)r->rss, rollup(c.pid, "Rss"));
-    ck_assert_uint_eq((uint64_t)r->pss / 1024 * 1024, rollup(c.pid, "Pss"));
-    ck_assert_uint_eq((uint64_t)r->uss,
-                      rollup(c.pid, "Private_Clean") + rollup(c.pid, "Private_Dirty"));
-    ck_assert_uint_eq((uint64_t)r->swap, rollup(c.pid, "Swap"));
-    /* The 300 pages are the child's own: USS holds them at least. */
-    ck_assert_uint_ge((uint64_t)r->uss, 300 * scn_page());
-    stop_child(&c);
+    ck_assert_msg(n == 2, "%d rows for two children:\n%s", n, out);
+    for (int i = 0; i < 2; i++) {
+        const row *r = row_of(rows, n, c[i].pid);
+        ck_assert_ptr_nonnull(r);
+        ck_assert_uint_eq(r->uid, (unsigned)getuid());
+        ck_assert_uint_eq((uint64_t)r->rss, rollup(c[i].pid, "Rss"));
+        ck_assert_uint_eq((uint64_t)r->pss / 1024 * 1024, rollup(c[i].pid, "Pss"));
+        ck_assert_uint_eq((uint64_t)r->uss,
+                          rollup(c[i].pid, "Private_Clean") + rollup(c[i].pid, "Private_Dirty"));
+        ck_assert_uint_eq((uint64_t)r->swap, rollup(c[i].pid, "Swap"));
+        /* The 300 pages are the child's own: USS holds them at least. */
+        ck_assert_uint_ge((uint64_t)r->uss, 300 * scn_page());
+        ck_assert_int_lt(r->uss, r->pss);
+        ck_assert_int_lt(r->pss, r->rss);
+    }
+    stop_child(&c[0]);
+    stop_child(&c[1]);
 }
 END_TEST
 
