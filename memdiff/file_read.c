@@ -801,18 +801,16 @@ int memdiff__snapshot_decode(const unsigned char *p, size_t n, memdiff_snapshot 
     return load_from(&src, out);
 }
 
-int memdiff_snapshot_load_file(const char *path, memdiff_snapshot **out)
+int memdiff__load_file(const char *path, const char *api, int (*load)(FILE *in, void *out),
+                       void *out)
 {
-    if (!out)
-        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_snapshot_load_file: out is NULL");
-    *out = NULL;
     if (!path)
-        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_snapshot_load_file: path is NULL");
+        return memdiff__set_error(MEMDIFF_EINVAL, "%s: path is NULL", api);
     errno = 0;
     FILE *f = fopen(path, "rb");
     if (!f)
         return memdiff__file_open_error("open", path, errno);
-    int rc = memdiff_snapshot_load(f, out);
+    int rc = load(f, out);
     fclose(f);
     if (rc) {
         char why[400];
@@ -820,4 +818,17 @@ int memdiff_snapshot_load_file(const char *path, memdiff_snapshot **out)
         memdiff__set_error(rc, "%s: %s", path, why);
     }
     return rc;
+}
+
+static int load_snapshot(FILE *in, void *out)
+{
+    return memdiff_snapshot_load(in, out);
+}
+
+int memdiff_snapshot_load_file(const char *path, memdiff_snapshot **out)
+{
+    if (!out)
+        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_snapshot_load_file: out is NULL");
+    *out = NULL;
+    return memdiff__load_file(path, "memdiff_snapshot_load_file", load_snapshot, out);
 }

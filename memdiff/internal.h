@@ -325,6 +325,11 @@ int memdiff__snapshot_decode(const unsigned char *p, size_t n, memdiff_snapshot 
 int memdiff__save_file_atomic(const char *path, const char *api,
                               int (*write)(const void *object, FILE *out), const void *object);
 
+/* Opens path for reading and calls load on it (memdiff_snapshot_load_file()'s way: the detail
+ * of a failure starts with path; api names the caller when path is NULL; file_read.c). */
+int memdiff__load_file(const char *path, const char *api, int (*load)(FILE *in, void *out),
+                       void *out);
+
 /* What memdiff_snapshot_save_file() allows at path: nothing, or a regular file (no symbolic
  * link, device, FIFO...); else MEMDIFF_EINVAL with detail (file_write.c). */
 int memdiff__check_save_target(const char *path);

@@ -95,11 +95,21 @@ void memdiff_system_free(memdiff_system *system)
 
 /* ---- reading one process ---------------------------------------------------------------- */
 
+/* Frames some process maps, in the order first seen: the join visits these, not every frame's
+ * owner word (4 bytes a mapped frame; a frame number fits 32 bits below 16 TiB of 4 KiB). */
+struct seen {
+    uint32_t *v;
+    size_t n, cap;
+    memdiff__arena *arena;
+    int failed;
+};
+
 /* What the page sink gathers of one process (counts in pages). */
 typedef struct reader {
     uint32_t page_size;
     uint32_t id;                /* index + 1 in the owner words */
     uint32_t *owner;            /* per frame, or NULL without the table */
+    struct seen *seen;          /* the frames whose owner word was set, for the join */
     const unsigned char *klass; /* per frame, or NULL */
     uint64_t frames;            /* entries of owner and klass */
     int region_shmem;           /* the region being read is shared memory (no table) */
@@ -138,6 +148,17 @@ static void count_frame(reader *r, uint64_t pfn, unsigned attrs)
     if (r->owner && pfn < r->frames) {
         uint32_t o = r->owner[pfn];
         r->owner[pfn] = o == 0 || o == r->id ? r->id : OWNER_SHARED;
+        if (o == 0) {
+            struct seen *q = r->seen;
+            uint32_t *v = memdiff__arena_room_raw(q->arena, q->v, &q->cap, q->n, sizeof *v,
+                                                  65536);
+            if (!v) {
+                r->failed = MEMDIFF_ENOMEM;
+                return;
+            }
+            q->v = v;
+            q->v[q->n++] = (uint32_t)pfn;
+        }
     }
 }
 
@@ -379,23 +400,10 @@ static int read_process(memdiff_system *s, memdiff__sys *sys, const memdiff_syst
         p->why = memdiff__system_str(s, memdiff_last_error());
         rc = p->why ? MEMDIFF_OK : MEMDIFF_ENOMEM;
     }
-    if (p->state != MEMDIFF_SYSPROC_READ) {
-        uint64_t keep = p->start_ticks;
-        uint32_t uid = p->uid;
-        int ppid = p->ppid;
-        const char *name = p->name, *cmd = p->cmdline, *why = p->why;
-        memdiff_sysproc_state state = p->state;
-        int error = p->error;
-        memset(p, 0, sizeof *p);
-        p->pid = pid;
-        p->ppid = ppid;
-        p->uid = uid;
-        p->start_ticks = keep;
-        p->name = name;
-        p->cmdline = cmd;
-        p->why = why;
-        p->state = state;
-        p->error = error;
+    if (p->state != MEMDIFF_SYSPROC_READ) { /* what was read of it stands for nothing */
+        p->exact = 0;
+        p->rss_bytes = p->pss_bytes = p->uss_bytes = p->swap_bytes = p->swap_pss_bytes = 0;
+        p->rss_anon_bytes = p->rss_file_bytes = p->rss_shmem_bytes = 0;
     }
     memdiff__arena_release(&scratch);
     if (!rc)
@@ -442,10 +450,11 @@ static unsigned kind_of(unsigned klass)
 
 /* Counts every frame into cells[kind][slot] (slots: one per process, in pid order, then the
  * owners after MEMDIFF_OWNER_PROCESS), then keeps the cells that hold frames as rows, which
- * are then in the table's order: kind, owner, process. Frames no process read maps are counted
- * by class (hist less owned), so most frames cost two loads and an increment. */
+ * are then in the table's order: kind, owner, process. hist counts every frame by class (read
+ * as the classes came); the frames a process maps are visited from the seen list, and the
+ * others are counted by class (hist less owned): no pass over every frame. */
 static int join(memdiff_system *s, const unsigned char *klass, const uint32_t *owner,
-                uint64_t frames, uint64_t hist[256], memdiff__arena *scratch)
+                const struct seen *seen, uint64_t hist[256], memdiff__arena *scratch)
 {
     size_t np = s->nprocs, slots = np + MEMDIFF_OWNER_COUNT;
     uint64_t *cells = memdiff__arena_alloc(scratch, (size_t)MEMDIFF_FRAME_KIND_COUNT * slots *
@@ -453,12 +462,10 @@ static int join(memdiff_system *s, const unsigned char *klass, const uint32_t *o
     if (!cells)
         return MEMDIFF_ENOMEM;
     uint64_t owned[256] = {0}, conflicts = 0;
-    for (uint64_t f = 0; f < frames; f++) {
+    for (size_t i = 0; i < seen->n; i++) {
+        uint32_t f = seen->v[i];
         unsigned c = klass[f];
-        hist[c]++;
         uint32_t o = owner[f];
-        if (!o)
-            continue;
         owned[c]++;
         unsigned kind = kind_of(c);
         size_t slot;
@@ -502,6 +509,9 @@ static int join(memdiff_system *s, const unsigned char *klass, const uint32_t *o
             r->frames = c;
             r->bytes = c * ps;
         }
+    uint64_t frames = 0;
+    for (unsigned c = 0; c < 256; c++)
+        frames += hist[c];
     s->info.phys_frames = frames - holes;
     s->info.phys_hole_frames = holes;
     s->info.phys_conflict_frames = conflicts;
@@ -642,15 +652,33 @@ static int reconcile(memdiff_system *s, const memdiff__sys_meminfo *m0,
 
 /* ---- taking ----------------------------------------------------------------------------- */
 
-static int read_table(memdiff__sys *sys, uint64_t frames, unsigned char *klass)
+/* Every frame's class, and how many frames have each class (counted while a batch is in the
+ * cache). */
+static int read_table(memdiff__sys *sys, uint64_t frames, unsigned char *klass,
+                      uint64_t hist[256])
 {
     for (uint64_t first = 0; first < frames; first += FRAMES_BATCH) {
         size_t want = (size_t)MEMDIFF__MIN((uint64_t)FRAMES_BATCH, frames - first), got;
-        int rc = memdiff__plat_sys_frames(sys, first, want, klass + first, &got);
+        unsigned char *k = klass + first;
+        int rc = memdiff__plat_sys_frames(sys, first, want, k, &got);
         if (rc)
             return rc;
         if (got < want)
-            memset(klass + first + got, MEMDIFF__FRAME_HOLE, want - got);
+            memset(k + got, MEMDIFF__FRAME_HOLE, want - got);
+        /* By runs of one class (long: free blocks, kernel memory, a file's pages), so that
+         * increments of one counter do not wait for each other. */
+        unsigned char prev = k[0];
+        uint64_t run = 0;
+        for (size_t i = 0; i < want; i++) {
+            if (k[i] == prev) {
+                run++;
+            } else {
+                hist[prev] += run;
+                prev = k[i];
+                run = 1;
+            }
+        }
+        hist[prev] += run;
     }
     return MEMDIFF_OK;
 }
@@ -685,16 +713,22 @@ static int take(const memdiff_system_options *o, memdiff_system *s, memdiff__are
     in->boot_time_s = caps.boot_time_s;
     in->clock_ticks = caps.clock_ticks;
     int pagemap = caps.frames && caps.mapcounts && !(o->flags & MEMDIFF_SYSTEM_ROLLUP);
-    int phys = caps.frames && caps.max_frame && !(o->flags & MEMDIFF_SYSTEM_NO_PHYS);
+    /* Frame numbers are kept in 32 bits (struct seen): 16 TiB of 4 KiB frames. */
+    int phys = caps.frames && caps.max_frame && caps.max_frame <= UINT32_MAX &&
+               !(o->flags & MEMDIFF_SYSTEM_NO_PHYS);
     in->privileged = caps.frames && caps.mapcounts;
     const char *why = o->flags & MEMDIFF_SYSTEM_NO_PHYS ? "left out (MEMDIFF_SYSTEM_NO_PHYS)"
-                      : !phys ? (caps.phys_why ? caps.phys_why : "no kernel page flags")
+                      : !phys ? (caps.phys_why                    ? caps.phys_why
+                                 : caps.max_frame > UINT32_MAX ? "over 2^32 frames: not read"
+                                                                : "no kernel page flags")
                               : NULL;
     rc = set_info_string(s, &in->degraded, why);
 
     reader base;
     memset(&base, 0, sizeof base);
     base.page_size = caps.page_size;
+    struct seen seen = {NULL, 0, 0, scratch, 0};
+    base.seen = &seen;
     unsigned char *klass = NULL;
     memdiff__sys_meminfo m0, m1;
     uint64_t hist[256] = {0};
@@ -707,7 +741,7 @@ static int take(const memdiff_system_options *o, memdiff_system *s, memdiff__are
         if (!rc)
             rc = memdiff__plat_sys_meminfo(sys, &m0);
         if (!rc)
-            rc = read_table(sys, caps.max_frame, klass);
+            rc = read_table(sys, caps.max_frame, klass, hist);
         if (!rc)
             rc = memdiff__plat_sys_meminfo(sys, &m1);
         base.klass = klass;
@@ -729,7 +763,7 @@ static int take(const memdiff_system_options *o, memdiff_system *s, memdiff__are
     in->processes_ns = memdiff__os_monotonic_ns() - q0;
     if (!rc && phys) {
         uint64_t p0 = memdiff__os_monotonic_ns();
-        rc = join(s, klass, base.owner, caps.max_frame, hist, scratch);
+        rc = seen.failed ? seen.failed : join(s, klass, base.owner, &seen, hist, scratch);
         s->phys = !rc;
         if (!rc)
             rc = reconcile(s, &m0, &m1, hist);

@@ -451,23 +451,15 @@ int memdiff_system_load(FILE *in, memdiff_system **out)
     return rc;
 }
 
+static int load(FILE *in, void *out)
+{
+    return memdiff_system_load(in, out);
+}
+
 int memdiff_system_load_file(const char *path, memdiff_system **out)
 {
     if (!out)
         return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_system_load_file: out is NULL");
     *out = NULL;
-    if (!path)
-        return memdiff__set_error(MEMDIFF_EINVAL, "memdiff_system_load_file: path is NULL");
-    errno = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return memdiff__file_open_error("open", path, errno);
-    int rc = memdiff_system_load(f, out);
-    fclose(f);
-    if (rc) {
-        char why[400];
-        snprintf(why, sizeof why, "%s", memdiff__last_error_raw());
-        memdiff__set_error(rc, "%s: %s", path, why);
-    }
-    return rc;
+    return memdiff__load_file(path, "memdiff_system_load_file", load, out);
 }

@@ -374,6 +374,30 @@ static void marks(void)
     memdiff_mark_listener_free(l);
 }
 
+/* The whole machine: a system snapshot (with the physical table where privileged, and as the
+ * caller can) and the compare of two. */
+static void system_round(void)
+{
+    memdiff_system *a = NULL, *b = NULL;
+    memdiff_system_diff *d = NULL;
+    start_counting();
+    int rc = memdiff_system_take(NULL, &a);
+    expect_no_calls("system snapshot", rc, MEMDIFF_OK);
+    memdiff_system_options o = MEMDIFF_SYSTEM_OPTIONS_INIT;
+    o.flags = MEMDIFF_SYSTEM_ROLLUP | MEMDIFF_SYSTEM_NO_PHYS;
+    start_counting();
+    rc = memdiff_system_take(&o, &b);
+    expect_no_calls("system snapshot from smaps_rollup", rc, MEMDIFF_OK);
+    if (a && b) {
+        start_counting();
+        rc = memdiff_system_compare(a, b, 0, &d);
+        expect_no_calls("system compare", rc, MEMDIFF_OK);
+    }
+    memdiff_system_diff_free(d);
+    memdiff_system_free(b);
+    memdiff_system_free(a);
+}
+
 int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -391,6 +415,7 @@ int main(void)
         munmap(mem, len);
     }
     other_processes();
+    system_round();
     marks();
     printf("%d passed, %d failed\n", passed, failed);
     return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;

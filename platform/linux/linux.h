@@ -259,6 +259,12 @@ void memdiff__linux_status_totals(const char *text, size_t len, memdiff_process_
 int memdiff__linux_status_find(const char *text, size_t len, const char *key, int base,
                                uint64_t *value);
 
+/* Whether a status text shows a task that is neither zombie nor dead and still holds its
+ * memory: proc_pid_status() prints the Vm* lines only while get_task_mm() finds an mm
+ * (fs/proc/array.c), which is what memdiff__linux_alive() reads statm for, and the text was read
+ * just now. 0 says nothing either way (a tree may not record these fields). */
+int memdiff__linux_status_alive(const char *text, size_t len);
+
 /* Whether a /proc/meminfo text says that no page of the system is mapped by a PMD as anonymous
  * memory (AnonHugePages: 0 kB; NR_ANON_THPS counts the PMD-mapped anonymous folios) and that no
  * hugetlb page exists (Hugetlb: 0 kB, every pool size). Then a present page that pagemap calls

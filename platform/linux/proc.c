@@ -394,26 +394,6 @@ int memdiff__plat_open(const memdiff__open_args *args, memdiff__arena *scratch,
     return MEMDIFF_OK;
 }
 
-/* Whether a status text shows a task that is neither zombie nor dead and still holds its
- * memory: proc_pid_status() prints the Vm* lines only while get_task_mm() finds an mm
- * (fs/proc/array.c), which is what memdiff__linux_alive() reads statm for, and the text was read
- * just now. 0 says nothing either way (a tree may not record these fields). */
-static int status_shows_memory(const char *text, size_t len)
-{
-    const char *end = text + len, *st = NULL;
-    for (const char *line = text; !st && line < end;) {
-        const char *nl = memchr(line, '\n', (size_t)(end - line));
-        if ((size_t)(end - line) > 6 && memcmp(line, "State:", 6) == 0)
-            st = line + 6;
-        line = nl ? nl + 1 : end;
-    }
-    while (st && st < end && (*st == ' ' || *st == '\t'))
-        st++;
-    if (!st || st == end || *st == 'Z' || *st == 'X' || *st == 'x')
-        return 0;
-    return memdiff__linux_status_field(text, len, "VmSize", 10) > 0;
-}
-
 int memdiff__plat_totals(memdiff__proc *proc, memdiff_process_totals *out)
 {
     char path[PATH_MAX];
@@ -444,7 +424,7 @@ int memdiff__plat_totals(memdiff__proc *proc, memdiff_process_totals *out)
     /* The core reads totals last: a process that still has its memory now had it during every
      * read before (see memdiff__linux_alive), so nothing read was torn down half-way. The
      * status just read tells as much in the common case, without ten more syscalls. */
-    if (!status_shows_memory(proc->text, len) && !memdiff__linux_alive(proc))
+    if (!memdiff__linux_status_alive(proc->text, len) && !memdiff__linux_alive(proc))
         return memdiff__set_error(MEMDIFF_ESRCH, "%s: the process exited during the snapshot",
                                   proc->dir);
     return MEMDIFF_OK;

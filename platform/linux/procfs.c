@@ -287,6 +287,22 @@ uint64_t memdiff__linux_status_field(const char *text, size_t len, const char *k
     return v;
 }
 
+int memdiff__linux_status_alive(const char *text, size_t len)
+{
+    const char *end = text + len, *st = NULL;
+    for (const char *line = text; !st && line < end;) {
+        const char *nl = memchr(line, '\n', (size_t)(end - line));
+        if ((size_t)(end - line) > 6 && memcmp(line, "State:", 6) == 0)
+            st = line + 6;
+        line = nl ? nl + 1 : end;
+    }
+    while (st && st < end && (*st == ' ' || *st == '\t'))
+        st++;
+    if (!st || st == end || *st == 'Z' || *st == 'X' || *st == 'x')
+        return 0;
+    return memdiff__linux_status_field(text, len, "VmSize", 10) > 0;
+}
+
 int memdiff__linux_meminfo_pmd_free(const char *text, size_t len)
 {
     uint64_t anon_huge, hugetlb;

@@ -178,10 +178,12 @@ static const char *hidden_why(memdiff__sys *sys)
             opts[ol] = '\0';
             if (strstr(opts, "subset=pid"))
                 return "/proc is mounted with subset=pid";
+            /* hidepid=1 (noaccess) lists every process, unreadable ones so: not hidden. */
             const char *h = strstr(opts, "hidepid=");
-            if (h && h[8] != '0' && strncmp(h + 8, "off", 3) != 0)
-                return "/proc is mounted with hidepid=: processes of other users are not "
-                       "listed";
+            if (h && (h[8] == '2' || h[8] == '4' || strncmp(h + 8, "invisible", 9) == 0 ||
+                      strncmp(h + 8, "ptraceable", 10) == 0))
+                return "/proc is mounted with hidepid=: processes the caller may not read are "
+                       "not listed";
         }
         line = nl ? nl + 1 : end;
     }
@@ -279,8 +281,11 @@ int memdiff__plat_sys_pids(memdiff__sys *sys, memdiff__arena *arena, int **out, 
     *out = NULL;
     *count = 0;
     int fd = memdiff__linux_open(sys->root, O_RDONLY | O_DIRECTORY);
-    if (fd < 0)
-        return memdiff__linux_fail(errno, "open", sys->root);
+    if (fd < 0) { /* no process list is no missing process: EACCES or EIO, never ESRCH */
+        int e = errno;
+        return memdiff__set_error(e == EACCES || e == EPERM ? MEMDIFF_EACCES : MEMDIFF_EIO,
+                                  "open %s: %s", sys->root, memdiff__linux_errno_text(e));
+    }
     char *buf = memdiff__arena_alloc_raw(arena, DENTS_BUF);
     int *pids = NULL;
     size_t n = 0, cap = 0;
@@ -394,19 +399,12 @@ int memdiff__plat_sys_ident(memdiff__sys *sys, int pid, memdiff__arena *arena,
     return MEMDIFF_OK;
 }
 
-static int status_alive(const char *text, size_t len)
+/* <root>/<pid>/name read whole into sys->text. */
+static int read_proc_text(memdiff__sys *sys, int pid, const char *name, char *path, size_t size,
+                          size_t *len, int one_record)
 {
-    const char *st = NULL;
-    for (size_t i = 0; i + 6 < len; i++)
-        if ((i == 0 || text[i - 1] == '\n') && memcmp(text + i, "State:", 6) == 0) {
-            st = text + i + 6;
-            break;
-        }
-    while (st && st < text + len && (*st == ' ' || *st == '\t'))
-        st++;
-    if (!st || st >= text + len || *st == 'Z' || *st == 'X' || *st == 'x')
-        return 0;
-    return memdiff__linux_status_field(text, len, "VmSize", 10) > 0;
+    int rc = proc_file(sys, pid, name, path, size);
+    return rc ? rc : read_text(sys, path, len, one_record);
 }
 
 int memdiff__plat_sys_status(memdiff__sys *sys, int pid, memdiff__arena *scratch,
@@ -416,16 +414,14 @@ int memdiff__plat_sys_status(memdiff__sys *sys, int pid, memdiff__arena *scratch
     memset(out, 0, sizeof *out);
     char path[PATH_MAX];
     size_t len = 0;
-    int rc = proc_file(sys, pid, "status", path, sizeof path);
-    if (!rc)
-        rc = read_text(sys, path, &len, 1);
+    int rc = read_proc_text(sys, pid, "status", path, sizeof path, &len, 1);
     if (rc)
         return rc;
     out->uid = (uint32_t)memdiff__linux_status_field(sys->text, len, "Uid", 10);
     out->rss_file = memdiff__linux_status_field(sys->text, len, "RssFile", 10) * 1024;
     out->rss_shmem = memdiff__linux_status_field(sys->text, len, "RssShmem", 10) * 1024;
     out->swap = memdiff__linux_status_field(sys->text, len, "VmSwap", 10) * 1024;
-    if (!status_alive(sys->text, len))
+    if (!memdiff__linux_status_alive(sys->text, len))
         return memdiff__set_error(MEMDIFF_ESRCH, "%s: the process exited while it was read",
                                   path);
     return MEMDIFF_OK;
@@ -438,9 +434,7 @@ int memdiff__plat_sys_rollup(memdiff__sys *sys, int pid, memdiff__arena *scratch
     memset(out, 0, sizeof *out);
     char path[PATH_MAX];
     size_t len = 0;
-    int rc = proc_file(sys, pid, "smaps_rollup", path, sizeof path);
-    if (!rc)
-        rc = read_text(sys, path, &len, 0);
+    int rc = read_proc_text(sys, pid, "smaps_rollup", path, sizeof path, &len, 0);
     if (rc)
         return rc;
     uint64_t rss, pss, pc, pd, swap, swap_pss, anon;
