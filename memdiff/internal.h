@@ -534,7 +534,7 @@ int memdiff__report_options(const memdiff_report_options *in, const char *who,
                             memdiff_report_options *out);
 
 /* The name of one MEMDIFF_SYS_SRC_* bit ("pagemap", "smaps-rollup"), NULL for an unknown one
- * (report_system_text.c; the JSON writer names them alike). */
+ * (report_select.c), as both system report writers name them. */
 const char *memdiff__sys_source_name(unsigned bit);
 
 /* What a system report has before it writes (memdiff__sys_report_begin). */

@@ -208,6 +208,29 @@ void memdiff__report_snapshot_sums(const memdiff_snapshot *s,
 
 /* ---- processes of a system snapshot or diff ---------------------------------------------- */
 
+const char *memdiff_system_sort_name(memdiff_system_sort sort)
+{
+    static const char *const names[] = {"pid", "rss", "pss", "uss", "swap"};
+    return (unsigned)sort < sizeof names / sizeof names[0] ? names[sort] : "invalid";
+}
+
+const char *memdiff__sys_source_name(unsigned bit)
+{
+    switch (bit) {
+    case MEMDIFF_SYS_SRC_PAGEMAP:
+        return "pagemap";
+    case MEMDIFF_SYS_SRC_MAPCOUNT:
+        return "map-counts";
+    case MEMDIFF_SYS_SRC_ROLLUP:
+        return "smaps-rollup";
+    case MEMDIFF_SYS_SRC_PHYS:
+        return "physical";
+    case MEMDIFF_SYS_SRC_MEMINFO:
+        return "meminfo";
+    }
+    return NULL;
+}
+
 static uint64_t sysproc_key(const memdiff_sysproc *p, memdiff_system_sort sort)
 {
     switch (sort) {

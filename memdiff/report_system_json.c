@@ -9,12 +9,6 @@
 #include "internal.h"
 #include "json.h"
 
-const char *memdiff_system_sort_name(memdiff_system_sort sort)
-{
-    static const char *const names[] = {"pid", "rss", "pss", "uss", "swap"};
-    return (unsigned)sort < sizeof names / sizeof names[0] ? names[sort] : "invalid";
-}
-
 static const char *exact_name(unsigned bit)
 {
     switch (bit) {

@@ -46,23 +46,6 @@ static void keep_rc(st *t, int rc)
 
 /* ---- the header -------------------------------------------------------------------------- */
 
-static const struct {
-    unsigned bit;
-    const char *name;
-} sources[] = {
-    {MEMDIFF_SYS_SRC_PAGEMAP, "pagemap"},   {MEMDIFF_SYS_SRC_MAPCOUNT, "map-counts"},
-    {MEMDIFF_SYS_SRC_ROLLUP, "smaps-rollup"}, {MEMDIFF_SYS_SRC_PHYS, "physical"},
-    {MEMDIFF_SYS_SRC_MEMINFO, "meminfo"},
-};
-
-const char *memdiff__sys_source_name(unsigned bit)
-{
-    for (size_t k = 0; k < sizeof sources / sizeof sources[0]; k++)
-        if (sources[k].bit == bit)
-            return sources[k].name;
-    return NULL;
-}
-
 static void put_seconds(FILE *out, uint64_t ns)
 {
     fprintf(out, "%" PRIu64 ".%03u s", ns / 1000000000u, (unsigned)(ns / 1000000u % 1000u));
