@@ -13,6 +13,25 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* ---- timing (memdiff_bench.c) ------------------------------------------------------------ */
+
+double bench_now_ms(void); /* CLOCK_MONOTONIC */
+
+/* The median of v[0..n) (sorts v). */
+double bench_median(double *v, int n);
+
+/* order[0..n) a permutation of 0..n-1, shuffled from *rng (xorshift64, advanced). */
+void bench_shuffle(int *order, int n, uint64_t *rng);
+
+/* The median over repetitions of a[rep] / b[rep], those where both were measured (a >= 0,
+ * b > 0); 0 when none. */
+double bench_paired_ratio(const double *a, const double *b, int n);
+
+/* A row of a ratio table: target, a and its median, b and its median, the paired ratio, and the
+ * issue's limit (met or not) or, limit 0, a note in the target column. */
+void bench_ratio_row(const char *target, const char *a, double a_ms, const char *b, double b_ms,
+                     double ratio, double limit, const char *note);
+
 /* ---- targets (target.c) ----------------------------------------------------------------- */
 
 typedef enum bench_kind {
@@ -67,6 +86,17 @@ int bench_recording(const char *cli, const char *self, const bench_target_spec *
 #define BENCH_CHURN_ARG "--internal-churn"
 void bench_churn_main(void);
 
+/* ---- the whole machine (system.c) -------------------------------------------------------- */
+
+/* 200 processes started (shells, python3 with 200 MiB, one with threads), then smem, the floors
+ * and memdiff's system snapshot on them, reps interleaved repetitions; prints the tables. 0 or
+ * 1. */
+int bench_system(int reps);
+
+/* The threaded child's side (argv[1] BENCH_THREADS_ARG). Never returns. */
+#define BENCH_THREADS_ARG "--internal-threads"
+_Noreturn void bench_threads_main(void);
+
 /* ---- regions and floors (floors.c) ------------------------------------------------------ */
 
 typedef struct bench_range {
@@ -93,13 +123,37 @@ typedef struct bench_frame_runs {
     size_t frames;   /* total */
 } bench_frame_runs;
 
-int bench_frame_runs_prepare(pid_t pid, bench_frame_runs *out);
+/* shared_only: the frames pagemap does not call exclusively mapped (bit 56) alone, those whose
+ * map count PSS needs. */
+int bench_frame_runs_prepare(pid_t pid, int shared_only, bench_frame_runs *out);
 void bench_frame_runs_free(bench_frame_runs *r);
 
 /* Batched pagemap, then kpageflags and kpagecount read per run of consecutive frames (at most
  * 512 KiB per pread). The frame runs come from bench_frame_runs_prepare: the sort is not timed,
  * so this is the kernel's cost alone. Returns frames read, -1 on error. */
 int64_t floor_kpage_sorted(pid_t pid, const bench_frame_runs *runs);
+
+/* floor_kpage_sorted over n processes, runs[i] the frame runs of pids[i], kpageflags (unless
+ * !with_flags) and kpagecount opened once: the floor of per-process PSS (and kernel page flags)
+ * of a set of processes. A process that exited is skipped and counted in *gone. Returns frames
+ * read, -1 on error. */
+int64_t floor_kpage_sorted_set(const pid_t *pids, const bench_frame_runs *runs, size_t n,
+                               int with_flags, size_t *gone);
+
+/* Batched pagemap of n processes (an exited one skipped, counted in *gone): the part of a
+ * system snapshot that reads each process. 0, -1 on error. */
+int64_t floor_pagemap_set(const pid_t *pids, size_t n, size_t *gone);
+
+/* kpagecount (and kpageflags with with_flags) over runs, once each: frames read, -1 on error. */
+int64_t floor_kpage_runs(const bench_frame_runs *runs, int with_flags);
+
+/* The union of n sets of frame runs, sorted, overlaps merged: the frames of several processes,
+ * each once. 0 or -1. */
+int bench_frame_runs_union(const bench_frame_runs *in, size_t n, bench_frame_runs *out);
+
+/* /proc/kpageflags read once over every frame, 512 KiB a pread, up to the end (max_pfn): the
+ * floor of a physical-memory table. Returns frames read, -1 on error. */
+int64_t floor_kpageflags_all(void);
 
 /* Batched pagemap, then one 8-byte pread of kpageflags and one of kpagecount per present page,
  * in page order (Android libmeminfo's way). Returns frames read, -1 on error. */

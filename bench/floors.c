@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,7 @@ struct scan_arg {
 
 #define PM_PRESENT (UINT64_C(1) << 63)
 #define PM_PFN ((UINT64_C(1) << 55) - 1)
+#define PM_EXCLUSIVE (UINT64_C(1) << 56) /* mapped once: its map count is 1 */
 
 #define BATCH 65536u      /* pagemap entries per pread: 512 KiB */
 #define SCAN_VEC 16384u   /* ranges per PAGEMAP_SCAN call */
@@ -63,7 +65,7 @@ static int open_proc(pid_t pid, const char *name)
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, name);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    if (fd < 0 && errno != ENOENT && errno != ESRCH) /* gone: the caller says so, or skips it */
         fprintf(stderr, "memdiff_bench: open %s: %s\n", path, strerror(errno));
     return fd;
 }
@@ -263,13 +265,14 @@ int64_t floor_scan(pid_t pid)
 typedef struct frame_list {
     uint64_t *v;
     size_t n, cap;
+    int shared_only;
 } frame_list;
 
 static int collect_frames(const uint64_t *e, size_t n, void *ctx)
 {
     frame_list *l = ctx;
     for (size_t i = 0; i < n; i++) {
-        if (!(e[i] & PM_PRESENT) || !(e[i] & PM_PFN))
+        if (!(e[i] & PM_PRESENT) || !(e[i] & PM_PFN) || (l->shared_only && e[i] & PM_EXCLUSIVE))
             continue;
         if (l->n == l->cap) {
             size_t cap = l->cap ? l->cap * 2 : 65536;
@@ -290,10 +293,10 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-int bench_frame_runs_prepare(pid_t pid, bench_frame_runs *out)
+int bench_frame_runs_prepare(pid_t pid, int shared_only, bench_frame_runs *out)
 {
     memset(out, 0, sizeof *out);
-    frame_list l = {NULL, 0, 0};
+    frame_list l = {NULL, 0, 0, shared_only};
     if (pagemap_walk(pid, collect_frames, &l) < 0) {
         free(l.v);
         return -1;
@@ -329,34 +332,148 @@ void bench_frame_runs_free(bench_frame_runs *r)
     memset(r, 0, sizeof *r);
 }
 
-int64_t floor_kpage_sorted(pid_t pid, const bench_frame_runs *runs)
+/* kpageflags (open as ff; -1: not read) and kpagecount (fc) over each run of frames; frames
+ * read, or -1. */
+static int64_t kpage_runs(int ff, int fc, const bench_frame_runs *runs)
 {
-    if (floor_pagemap(pid, 0) < 0)
-        return -1;
-    int ff = open("/proc/kpageflags", O_RDONLY | O_CLOEXEC);
-    int fc = open("/proc/kpagecount", O_RDONLY | O_CLOEXEC);
     int64_t frames = 0;
-    for (size_t i = 0; ff >= 0 && fc >= 0 && i < runs->n; i++) {
+    for (size_t i = 0; i < runs->n; i++) {
         uint64_t f = runs->first[i], left = runs->count[i];
         while (left) {
             size_t n = left < BATCH ? (size_t)left : BATCH;
-            if (pread_full(ff, frame_buf, n * 8, f * 8) < 0 ||
-                pread_full(fc, frame_buf, n * 8, f * 8) < 0) {
-                frames = -1;
-                goto out;
-            }
+            if ((ff >= 0 && pread_full(ff, frame_buf, n * 8, f * 8) < 0) ||
+                pread_full(fc, frame_buf, n * 8, f * 8) < 0)
+                return -1;
             frames += (int64_t)n;
             f += n;
             left -= n;
         }
     }
-out:
-    if (ff < 0 || fc < 0)
-        frames = -1;
+    return frames;
+}
+
+int64_t floor_kpage_sorted_set(const pid_t *pids, const bench_frame_runs *runs, size_t n,
+                               int with_flags, size_t *gone)
+{
+    int ff = with_flags ? open("/proc/kpageflags", O_RDONLY | O_CLOEXEC) : -1;
+    int fc = open("/proc/kpagecount", O_RDONLY | O_CLOEXEC);
+    int64_t frames = (ff >= 0 || !with_flags) && fc >= 0 ? 0 : -1;
+    *gone = 0;
+    for (size_t i = 0; frames >= 0 && i < n; i++) {
+        if (floor_pagemap(pids[i], 0) < 0) {
+            /* Exited: skipped, as a system snapshot counts it exited. */
+            if (kill(pids[i], 0) < 0 && errno == ESRCH) {
+                ++*gone;
+                continue;
+            }
+            frames = -1;
+            break;
+        }
+        int64_t got = kpage_runs(ff, fc, &runs[i]);
+        frames = got < 0 ? -1 : frames + got;
+    }
     if (ff >= 0)
         close(ff);
     if (fc >= 0)
         close(fc);
+    return frames;
+}
+
+int64_t floor_pagemap_set(const pid_t *pids, size_t n, size_t *gone)
+{
+    *gone = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (floor_pagemap(pids[i], 0) >= 0)
+            continue;
+        if (kill(pids[i], 0) < 0 && errno == ESRCH)
+            ++*gone; /* exited: skipped, as a system snapshot counts it exited */
+        else
+            return -1;
+    }
+    return 0;
+}
+
+int64_t floor_kpage_runs(const bench_frame_runs *runs, int with_flags)
+{
+    int ff = with_flags ? open("/proc/kpageflags", O_RDONLY | O_CLOEXEC) : -1;
+    int fc = open("/proc/kpagecount", O_RDONLY | O_CLOEXEC);
+    int64_t frames = (ff >= 0 || !with_flags) && fc >= 0 ? kpage_runs(ff, fc, runs) : -1;
+    if (ff >= 0)
+        close(ff);
+    if (fc >= 0)
+        close(fc);
+    return frames;
+}
+
+static int cmp_run(const void *a, const void *b)
+{
+    const uint64_t *x = a, *y = b;
+    return x[0] < y[0] ? -1 : x[0] > y[0];
+}
+
+int bench_frame_runs_union(const bench_frame_runs *in, size_t n, bench_frame_runs *out)
+{
+    memset(out, 0, sizeof *out);
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += in[i].n;
+    uint64_t *pairs = malloc((total ? total : 1) * 2 * sizeof *pairs);
+    out->first = malloc((total ? total : 1) * sizeof *out->first);
+    out->count = malloc((total ? total : 1) * sizeof *out->count);
+    if (!pairs || !out->first || !out->count) {
+        free(pairs);
+        bench_frame_runs_free(out);
+        return -1;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        for (size_t r = 0; r < in[i].n; r++, k++) {
+            pairs[2 * k] = in[i].first[r];
+            pairs[2 * k + 1] = in[i].count[r];
+        }
+    qsort(pairs, total, 2 * sizeof *pairs, cmp_run);
+    for (size_t r = 0; r < total; r++) {
+        uint64_t first = pairs[2 * r], end = first + pairs[2 * r + 1];
+        uint64_t *last_end = out->n ? &out->count[out->n - 1] : NULL;
+        if (last_end && out->first[out->n - 1] + *last_end >= first) {
+            uint64_t cur_end = out->first[out->n - 1] + *last_end;
+            if (end > cur_end)
+                *last_end = end - out->first[out->n - 1];
+            continue;
+        }
+        out->first[out->n] = first;
+        out->count[out->n++] = end - first;
+    }
+    for (size_t r = 0; r < out->n; r++)
+        out->frames += out->count[r];
+    free(pairs);
+    return 0;
+}
+
+int64_t floor_kpage_sorted(pid_t pid, const bench_frame_runs *runs)
+{
+    size_t gone;
+    int64_t frames = floor_kpage_sorted_set(&pid, runs, 1, 1, &gone);
+    return gone ? -1 : frames;
+}
+
+int64_t floor_kpageflags_all(void)
+{
+    int ff = open("/proc/kpageflags", O_RDONLY | O_CLOEXEC);
+    if (ff < 0)
+        return -1;
+    int64_t frames = 0;
+    for (;;) {
+        ssize_t r = pread_full(ff, frame_buf, sizeof frame_buf, (uint64_t)frames * 8);
+        if (r < 0) {
+            frames = -1;
+            break;
+        }
+        frames += r / 8;
+        if ((size_t)r < sizeof frame_buf)
+            break; /* the end: max_pfn */
+    }
+    close(ff);
     return frames;
 }
 

@@ -99,7 +99,7 @@ typedef struct result {
 static int reps = 11;
 static unsigned bench_threads; /* memdiff_options.threads of the "memdiff" measurements */
 
-static double now_ms(void)
+double bench_now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -112,10 +112,24 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static double median(double *v, int n)
+double bench_median(double *v, int n)
 {
     qsort(v, (size_t)n, sizeof *v, cmp_double);
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+void bench_shuffle(int *order, int n, uint64_t *rng)
+{
+    for (int j = 0; j < n; j++)
+        order[j] = j;
+    for (int j = n - 1; j > 0; j--) { /* Fisher-Yates, xorshift64 */
+        *rng ^= *rng << 13;
+        *rng ^= *rng >> 7;
+        *rng ^= *rng << 17;
+        int k = (int)(*rng % (uint64_t)(j + 1)), t = order[j];
+        order[j] = order[k];
+        order[k] = t;
+    }
 }
 
 static memdiff_snapshot *snap_threads(pid_t pid, memdiff_depth depth, unsigned flags,
@@ -151,7 +165,7 @@ static double run_one(result *r, int m, const bench_frame_runs *runs,
                       memdiff_snapshot *const pair[2][2])
 {
     pid_t pid = r->t.pid;
-    double t0 = now_ms(), t1;
+    double t0 = bench_now_ms(), t1;
     switch (m) {
     case M_FAST:
     case M_STANDARD:
@@ -165,7 +179,7 @@ static double run_one(result *r, int m, const bench_frame_runs *runs,
         memdiff_snapshot *s =
             snap_threads(pid, d, m == M_STANDARD_PSS ? MEMDIFF_SNAPSHOT_SMAPS_PSS : 0,
                          m == M_FAST_1T || m == M_STANDARD_1T ? 1 : bench_threads);
-        t1 = now_ms();
+        t1 = bench_now_ms();
         if (!s)
             return -1;
         memdiff_snapshot_free(s);
@@ -196,7 +210,7 @@ static double run_one(result *r, int m, const bench_frame_runs *runs,
         const int k = m == M_CMP_STANDARD;
         memdiff_diff *d = NULL;
         int rc = memdiff_compare(pair[k][0], pair[k][1], 0, &d);
-        t1 = now_ms();
+        t1 = bench_now_ms();
         memdiff_diff_free(d);
         if (rc) {
             fprintf(stderr, "memdiff_bench: compare: %s\n", memdiff_last_error());
@@ -205,7 +219,7 @@ static double run_one(result *r, int m, const bench_frame_runs *runs,
         return t1 - t0;
     }
     }
-    return now_ms() - t0;
+    return bench_now_ms() - t0;
 }
 
 static void measure(result *r, int want_deep_floors)
@@ -213,7 +227,7 @@ static void measure(result *r, int want_deep_floors)
     pid_t pid = r->t.pid;
     bench_frame_runs runs;
     memset(&runs, 0, sizeof runs);
-    int have_runs = bench_frame_runs_prepare(pid, &runs) == 0 && runs.frames > 0;
+    int have_runs = bench_frame_runs_prepare(pid, 0, &runs) == 0 && runs.frames > 0;
     r->frame_runs = runs.n;
     r->present_pages = floor_pagemap(pid, 1);
     r->scan_missing = floor_scan(pid) == -2;
@@ -261,16 +275,7 @@ static void measure(result *r, int want_deep_floors)
     uint64_t rng = UINT64_C(0x9e3779b97f4a7c15); /* fixed: a run's orders can be repeated */
     for (int rep = 0; rep < reps; rep++) {
         int order[M_COUNT];
-        for (int j = 0; j < M_COUNT; j++)
-            order[j] = j;
-        for (int j = M_COUNT - 1; j > 0; j--) { /* Fisher-Yates, xorshift64 */
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            int k = (int)(rng % (uint64_t)(j + 1)), t = order[j];
-            order[j] = order[k];
-            order[k] = t;
-        }
+        bench_shuffle(order, M_COUNT, &rng);
         for (int j = 0; j < M_COUNT; j++) {
             int m = order[j];
             if (!enabled[m])
@@ -291,7 +296,7 @@ static void measure(result *r, int want_deep_floors)
         if (!n)
             continue;
         r->have[m] = 1;
-        r->median_ms[m] = median(v, n);
+        r->median_ms[m] = bench_median(v, n);
     }
     free(v);
     r->samples = samples;
@@ -361,36 +366,45 @@ static void describe_machine(machine *m)
 /* The ratio a / b: the median over repetitions of each repetition's own ratio. Both ran in the
  * same repetition, seconds apart at most, so a change of the machine's load between
  * repetitions cancels out; the medians of the two columns are printed beside it. */
-static double paired_ratio(const result *r, int a, int b)
+double bench_paired_ratio(const double *a, const double *b, int n)
 {
-    double *v = malloc((size_t)reps * sizeof *v);
-    int n = 0;
-    for (int rep = 0; v && rep < reps; rep++) {
-        double x = r->samples[a * reps + rep], y = r->samples[b * reps + rep];
-        if (x >= 0 && y > 0)
-            v[n++] = x / y;
-    }
-    double ratio = n ? median(v, n) : 0;
+    double *v = malloc((size_t)n * sizeof *v);
+    int k = 0;
+    for (int rep = 0; v && rep < n; rep++)
+        if (a[rep] >= 0 && b[rep] > 0)
+            v[k++] = a[rep] / b[rep];
+    double ratio = k ? bench_median(v, k) : 0;
     free(v);
     return ratio;
 }
 
+static double paired_ratio(const result *r, int a, int b)
+{
+    return bench_paired_ratio(r->samples + a * reps, r->samples + b * reps, reps);
+}
+
 /* A row of the ratio table: measurement a against b, with the target when the issue states
  * one for this target size (limit 0: informational, with note in the target column). */
+void bench_ratio_row(const char *target, const char *a, double a_ms, const char *b, double b_ms,
+                     double ratio, double limit, const char *note)
+{
+    char goal[64] = "", met[8] = "";
+    if (limit > 0) {
+        snprintf(goal, sizeof goal, "<= %.2f", limit);
+        snprintf(met, sizeof met, "%s", ratio <= limit ? "yes" : "NO");
+    } else if (note) {
+        snprintf(goal, sizeof goal, "%s", note);
+    }
+    printf("| %s | %s | %.3f | %s | %.3f | %.3f | %s | %s |\n", target, a, a_ms, b, b_ms, ratio,
+           goal, met);
+}
+
 static void ratio_row(const result *r, int a, int b, double limit, const char *note)
 {
     if (!r->have[a] || !r->have[b])
         return;
-    double ratio = paired_ratio(r, a, b);
-    char target[64] = "", met[8] = "";
-    if (limit > 0) {
-        snprintf(target, sizeof target, "<= %.2f", limit);
-        snprintf(met, sizeof met, "%s", ratio <= limit ? "yes" : "NO");
-    } else if (note) {
-        snprintf(target, sizeof target, "%s", note);
-    }
-    printf("| %s | %s | %.3f | %s | %.3f | %.3f | %s | %s |\n", r->spec->name, m_names[a],
-           r->median_ms[a], m_names[b], r->median_ms[b], ratio, target, met);
+    bench_ratio_row(r->spec->name, m_names[a], r->median_ms[a], m_names[b], r->median_ms[b],
+                    paired_ratio(r, a, b), limit, note);
 }
 
 static int is_main_size(const result *r)
@@ -411,12 +425,17 @@ static int is_small(const result *r)
            (r->spec->kind == BENCH_DENSE && r->spec->map_bytes < GIB);
 }
 
-static void print_tables(const result *res, size_t n, const machine *mc, const char *cmd)
+static void print_header(const machine *mc, const char *cmd)
 {
     printf("## memdiff_bench\n\n");
     printf("Machine: %ld CPUs, %s, %s; %s RAM; THP %s; %s.\n", mc->nproc, mc->cpu, mc->kernel,
            mc->mem, mc->thp, mc->root ? "run as root" : "run without root");
     printf("Command: `%s` (%d repetitions, interleaved; medians).\n\n", cmd, reps);
+}
+
+static void print_tables(const result *res, size_t n, const machine *mc, const char *cmd)
+{
+    print_header(mc, cmd);
 
     printf("### Targets\n\n");
     printf("| target | mapping | resident (VmRSS) | present pages | runs of consecutive frames | "
@@ -598,7 +617,9 @@ static void usage(FILE *f)
                "  --quick      targets of at most 1 GiB only (a smoke run)\n"
                "  --json       results as one JSON object instead of tables\n"
                "  --reps N     repetitions per measurement (default 11, at least 3)\n"
-               "  --only S     targets whose name contains S (e.g. \"alternate\")\n"
+               "  --only S     targets whose name contains S (e.g. \"alternate\"); \"system\":\n"
+               "               200 processes against smem and the floors (not in a default\n"
+               "               run: about a minute; tables only)\n"
                "  --profile D  only take N snapshots at depth D (fast, standard, deep) or\n"
                "               compares (compare) of the first target selected, for perf\n"
                "  --pair D     memdiff at depth D and its floor, alternately on the first target\n"
@@ -633,7 +654,7 @@ static int profile(const bench_target_spec *spec, const char *what)
     memdiff_snapshot *a = cmp ? snap(t.pid, d) : NULL, *b = cmp ? snap(t.pid, d) : NULL;
     double *v = calloc((size_t)reps, sizeof *v);
     for (int i = 0; v && i < reps; i++) {
-        double t0 = now_ms();
+        double t0 = bench_now_ms();
         if (cmp) {
             memdiff_diff *diff = NULL;
             if (a && b && memdiff_compare(a, b, 0, &diff) == MEMDIFF_OK)
@@ -641,11 +662,11 @@ static int profile(const bench_target_spec *spec, const char *what)
         } else {
             memdiff_snapshot_free(snap(t.pid, d));
         }
-        v[i] = now_ms() - t0;
+        v[i] = bench_now_ms() - t0;
     }
     if (v)
         fprintf(stderr, "memdiff_bench: %s of %s: median %.3f ms over %d\n", what, spec->name,
-                median(v, reps), reps);
+                bench_median(v, reps), reps);
 
     free(v);
     memdiff_snapshot_free(a);
@@ -690,10 +711,10 @@ static int measure_next(next_cost *out)
         ok = (v[k] = calloc((size_t)reps, sizeof(double))) != NULL && ok;
     for (int i = 0; ok && i < reps; i++) {
         uint64_t r0 = self_resident();
-        double t0 = now_ms(), c0 = thread_cpu_ms();
+        double t0 = bench_now_ms(), c0 = thread_cpu_ms();
         memdiff_snapshot *s = snap(0, MEMDIFF_DEPTH_STANDARD);
         v[5][i] = thread_cpu_ms() - c0;
-        v[0][i] = now_ms() - t0;
+        v[0][i] = bench_now_ms() - t0;
         v[1][i] = (double)(self_resident() - r0);
         memdiff_snapshot_info in;
         ok = s && memdiff_snapshot_get_info(s, &in) == MEMDIFF_OK;
@@ -705,12 +726,12 @@ static int measure_next(next_cost *out)
         memdiff_snapshot_free(s);
     }
     if (ok) {
-        out->ms = median(v[0], reps);
-        out->resident = median(v[1], reps);
-        out->storage = median(v[2], reps);
-        out->regions = median(v[3], reps);
-        out->runs = median(v[4], reps);
-        out->cpu_ms = median(v[5], reps);
+        out->ms = bench_median(v[0], reps);
+        out->resident = bench_median(v[1], reps);
+        out->storage = bench_median(v[2], reps);
+        out->regions = bench_median(v[3], reps);
+        out->runs = bench_median(v[4], reps);
+        out->cpu_ms = bench_median(v[5], reps);
     }
     for (int k = 0; k < NEXT_FIGURES; k++)
         free(v[k]);
@@ -775,7 +796,7 @@ static int pair(const bench_target_spec *spec, const char *what, pid_t attach)
         return 1;
     bench_frame_runs runs;
     memset(&runs, 0, sizeof runs);
-    if (d == MEMDIFF_DEPTH_DEEP && bench_frame_runs_prepare(t.pid, &runs)) {
+    if (d == MEMDIFF_DEPTH_DEEP && bench_frame_runs_prepare(t.pid, 0, &runs)) {
         if (!attach)
             bench_target_stop(&t);
         return 1;
@@ -792,7 +813,7 @@ static int pair(const bench_target_spec *spec, const char *what, pid_t attach)
             struct rusage r0, r1;
             memdiff_snapshot *s = NULL;
             getrusage(RUSAGE_SELF, &r0);
-            double t0 = now_ms();
+            double t0 = bench_now_ms();
             if (which == 0)
                 s = snap_flags(t.pid, d, pss ? MEMDIFF_SNAPSHOT_SMAPS_PSS : 0); /* free untimed */
             else if (pss && which == 1)
@@ -805,7 +826,7 @@ static int pair(const bench_target_spec *spec, const char *what, pid_t attach)
                 (void)floor_pagemap(t.pid, 0);
             else
                 (void)floor_kpage_sorted(t.pid, &runs);
-            wall[which][i] = now_ms() - t0;
+            wall[which][i] = bench_now_ms() - t0;
             getrusage(RUSAGE_SELF, &r1);
             memdiff_snapshot_free(s);
             user[which] += cpu_ms(&r1.ru_utime) - cpu_ms(&r0.ru_utime);
@@ -827,10 +848,10 @@ static int pair(const bench_target_spec *spec, const char *what, pid_t attach)
                    reps);
         for (int k = 0; k < nk; k++)
             printf("  %-8s wall median %8.3f ms   user %7.3f ms   system %7.3f ms (means)\n",
-                   names[pss][k], median(wall[k], reps), user[k] / reps, sys[k] / reps);
+                   names[pss][k], bench_median(wall[k], reps), user[k] / reps, sys[k] / reps);
         for (int k = 1; k < nk; k++)
             printf("  median of the paired ratios to %s: %.3f\n", names[pss][k],
-                   median(ratio[k - 1], reps));
+                   bench_median(ratio[k - 1], reps));
     }
     for (int k = 0; k < 3; k++)
         free(wall[k]);
@@ -848,6 +869,8 @@ int main(int argc, char **argv)
         bench_target_main(argc, argv);
     if (argc > 1 && strcmp(argv[1], BENCH_CHURN_ARG) == 0)
         bench_churn_main();
+    if (argc > 1 && strcmp(argv[1], BENCH_THREADS_ARG) == 0)
+        bench_threads_main();
     int quick = 0, json = 0;
     const char *only = NULL, *prof = NULL, *pairing = NULL;
     pid_t attach = 0;
@@ -927,10 +950,18 @@ int main(int argc, char **argv)
         measure(r, 1);
         bench_target_stop(&r->t);
     }
+    /* The whole machine takes about a minute (smem): only when asked for by name. */
+    int system = only && strstr("system", only) && !prof && !pairing && !record;
     if (json)
         print_json(res, n, &mc, cmd);
-    else
+    else if (n || !system)
         print_tables(res, n, &mc, cmd);
+    if (system && json)
+        fprintf(stderr, "memdiff_bench: system: tables only, no --json\n");
+    else if (system && !n)
+        print_header(&mc, cmd);
+    if (system && !json && bench_system(reps))
+        return 1;
     for (size_t i = 0; i < n; i++)
         free(res[i].samples);
     return 0;

@@ -1416,6 +1416,55 @@ MEMDIFF_API int memdiff_system_save_file(const memdiff_system *system, const cha
 MEMDIFF_API int memdiff_system_load(FILE *in, memdiff_system **out);
 MEMDIFF_API int memdiff_system_load_file(const char *path, memdiff_system **out);
 
+/* ---- reports of system snapshots and their diffs (memdiff system, memdiff diff) ----------
+ * Text as memdiff system and memdiff diff print it (docs/cli.md), JSON as documents of "kind":
+ * "system" and "system-diff" (docs/json-report.md). Errors: MEMDIFF_EINVAL (NULL, unknown
+ * flags or sort, an index out of range in select), MEMDIFF_ENOMEM, MEMDIFF_EIO (writing). */
+
+/* The order of the processes (largest first, ties by pid); in a diff, by that figure's change,
+ * most grown first. */
+typedef enum memdiff_system_sort {
+    MEMDIFF_SYSTEM_SORT_PID = 0, /* ascending pid (then start time) */
+    MEMDIFF_SYSTEM_SORT_RSS,
+    MEMDIFF_SYSTEM_SORT_PSS,
+    MEMDIFF_SYSTEM_SORT_USS,
+    MEMDIFF_SYSTEM_SORT_SWAP
+} memdiff_system_sort;
+
+/* Initialise with MEMDIFF_SYSTEM_REPORT_OPTIONS_INIT (NULL as options: those defaults). */
+typedef struct memdiff_system_report_options {
+    unsigned flags;            /* MEMDIFF_REPORT_NO_HEADER, _HUMAN, _COLOR, _LINE; and
+                                  MEMDIFF_REPORT_NO_BLOCKS: without the physical table */
+    memdiff_system_sort sort;
+    size_t top;                /* at most this many processes, the first after sorting; 0: all */
+    unsigned width;            /* text: as memdiff_report_options.width */
+    const size_t *select;      /* NULL: every process; else only these (indexes as
+                                  memdiff_system_process() or memdiff_system_diff_process()
+                                  take them), select_count of them. Totals stay the whole's */
+    size_t select_count;
+} memdiff_system_report_options;
+
+#define MEMDIFF_SYSTEM_REPORT_OPTIONS_INIT {0u, MEMDIFF_SYSTEM_SORT_PID, 0, 0u, NULL, 0}
+
+/* "pid", "rss", "pss", "uss", "swap"; "invalid" out of range. */
+MEMDIFF_API const char *memdiff_system_sort_name(memdiff_system_sort sort);
+
+/* A system snapshot: header, the processes read (pid, uid, name, RSS, PSS, USS, swap and the
+ * anonymous / file / shmem split; a figure that is no exact count marked), the unreadable ones
+ * counted by reason, and the physical table (kind x owner) or why it is absent. */
+MEMDIFF_API int memdiff_system_report_text(const memdiff_system *system, FILE *out,
+                                           const memdiff_system_report_options *options);
+MEMDIFF_API int memdiff_system_report_json(const memdiff_system *system, FILE *out,
+                                           const memdiff_system_report_options *options);
+
+/* A system diff: processes started, exited, grew, shrank, changed and unknown with their
+ * figures' changes (unchanged ones counted, not listed), the sums' changes, and the physical
+ * table's change by kind and by owner (in JSON also its rows that changed). */
+MEMDIFF_API int memdiff_system_diff_report_text(const memdiff_system_diff *diff, FILE *out,
+                                                const memdiff_system_report_options *options);
+MEMDIFF_API int memdiff_system_diff_report_json(const memdiff_system_diff *diff, FILE *out,
+                                                const memdiff_system_report_options *options);
+
 #ifdef __cplusplus
 }
 #endif

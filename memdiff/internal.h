@@ -533,6 +533,28 @@ const char *memdiff__page_attr_name(unsigned bit);
 int memdiff__report_options(const memdiff_report_options *in, const char *who,
                             memdiff_report_options *out);
 
+/* The name of one MEMDIFF_SYS_SRC_* bit ("pagemap", "smaps-rollup"), NULL for an unknown one
+ * (report_select.c), as both system report writers name them. */
+const char *memdiff__sys_source_name(unsigned bit);
+
+/* What a system report has before it writes (memdiff__sys_report_begin). */
+typedef struct memdiff__sys_report {
+    memdiff_system_report_options o; /* checked; NULL given: the defaults */
+    memdiff_system_info info[2];     /* the snapshot's, or the diff's before and after */
+    memdiff__arena scratch;          /* holds list and what the writer adds: release it */
+    size_t *list, n;                 /* the processes to list, in order (indexes) */
+} memdiff__sys_report;
+
+/* The start of a system report of system (diff NULL) or of diff: arguments and options checked
+ * (MEMDIFF_EINVAL, detail prefixed with who: NULL, unknown flags or sort, a select index out of
+ * range), the infos read, and the processes to list: of a system those read (every one with
+ * every_state), of a diff those not SAME, among o.select when given, sorted by o.sort, cut to
+ * o.top. MEMDIFF_OK, or an error with nothing left to release. */
+int memdiff__sys_report_begin(memdiff__sys_report *r, const memdiff_system *system,
+                              const memdiff_system_diff *diff, FILE *out,
+                              const memdiff_system_report_options *options, int every_state,
+                              const char *who);
+
 /* Whether the options list category (its blocks and its table row). */
 int memdiff__report_lists(const memdiff_report_options *o, memdiff_category category);
 
@@ -622,9 +644,10 @@ int memdiff__put_wrapped_at(FILE *out, memdiff__arena *scratch, int at, const ch
  * MEMDIFF__WIDTH_MIN. */
 int memdiff__report_width(const memdiff_report_options *o);
 
-/* A table of the text reports: a row per category and the total, right-aligned cells. */
+/* A table of the text reports: a row per category (or per kind of physical frame, the larger
+ * count) and the total, right-aligned cells. */
 #define MEMDIFF__TABLE_COLS 11
-#define MEMDIFF__TABLE_ROWS (MEMDIFF_CAT_COUNT + 1)
+#define MEMDIFF__TABLE_ROWS (MEMDIFF__MAX((int)MEMDIFF_CAT_COUNT, (int)MEMDIFF_FRAME_KIND_COUNT) + 1)
 
 typedef struct memdiff__table {
     const char *corner; /* "Category" */
@@ -635,9 +658,14 @@ typedef struct memdiff__table {
     char cells[MEMDIFF__TABLE_ROWS][MEMDIFF__TABLE_COLS][MEMDIFF__NUM_MAX];
 } memdiff__table;
 
-/* t with columns as wide as their widest cell; a table wider than width (0: no limit)
- * continues below with the columns that did not fit. */
+/* t with columns as wide as their widest cell, the row names' at least 12; a table wider than
+ * width (0: no limit) continues below with the columns that did not fit. */
 void memdiff__put_table(FILE *out, unsigned flags, int width, const memdiff__table *t);
+
+/* The names of the bits set in bits, lowest first, separated by spaces, into buf (cut at size);
+ * a bit whose name() is NULL is left out. Returns buf ("" for none). */
+const char *memdiff__bit_names(char *buf, size_t size, unsigned bits,
+                               const char *(*name)(unsigned bit));
 
 /* Hex digits of v. */
 int memdiff__hex_digits(uint64_t v);

@@ -7,8 +7,10 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "base/error.h"
 #include "base/escape.h"
 #include "json.h"
+#include "memdiff.h"
 
 /* Beyond this a double (jq, JavaScript) no longer holds every integer: 2^53. */
 #define EXACT_MAX (UINT64_C(1) << 53)
@@ -175,6 +177,20 @@ void memdiff__json_address(memdiff__json *j, const char *key, uint64_t v)
 {
     begin_member(j, key, NULL);
     fprintf(j->out, "\"0x%" PRIx64 "\"", v);
+}
+
+void memdiff__json_document(memdiff__json *j, const char *kind)
+{
+    memdiff__json_open(j, NULL, '{', 0);
+    memdiff__json_uint(j, "version", MEMDIFF__JSON_SCHEMA_VERSION);
+    memdiff__json_string(j, "kind", kind);
+}
+
+int memdiff__json_finish(FILE *out, const char *who)
+{
+    if (fflush(out) != 0 || ferror(out))
+        return memdiff__set_error(MEMDIFF_EIO, "%s: writing the report failed", who);
+    return MEMDIFF_OK;
 }
 
 void memdiff__json_seconds(memdiff__json *j, const char *key, uint64_t ns)

@@ -34,8 +34,18 @@ typedef struct memdiff__json {
     int members[MEMDIFF__JSON_DEPTH]; /* members written in each */
 } memdiff__json;
 
+/* The schema version every document carries (docs/json-report.md). */
+#define MEMDIFF__JSON_SCHEMA_VERSION 3
+
 /* Starts a document on out; one_line: MEMDIFF_REPORT_LINE. */
 void memdiff__json_init(memdiff__json *j, FILE *out, int one_line);
+
+/* Opens the document's object with its first members, "version" and "kind". */
+void memdiff__json_document(memdiff__json *j, const char *kind);
+
+/* After a document: a stream reports write errors late (buffered), so out is flushed before
+ * asking. MEMDIFF_OK, or MEMDIFF_EIO with who in the detail. */
+int memdiff__json_finish(FILE *out, const char *who);
 
 /* Opens an object ('{') or array ('['): a member named key of the open object, or (key NULL)
  * the document or an element of the open array. inline_: all of it on one line. */

@@ -296,7 +296,9 @@ int memdiff__range_extra(int digits, uint64_t end)
 
 void memdiff__put_table(FILE *out, unsigned flags, int width, const memdiff__table *t)
 {
-    int w[MEMDIFF__TABLE_COLS];
+    int w[MEMDIFF__TABLE_COLS], nw = MEMDIFF__MAX(12, memdiff__text_cols(t->corner));
+    for (int r = 0; r < t->nrows; r++)
+        nw = MEMDIFF__MAX(nw, memdiff__text_cols(t->names[r]));
     for (int i = 0; i < t->ncols; i++) {
         w[i] = memdiff__text_cols(t->heads[i]);
         for (int r = 0; r < t->nrows; r++)
@@ -305,7 +307,7 @@ void memdiff__put_table(FILE *out, unsigned flags, int width, const memdiff__tab
     /* A table wider than the report continues below with the columns that did not fit, each
      * part with the row names again. */
     for (int first = 0, end; first < t->ncols; first = end) {
-        int used = 12;
+        int used = nw;
         for (end = first; end < t->ncols; end++) {
             if (width && end > first && used + 2 + w[end] > width)
                 break;
@@ -313,14 +315,14 @@ void memdiff__put_table(FILE *out, unsigned flags, int width, const memdiff__tab
         }
         if (first)
             fputc('\n', out);
-        memdiff__put_cell(out, flags, t->corner, -12, MEMDIFF__SGR_HEAD);
+        memdiff__put_cell(out, flags, t->corner, -nw, MEMDIFF__SGR_HEAD);
         for (int i = first; i < end; i++) {
             fputs("  ", out);
             memdiff__put_cell(out, flags, t->heads[i], w[i], MEMDIFF__SGR_HEAD);
         }
         fputc('\n', out);
         for (int r = 0; r < t->nrows; r++) {
-            fprintf(out, "%-12s", t->names[r]);
+            fprintf(out, "%-*s", nw, t->names[r]);
             for (int i = first; i < end; i++) {
                 const char *cell = t->cells[r][i];
                 fputs("  ", out);
@@ -368,4 +370,19 @@ const char *memdiff__pss_unknown(const memdiff_snapshot_info *info)
     if (info->depth < MEMDIFF_DEPTH_DEEP)
         return "needs deep depth: map counts, CAP_SYS_ADMIN";
     return "no map counts: needs CAP_SYS_ADMIN";
+}
+
+/* ---- names of bits -------------------------------------------------------------------------- */
+
+const char *memdiff__bit_names(char *buf, size_t size, unsigned bits,
+                               const char *(*name)(unsigned bit))
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (unsigned b = 1; b && used < size; b <<= 1) {
+        const char *n = (bits & b) ? name(b) : NULL;
+        if (n)
+            used += (size_t)snprintf(buf + used, size - used, "%s%s", used ? " " : "", n);
+    }
+    return buf;
 }

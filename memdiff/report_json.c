@@ -11,8 +11,6 @@
 #include "internal.h"
 #include "json.h"
 
-#define SCHEMA_VERSION 3
-
 /* ---- names ----------------------------------------------------------------------------------- */
 
 static const char *source_name(unsigned bit)
@@ -67,14 +65,6 @@ static const char *presence_name(unsigned bit)
 }
 
 /* ---- pieces every document shares -------------------------------------------------------- */
-
-/* The document's first members. */
-static void open_document(memdiff__json *j, const char *kind)
-{
-    memdiff__json_open(j, NULL, '{', 0);
-    memdiff__json_uint(j, "version", SCHEMA_VERSION);
-    memdiff__json_string(j, "kind", kind);
-}
 
 /* Why a snapshot's figures have no PSS: it is summed from every resident page's map count, or
  * known per mapping only. */
@@ -191,14 +181,6 @@ static memdiff__snap_sum sum_but_own(const memdiff__snap_sum sums[MEMDIFF_CAT_CO
     return t;
 }
 
-/* After writing: a stream reports write errors late (buffered), so flush before asking. */
-static int finish(FILE *out, const char *who)
-{
-    if (fflush(out) != 0 || ferror(out))
-        return memdiff__set_error(MEMDIFF_EIO, "%s: writing the report failed", who);
-    return MEMDIFF_OK;
-}
-
 /* ---- diff ------------------------------------------------------------------------------------ */
 
 static void put_impact(memdiff__json *j, const char *key, const memdiff_impact *m)
@@ -287,7 +269,7 @@ int memdiff_report_json(const memdiff_diff *diff, FILE *out,
         return rc;
     memdiff__json j;
     memdiff__json_init(&j, out, (o.flags & MEMDIFF_REPORT_LINE) != 0);
-    open_document(&j, "diff");
+    memdiff__json_document(&j, "diff");
     if (!(o.flags & MEMDIFF_REPORT_NO_HEADER)) {
         put_info(&j, "before", &diff->info[0]);
         put_info(&j, "after", &diff->info[1]);
@@ -307,7 +289,7 @@ int memdiff_report_json(const memdiff_diff *diff, FILE *out,
     if (rc != MEMDIFF_OK)
         return rc;
     memdiff__json_close(&j);
-    return finish(out, "memdiff_report_json");
+    return memdiff__json_finish(out, "memdiff_report_json");
 }
 
 /* ---- snapshot -------------------------------------------------------------------------------- */
@@ -407,7 +389,7 @@ int memdiff_snapshot_report_json(const memdiff_snapshot *snapshot, FILE *out,
     }
     memdiff__json j;
     memdiff__json_init(&j, out, (o.flags & MEMDIFF_REPORT_LINE) != 0);
-    open_document(&j, "snapshot");
+    memdiff__json_document(&j, "snapshot");
     if (!(o.flags & MEMDIFF_REPORT_NO_HEADER))
         put_info(&j, "snapshot", &i);
     put_snap_figures(&j, snapshot, &i, &o, NULL);
@@ -420,7 +402,7 @@ int memdiff_snapshot_report_json(const memdiff_snapshot *snapshot, FILE *out,
     }
     memdiff__json_close(&j);
     memdiff__arena_release(&scratch);
-    return finish(out, who);
+    return memdiff__json_finish(out, who);
 }
 
 /* ---- streamed records: watch ticks, wss samples ---------------------------------------------- */
@@ -442,7 +424,7 @@ int memdiff_watch_report_json(const memdiff_diff *diff, const memdiff_snapshot *
                                                   "snapshot", who);
     memdiff__json j;
     memdiff__json_init(&j, out, (o.flags & MEMDIFF_REPORT_LINE) != 0);
-    open_document(&j, "watch");
+    memdiff__json_document(&j, "watch");
     memdiff__json_uint(&j, "tick", tick);
     memdiff__json_int(&j, "pid", i.pid);
     memdiff__json_time(&j, "time", i.time_ns);
@@ -456,7 +438,7 @@ int memdiff_watch_report_json(const memdiff_diff *diff, const memdiff_snapshot *
     if (rc != MEMDIFF_OK)
         return rc;
     memdiff__json_close(&j);
-    return finish(out, who);
+    return memdiff__json_finish(out, who);
 }
 
 static const char *wss_mode_name(memdiff_wss_mode mode)
@@ -480,7 +462,7 @@ int memdiff_wss_report_json(const memdiff_wss_options *run, const memdiff_wss_sa
         return memdiff__set_error(MEMDIFF_EINVAL, "%s: unknown mode %d", who, (int)run->mode);
     memdiff__json j;
     memdiff__json_init(&j, out, (o.flags & MEMDIFF_REPORT_LINE) != 0);
-    open_document(&j, "wss");
+    memdiff__json_document(&j, "wss");
     memdiff__json_int(&j, "pid", run->pid);
     memdiff__json_string(&j, "mode", wss_mode_name(run->mode));
     memdiff__json_seconds(&j, "interval_s", run->interval_ns);
@@ -495,5 +477,5 @@ int memdiff_wss_report_json(const memdiff_wss_options *run, const memdiff_wss_sa
     memdiff__json_uint(&j, "pss_bytes", sample->pss_bytes);
     memdiff__json_uint(&j, "referenced_bytes", sample->referenced_bytes);
     memdiff__json_close(&j);
-    return finish(out, who);
+    return memdiff__json_finish(out, who);
 }

@@ -205,3 +205,148 @@ void memdiff__report_snapshot_sums(const memdiff_snapshot *s,
         c->regions++;
     }
 }
+
+/* ---- processes of a system snapshot or diff ---------------------------------------------- */
+
+const char *memdiff_system_sort_name(memdiff_system_sort sort)
+{
+    static const char *const names[] = {"pid", "rss", "pss", "uss", "swap"};
+    return (unsigned)sort < sizeof names / sizeof names[0] ? names[sort] : "invalid";
+}
+
+const char *memdiff__sys_source_name(unsigned bit)
+{
+    switch (bit) {
+    case MEMDIFF_SYS_SRC_PAGEMAP:
+        return "pagemap";
+    case MEMDIFF_SYS_SRC_MAPCOUNT:
+        return "map-counts";
+    case MEMDIFF_SYS_SRC_ROLLUP:
+        return "smaps-rollup";
+    case MEMDIFF_SYS_SRC_PHYS:
+        return "physical";
+    case MEMDIFF_SYS_SRC_MEMINFO:
+        return "meminfo";
+    }
+    return NULL;
+}
+
+static uint64_t sysproc_key(const memdiff_sysproc *p, memdiff_system_sort sort)
+{
+    switch (sort) {
+    case MEMDIFF_SYSTEM_SORT_RSS:
+        return p->rss_bytes;
+    case MEMDIFF_SYSTEM_SORT_PSS:
+        return p->pss_bytes;
+    case MEMDIFF_SYSTEM_SORT_USS:
+        return p->uss_bytes;
+    case MEMDIFF_SYSTEM_SORT_SWAP:
+        return p->swap_bytes;
+    case MEMDIFF_SYSTEM_SORT_PID:
+        break;
+    }
+    return 0;
+}
+
+static int64_t sysdiff_key(const memdiff_sysproc_diff *d, memdiff_system_sort sort)
+{
+    switch (sort) {
+    case MEMDIFF_SYSTEM_SORT_RSS:
+        return d->rss_bytes;
+    case MEMDIFF_SYSTEM_SORT_PSS:
+        return d->pss_bytes;
+    case MEMDIFF_SYSTEM_SORT_USS:
+        return d->uss_bytes;
+    case MEMDIFF_SYSTEM_SORT_SWAP:
+        return d->swap_bytes;
+    case MEMDIFF_SYSTEM_SORT_PID:
+        break;
+    }
+    return 0;
+}
+
+static int system_options(const memdiff_system_report_options *in, const char *who,
+                          memdiff_system_report_options *out)
+{
+    static const memdiff_system_report_options defaults = MEMDIFF_SYSTEM_REPORT_OPTIONS_INIT;
+    const unsigned known = MEMDIFF_REPORT_NO_HEADER | MEMDIFF_REPORT_HUMAN |
+                           MEMDIFF_REPORT_COLOR | MEMDIFF_REPORT_LINE | MEMDIFF_REPORT_NO_BLOCKS;
+    *out = in ? *in : defaults;
+    if (out->flags & ~known)
+        return memdiff__set_error(MEMDIFF_EINVAL, "%s: unknown flags 0x%x", who,
+                                  out->flags & ~known);
+    if ((unsigned)out->sort > MEMDIFF_SYSTEM_SORT_SWAP)
+        return memdiff__set_error(MEMDIFF_EINVAL, "%s: unknown sort %d", who, (int)out->sort);
+    if (out->select_count && !out->select)
+        return memdiff__set_error(MEMDIFF_EINVAL, "%s: select NULL with select_count %zu", who,
+                                  out->select_count);
+    return MEMDIFF_OK;
+}
+
+/* The processes to list into r->list: see memdiff__sys_report_begin. */
+static int system_list(memdiff__sys_report *r, const memdiff_system *system,
+                       const memdiff_system_diff *diff, int every_state, const char *who)
+{
+    const memdiff_system_report_options *o = &r->o;
+    size_t count = diff ? memdiff_system_diff_process_count(diff)
+                        : memdiff_system_process_count(system);
+    size_t pick = o->select ? o->select_count : count;
+    keyed *k = memdiff__arena_alloc(&r->scratch, (pick ? pick : 1) * sizeof *k);
+    r->list = memdiff__arena_alloc(&r->scratch, (pick ? pick : 1) * sizeof *r->list);
+    if (!k || !r->list)
+        return memdiff__set_error(MEMDIFF_ENOMEM, "%s: out of memory", who);
+    size_t m = 0;
+    for (size_t i = 0; i < pick; i++) {
+        size_t index = o->select ? o->select[i] : i;
+        if (index >= count)
+            return memdiff__set_error(MEMDIFF_EINVAL, "%s: select[%zu] = %zu, of %zu processes",
+                                      who, i, index, count);
+        uint64_t key;
+        if (diff) {
+            memdiff_sysproc_diff d;
+            int rc = memdiff_system_diff_process(diff, index, &d);
+            if (rc != MEMDIFF_OK)
+                return rc;
+            if (d.change == MEMDIFF_SYSCHG_SAME)
+                continue; /* counted, not listed */
+            key = net_key(sysdiff_key(&d, o->sort));
+        } else {
+            memdiff_sysproc p;
+            int rc = memdiff_system_process(system, index, &p);
+            if (rc != MEMDIFF_OK)
+                return rc;
+            if (p.state != MEMDIFF_SYSPROC_READ && !every_state)
+                continue; /* counted by reason, not listed */
+            key = sysproc_key(&p, o->sort);
+        }
+        /* Processes come in pid order: the index keeps ties so. */
+        k[m++] = (keyed){key, NULL, index, NULL};
+    }
+    if (o->sort != MEMDIFF_SYSTEM_SORT_PID)
+        qsort(k, m, sizeof *k, by_key);
+    if (o->top && m > o->top)
+        m = o->top;
+    for (size_t i = 0; i < m; i++)
+        r->list[i] = k[i].index;
+    r->n = m;
+    return MEMDIFF_OK;
+}
+
+int memdiff__sys_report_begin(memdiff__sys_report *r, const memdiff_system *system,
+                              const memdiff_system_diff *diff, FILE *out,
+                              const memdiff_system_report_options *options, int every_state,
+                              const char *who)
+{
+    memset(r, 0, sizeof *r);
+    if ((!system && !diff) || !out)
+        return memdiff__set_error(MEMDIFF_EINVAL, "%s: NULL argument", who);
+    int rc = system_options(options, who, &r->o);
+    if (rc == MEMDIFF_OK)
+        rc = diff ? memdiff_system_diff_info(diff, &r->info[0], &r->info[1])
+                  : memdiff_system_get_info(system, &r->info[0]);
+    if (rc == MEMDIFF_OK)
+        rc = system_list(r, system, diff, every_state, who);
+    if (rc != MEMDIFF_OK)
+        memdiff__arena_release(&r->scratch);
+    return rc;
+}

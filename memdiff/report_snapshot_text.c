@@ -55,6 +55,14 @@ static const struct {
     {MEMDIFF_SRC_PSS_MAPPINGS, "pss-mappings"},
 };
 
+static const char *source_name(unsigned bit)
+{
+    for (size_t k = 0; k < sizeof sources / sizeof sources[0]; k++)
+        if (sources[k].bit == bit)
+            return sources[k].name;
+    return NULL;
+}
+
 #define NUM_MAX MEMDIFF__NUM_MAX
 #define DASH "\xe2\x80\x93" /* U+2013 (en dash): a figure that is not known */
 #define LABEL_MIN 12        /* as report_text.c's */
@@ -109,13 +117,8 @@ static void put_header(st *t, const memdiff_snapshot_info *i)
     if (i->degraded)
         keep_rc(t, memdiff__put_wrapped(out, t->scratch, "Degraded: ", i->degraded, "\n", 4,
                                         t->width));
-    char names[160] = "";
-    size_t used = 0;
-    for (size_t k = 0; k < sizeof sources / sizeof sources[0]; k++)
-        if ((i->sources & sources[k].bit) && used < sizeof names)
-            used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", used ? " " : "",
-                                     sources[k].name);
-    if (used)
+    char names[160];
+    if (memdiff__bit_names(names, sizeof names, i->sources, source_name)[0])
         keep_rc(t, memdiff__put_wrapped(out, t->scratch, "Sources: ", names, "\n", 2, t->width));
     else
         fputs("Sources:\n", out);

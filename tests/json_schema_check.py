@@ -7,7 +7,8 @@ show --json (blocks and regions, and of a snapshot with PSS per mapping), diff -
 --verbose, --no-header, PSS per mapping), watch --json (3 ticks, and one with --pss), wss --json
 (2 samples), the summaries run --json and record --json print on stderr (of a python3 command
 that exits with status 3; record's timeline under a hostile name), a reference-set bracket's
-diff and a snapshot written by the library itself, and the golden files of tests/fixtures/reports. Each one must
+diff and a snapshot written by the library itself, system --json, show --json and diff --json of
+system files, and the golden files of tests/fixtures/reports. Each one must
 
 - validate against the schema (JSON Schema draft 2020-12, python3-jsonschema),
 - come out of `jq -c .` with every value unchanged (parsed again, compared with types),
@@ -152,6 +153,36 @@ def check_recorder(c, cli, tmp):
             fail(f'record --json: not the timeline written: {json.dumps(d)[:500]}')
 
 
+def check_system(c, cli, tmp, pid):
+    """memdiff system --json (whole, and selected without the physical table), show --json of a
+    system file and diff --json of two: the target is listed with its figures, the selection
+    holds exactly what it chose."""
+    doc = c.check('system --json', run([cli, 'system', '--json']), 'system', 1)
+    if doc:
+        d = doc[0]
+        mine = [p for p in d['processes'] if p['pid'] == pid]
+        if len(mine) != 1 or mine[0]['state'] != 'read' or int(mine[0]['rss_bytes']) == 0:
+            fail(f'system --json: the target {pid} is not listed with its figures')
+        if len(d['processes']) != int(d['system']['processes']):
+            fail('system --json: not every process listed')
+    doc = c.check('system --json --top 2 --no-phys',
+                  run([cli, 'system', '--json', '--no-phys', '--sort', 'rss', '--top', '2']),
+                  'system', 1)
+    if doc:
+        d = doc[0]
+        rss = [int(p['rss_bytes']) for p in d['processes']]
+        if d['physical'] is not None or len(rss) != 2 or rss[0] < rss[1] or d['sort'] != 'rss':
+            fail(f'system --json --top 2 --no-phys: {json.dumps(d)[:500]}')
+    A, B = os.path.join(tmp, 'a.mdsys'), os.path.join(tmp, 'b.mdsys')
+    run([cli, 'system', '-q', '-o', A])
+    run([cli, 'system', '-q', '-o', B])
+    c.check('show --json (system file)', run([cli, 'show', '--json', A]), 'system', 1)
+    doc = c.check('diff --json (system files)', run([cli, 'diff', '--json', A, B]),
+                  'system-diff', 1)
+    if doc and any(p['change'] == 'same' for p in doc[0]['processes']):
+        fail('diff --json (system files): unchanged processes listed')
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--cli', required=True)
@@ -222,6 +253,7 @@ def main():
         c.check('watch --json --pss', run([cli, 'watch', pid, '--json', '--pss', '-i', '100ms',
                                             '-n', '1']), 'watch', 1)
         check_recorder(c, cli, tmp)
+        check_system(c, cli, tmp, t.pid)
         docs = c.check('library documents', run([a.target, 'docs']), None)
         if ([d.get('kind') for d in docs] != ['diff', 'diff', 'snapshot'] or
                 'bracket' not in docs[0] or not same(docs[0], docs[1]) or

@@ -36,7 +36,8 @@
     X(record)                 \
     X(pss)                    \
     X(lanes)                  \
-    X(system)
+    X(system)                 \
+    X(cli_system)
 
 /* UNDER_ASAN: 1 in an AddressSanitizer build (gcc or clang), whose shadow mappings make some
  * measurements slow or meaningless. */

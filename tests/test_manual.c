@@ -236,12 +236,15 @@ static const char *complete(const char *words)
 
 START_TEST(completion_offers_commands_options_and_values)
 {
-    ASSERT_COMPLETES("memdiff \"\"", "[snap] [diff] [show] [watch] [wss] [record] [run] [report] [help] "
-                                     "[--help] [-h] [--version] [-V] ");
+    ASSERT_COMPLETES("memdiff \"\"", "[snap] [diff] [show] [watch] [wss] [record] [run] [report] "
+                                     "[system] [help] [--help] [-h] [--version] [-V] ");
     ASSERT_COMPLETES("memdiff di", "[diff] ");
     ASSERT_COMPLETES("memdiff help w", "[watch] [wss] ");
     ASSERT_COMPLETES("memdiff diff --so", "[--sort] ");
-    ASSERT_COMPLETES("memdiff show --sort \"\"", "[size] [net] [address] [name] ");
+    /* show and diff take system files too, whose processes sort by their figures. */
+    ASSERT_COMPLETES("memdiff show --sort \"\"", "[size] [net] [address] [name] [pid] [rss] [pss] "
+                                               "[uss] [swap] ");
+    ASSERT_COMPLETES("memdiff system --sort p", "[pid] [pss] ");
     ASSERT_COMPLETES("memdiff snap 1 --depth d", "[deep] ");
     ASSERT_COMPLETES("memdiff watch 1 -d \"\"", "[fast] [standard] [deep] ");
     ASSERT_COMPLETES("memdiff watch 1 --baseline f", "[first] ");

@@ -96,6 +96,11 @@ int cli_lookup_category(const char *s, size_t len, memdiff_category *out);
 /* Parses text into c; on failure writes why into err and returns -1. */
 int cli_parse_cond(const char *text, cli_cond *c, char *err, size_t errlen);
 
+/* The parts every condition has, "LHS OP SIZE": *lhs the length of LHS (spaces trimmed), the
+ * comparison and the size. 0, or -1 with why in err. */
+int cli_split_cond(const char *text, size_t *lhs, memdiff_cmp *cmp, int64_t *bound, char *err,
+                   size_t errlen);
+
 
 /* Checks every condition against the diff and reports the ones that hold on stderr
  * ("memdiff diff: --fail-on heap.net>1M holds: heap net = +8,392,704 bytes").
@@ -124,6 +129,8 @@ enum {
 typedef struct cli_view {
     memdiff_report_options report; /* width 100 unless --width */
     int color;                     /* -1 auto (the default), 0 never, 1 always */
+    int system_sort;               /* --sort pid, rss, pss, uss or swap (a memdiff_system_sort,
+                                      for system snapshots); -1 when none of them was given */
 } cli_view;
 
 void cli_view_init(cli_view *v);
@@ -138,6 +145,14 @@ memdiff_report_options cli_view_report(const cli_view *v);
 
 /* The same for a report written to out (run's summary goes to stderr). */
 memdiff_report_options cli_view_report_for(const cli_view *v, FILE *out);
+
+/* The options of a system report for stdout: the flags, width and top of cli_view_report(),
+ * the order of --sort (by pid unless a system sort was given). */
+memdiff_system_report_options cli_view_system_report(const cli_view *v);
+
+/* A usage error when --sort named a system sort (pid, rss...) for a report of a snapshot or a
+ * diff of snapshots, else 0. */
+int cli_view_no_system_sort(const cli_view *v, const char *cmd);
 
 /* ---- processes: pids, self, --name (select.c) ------------------------------------------- */
 
@@ -182,5 +197,20 @@ int cli_cmd_wss(int argc, char **argv); /* wss.c */
 int cli_cmd_record(int argc, char **argv); /* record.c */
 int cli_cmd_run(int argc, char **argv);    /* run.c */
 int cli_cmd_report(int argc, char **argv); /* report.c */
+int cli_cmd_system(int argc, char **argv); /* system.c */
+
+/* ---- system files (system.c) ------------------------------------------------------------ */
+
+/* Whether path is a system snapshot file (its magic): 1, else 0 (also when unreadable: the
+ * loader of snapshot files then says why). */
+int cli_is_system_file(const char *path);
+
+/* memdiff show of a system file: its report, as view says. An exit status. */
+int cli_system_show(const char *path, const cli_view *view, int json, int no_header);
+
+/* memdiff diff of two system files: their diff's report and the --fail-on texts evaluated
+ * (docs/cli.md, "memdiff system"). An exit status. */
+int cli_system_diff(const char *path_a, const char *path_b, const cli_view *view, int json,
+                    int force, int no_header, const char *const *fail_on, int nfail);
 
 #endif

@@ -31,6 +31,8 @@ typedef struct args {
     unsigned snapshot_flags; /* --pss: MEMDIFF_SNAPSHOT_SMAPS_PSS */
     cli_cond conds[MAX_CONDS];
     int nconds;
+    const char *fail_on[MAX_CONDS]; /* diff: the texts, parsed once the files' kind is known */
+    int nfail_on;
     uint64_t interval_ns;
     int count;
     int baseline_first;
@@ -81,8 +83,13 @@ static int on_opt(void *ctx, int id, const char *v)
         a->brief = 1;
         return 0;
     case OPT_FAIL_ON:
-        if (a->nconds == MAX_CONDS)
+        if (a->nconds == MAX_CONDS || a->nfail_on == MAX_CONDS)
             return cli_usage_error(a->cmd, "at most %d --fail-on conditions", MAX_CONDS);
+        if (strcmp(a->cmd, "diff") == 0) {
+            /* Snapshot files and system files measure different things. */
+            a->fail_on[a->nfail_on++] = v;
+            return 0;
+        }
         if (cli_parse_cond(v, &a->conds[a->nconds], err, sizeof err))
             return cli_usage_error(a->cmd, "bad --fail-on '%s': %s", v, err);
         a->nconds++;
@@ -387,6 +394,31 @@ int cli_cmd_diff(int argc, char **argv)
         return rc;
     if (strcmp(pos[0], "-") == 0 && strcmp(pos[1], "-") == 0)
         return cli_usage_error("diff", "standard input can hold only one of the snapshots");
+    int sys_a = cli_is_system_file(pos[0]), sys_b = cli_is_system_file(pos[1]);
+    if (sys_a != sys_b) {
+        fprintf(stderr, "memdiff diff: ");
+        cli_put_text(stderr, sys_a ? pos[0] : pos[1]);
+        fprintf(stderr, " is a system snapshot (memdiff system -o), ");
+        cli_put_text(stderr, sys_a ? pos[1] : pos[0]);
+        fprintf(stderr, " is not: a diff compares two of one kind\n");
+        return CLI_EXIT_ERROR;
+    }
+    if (sys_a) {
+        if (a.verbose)
+            return cli_usage_error("diff", "--verbose: system snapshots hold no pages");
+        if (a.view.report.sort != MEMDIFF_SORT_ADDRESS || a.view.report.categories)
+            return cli_usage_error("diff", "system snapshots sort by pid, rss, pss, uss or "
+                                           "swap, and have no categories");
+        return cli_system_diff(pos[0], pos[1], &a.view, a.json, a.force, a.no_header,
+                               a.fail_on, a.nfail_on);
+    }
+    if ((rc = cli_view_no_system_sort(&a.view, "diff")))
+        return rc;
+    for (int i = 0; i < a.nfail_on; i++) {
+        char err[200];
+        if (cli_parse_cond(a.fail_on[i], &a.conds[a.nconds++], err, sizeof err))
+            return cli_usage_error("diff", "bad --fail-on '%s': %s", a.fail_on[i], err);
+    }
     memdiff_snapshot *before = NULL, *after = NULL;
     rc = load("diff", pos[0], &before);
     if (!rc)
@@ -456,6 +488,8 @@ int cli_cmd_watch(int argc, char **argv)
         return cli_usage_error("watch", "no interval (--interval T)");
     if (a.json && a.brief)
         return cli_usage_error("watch", "--json and --brief exclude each other");
+    if ((rc = cli_view_no_system_sort(&a.view, "watch")))
+        return rc;
     int *pids, npids;
     if ((rc = cli_select_pids("watch", &a.sel, pos, npos, 0, 0, &pids, &npids)))
         return rc;

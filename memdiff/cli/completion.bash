@@ -52,7 +52,7 @@ _memdiff()
         prev=${COMP_WORDS[COMP_CWORD-2]}
     fi
 
-    local commands="snap diff show watch wss record run report help"
+    local commands="snap diff show watch wss record run report system help"
     local categories="image heap stack mapped-file shared private special own unknown"
     local report="--json --no-header --sort --top --category --human -H --color --width -w"
     local select="--name --exact"
@@ -90,6 +90,10 @@ _memdiff()
             fi
             ;;
         report) opts="--html --svg --wss --top" ;;
+        system)
+            opts="--output -o --sort --top --user -u --name --json --no-phys --no-header"
+            opts="$opts --quiet -q --human -H --color --width -w"
+            ;;
         help)
             [ "$COMP_CWORD" -eq 2 ] && COMPREPLY=($(compgen -W "$commands" -- "$cur"))
             return 0
@@ -107,7 +111,15 @@ _memdiff()
             COMPREPLY=($(compgen -W "fast standard deep" -- "$cur"))
             return 0
             ;;
-        --sort) COMPREPLY=($(compgen -W "size net address name" -- "$cur")); return 0 ;;
+        --sort)
+            if [ "$cmd" = system ]; then
+                COMPREPLY=($(compgen -W "pid rss pss uss swap" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -W "size net address name pid rss pss uss swap" -- "$cur"))
+            fi
+            return 0
+            ;;
+        --user | -u) COMPREPLY=($(compgen -u -- "$cur")); return 0 ;;
         --color) COMPREPLY=($(compgen -W "auto always never" -- "$cur")); return 0 ;;
         --baseline | -b) COMPREPLY=($(compgen -W "first previous" -- "$cur")); return 0 ;;
         --category)

@@ -16,7 +16,8 @@
 
 /* How text reports look (view.c), in the help of diff, show and watch. */
 #define VIEW_OPTIONS                                                                            \
-    "      --sort KEY     blocks by size, net, address (default) or name\n"                    \
+    "      --sort KEY     blocks by size, net, address (default) or name; the processes of\n"  \
+    "                     system snapshots by pid (default), rss, pss, uss or swap\n"         \
     "      --top N        the first N blocks only\n"                                          \
     "      --category C   rows and blocks of these categories only (heap,stack,...)\n"        \
     "  -H, --human        sizes in KiB, MiB, GiB with one decimal\n"                           \
@@ -38,6 +39,7 @@ static const char tool_help[] =
     "  record PROC|-- COMMAND -o FILE    a timeline of memory over time (polls, snapshots)\n"
     "  run [OPTIONS] -- COMMAND          run a command; its memory at the peak and at exit\n"
     "  report FILE --html OUT [--svg OUT]  a timeline as an HTML page or an SVG chart\n"
+    "  system [-o FILE] [--sort K] [--top N]  every process and physical page of the machine\n"
     "  help [COMMAND]                    this text, or a command's\n"
     "\n"
     "PROC: pids, self (memdiff itself; snap and show only), --name REGEX, --exact NAME.\n"
@@ -225,6 +227,40 @@ static const char report_help[] =
     "A corrupt or cut timeline: exit 2 naming the record and its offset (a file cut inside its\n"
     "last record is shown up to there, with a warning). The manual: man memdiff.\n";
 
+static const char system_help[] =
+    "usage: memdiff system [-o FILE] [--sort pid|rss|pss|uss|swap] [--top N] [--user U]\n"
+    "                      [--name REGEX] [--json] [--no-phys] [-H] [--color WHEN] [-w N]\n"
+    "\n"
+    "Every process of the machine the caller may read, with its RSS, PSS, USS and swap (and the\n"
+    "anonymous, file and shmem part of its RSS), and, where privileged (root: CAP_SYS_ADMIN),\n"
+    "the physical table: every physical page by kind (anon, file-active, slab, free...) and\n"
+    "owner (one process, shared, unread, unmapped, kernel, free), checked against\n"
+    "/proc/meminfo. Unprivileged: the caller's own processes, exact (smaps_rollup); the others\n"
+    "counted as unreadable, and the physical table left out with the reason. A figure shown\n"
+    "with ~ is an estimate, a dash unknown. Processes unreadable or exiting are never errors.\n"
+    "memdiff diff A B of two system files: processes started, exited, grew, shrank, and the\n"
+    "physical table's change; memdiff show FILE prints one.\n"
+    "\n"
+    "  -o, --output FILE  save the system snapshot to FILE (a line of summary instead of the\n"
+    "                     report, which --json still prints)\n"
+    "      --sort KEY     processes by pid (default), or largest first by rss, pss, uss, swap\n"
+    "      --top N        the first N processes only (sums stay the whole machine's)\n"
+    "  -u, --user U       the processes of user U (a name or a uid) only\n"
+    "      --name REGEX   the processes whose name (as ps shows it) matches REGEX only\n"
+    "      --json         the report as one JSON object (\"kind\": \"system\")\n"
+    "      --no-phys      no physical table, even where it could be read (faster)\n"
+    "      --no-header    leave out the header lines\n"
+    "  -q, --quiet        with -o: no summary line\n"
+    "  -H, --human        sizes in KiB, MiB, GiB with one decimal\n"
+    "      --color WHEN   auto (default), always or never\n"
+    "  -w, --width N      lines fit N (>= 80) columns (default 100; 0: no limit)\n"
+    "\n"
+    "memdiff diff of system files fails on conditions MEASURE OP SIZE, MEASURE the change of\n"
+    "the processes' sum of rss, pss, uss, swap, anon, file or shmem, the count of processes\n"
+    "started, exited, grew or shrank, or phys.KIND (phys.anon, phys.slab, phys.free,\n"
+    "phys.total...): the change of the physical table's bytes of that kind. Examples:\n"
+    "'pss>100M', 'started>0', 'phys.slab>64M'. The manual: man memdiff.\n";
+
 static const struct {
     const char *name;
     int (*run)(int argc, char **argv);
@@ -238,6 +274,7 @@ static const struct {
     {"record", cli_cmd_record, record_help},
     {"run", cli_cmd_run, run_help},
     {"report", cli_cmd_report, report_help},
+    {"system", cli_cmd_system, system_help},
 };
 
 #define NCOMMANDS (sizeof commands / sizeof commands[0])

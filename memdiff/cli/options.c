@@ -227,7 +227,8 @@ int cli_lookup_category(const char *s, size_t len, memdiff_category *out)
     return -1;
 }
 
-int cli_parse_cond(const char *text, cli_cond *c, char *err, size_t errlen)
+int cli_split_cond(const char *text, size_t *lhs, memdiff_cmp *cmp, int64_t *bound, char *err,
+                   size_t errlen)
 {
     const char *p = text;
     while (*p && strchr("<>=!", *p) == NULL)
@@ -244,13 +245,25 @@ int cli_parse_cond(const char *text, cli_cond *c, char *err, size_t errlen)
     const char *rhs = p + strlen(op);
     if (strcmp(op, "=") == 0)
         op[1] = '=';
-    if (memdiff_cmp_parse(op, &c->cmp) != MEMDIFF_OK) {
+    if (memdiff_cmp_parse(op, cmp) != MEMDIFF_OK) {
         snprintf(err, errlen, "unknown comparison at '%s'", p);
         return -1;
     }
     while (isspace((unsigned char)*rhs))
         rhs++;
+    if (cli_parse_size(rhs, bound)) {
+        snprintf(err, errlen, "bad size '%s' (e.g. 0, 4096, 512K, 1.5M, 2G)", rhs);
+        return -1;
+    }
+    *lhs = lhs_len;
+    return 0;
+}
 
+int cli_parse_cond(const char *text, cli_cond *c, char *err, size_t errlen)
+{
+    size_t lhs_len;
+    if (cli_split_cond(text, &lhs_len, &c->cmp, &c->bound, err, errlen))
+        return -1;
     /* "heap.net": a category and a measure; "net" alone: the total. ("private" is both a
      * category and a measure: alone it is the measure, new private bytes of the total.) */
     const char *dot = memchr(text, '.', lhs_len);
@@ -265,10 +278,6 @@ int cli_parse_cond(const char *text, cli_cond *c, char *err, size_t errlen)
     if (lookup_measure(mname, mlen, &c->measure)) {
         snprintf(err, errlen, "unknown measure '%.*s' (new, freed, net, net-private, private, "
                  "shared, replaced)", (int)mlen, mname);
-        return -1;
-    }
-    if (cli_parse_size(rhs, &c->bound)) {
-        snprintf(err, errlen, "bad size '%s' (e.g. 0, 4096, 512K, 1.5M, 2G)", rhs);
         return -1;
     }
     c->text = text;

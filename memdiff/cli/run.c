@@ -166,6 +166,8 @@ int cli_cmd_run(int argc, char **argv)
     }
     if (split >= argc - 1)
         return cli_usage_error("run", "no command (memdiff run [options] -- COMMAND [ARGS])");
+    if ((rc = cli_view_no_system_sort(&a.view, "run")))
+        return rc;
     if (!a.have_sort)
         a.view.report.sort = MEMDIFF_SORT_SIZE;
     if (!a.have_top)

@@ -104,6 +104,17 @@ int cli_cmd_show(int argc, char **argv)
     }
     /* One word that is not a process (docs/cli.md, "Choosing processes") is a file. */
     int named = a.sel.name || a.sel.exact;
+    if (npos == 1 && !named && cli_is_system_file(pos[0])) {
+        if (a.regions || a.view.report.sort != MEMDIFF_SORT_ADDRESS || a.view.report.categories)
+            return cli_usage_error("show", "a system snapshot has no regions or categories; its "
+                                           "processes sort by pid, rss, pss, uss or swap");
+        rc = cli_system_show(pos[0], &a.view, a.json, a.no_header);
+        if (rc)
+            return rc;
+        goto flush;
+    }
+    if ((rc = cli_view_no_system_sort(&a.view, "show")))
+        return rc;
     if (npos == 1 && !named && !cli_word_is_process(pos[0])) {
         memdiff_snapshot *s = NULL;
         rc = strcmp(pos[0], "-") == 0 ? memdiff_snapshot_load(stdin, &s)
@@ -124,6 +135,7 @@ int cli_cmd_show(int argc, char **argv)
     }
     if (rc)
         return rc;
+flush:
     if (fflush(stdout) != 0 || ferror(stdout)) {
         fprintf(stderr, "memdiff show: cannot write the output\n");
         return CLI_EXIT_ERROR;

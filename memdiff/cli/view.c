@@ -25,6 +25,7 @@ void cli_view_init(cli_view *v)
     v->report = defaults;
     v->report.width = DEFAULT_WIDTH;
     v->color = -1;
+    v->system_sort = -1;
 }
 
 static int parse_categories(cli_view *v, const char *cmd, const char *list)
@@ -55,10 +56,19 @@ int cli_view_opt(cli_view *v, const char *cmd, int id, const char *value)
         for (size_t i = 0; i < sizeof sorts / sizeof sorts[0]; i++) {
             if (strcmp(value, sorts[i]) == 0) {
                 v->report.sort = (memdiff_sort)i;
+                v->system_sort = -1;
                 return 0;
             }
         }
-        return cli_usage_error(cmd, "bad sort '%s' (size, net, address or name)", value);
+        /* The processes of a system snapshot: which kind of file it is shows only later. */
+        for (int k = MEMDIFF_SYSTEM_SORT_PID; k <= MEMDIFF_SYSTEM_SORT_SWAP; k++) {
+            if (strcmp(value, memdiff_system_sort_name((memdiff_system_sort)k)) == 0) {
+                v->system_sort = k;
+                return 0;
+            }
+        }
+        return cli_usage_error(cmd, "bad sort '%s' (size, net, address or name), or of system "
+                                    "snapshots pid, rss, pss, uss or swap", value);
     case CLI_OPT_TOP:
         if (cli_parse_count(value, &n))
             return cli_usage_error(cmd, "bad --top '%s' (a number from 1)", value);
@@ -112,4 +122,24 @@ memdiff_report_options cli_view_report_for(const cli_view *v, FILE *out)
     if (color)
         o.flags |= MEMDIFF_REPORT_COLOR;
     return o;
+}
+
+memdiff_system_report_options cli_view_system_report(const cli_view *v)
+{
+    memdiff_report_options r = cli_view_report(v);
+    memdiff_system_report_options o = MEMDIFF_SYSTEM_REPORT_OPTIONS_INIT;
+    o.flags = r.flags & (MEMDIFF_REPORT_HUMAN | MEMDIFF_REPORT_COLOR);
+    o.width = r.width;
+    o.top = r.top;
+    o.sort = v->system_sort < 0 ? MEMDIFF_SYSTEM_SORT_PID : (memdiff_system_sort)v->system_sort;
+    return o;
+}
+
+int cli_view_no_system_sort(const cli_view *v, const char *cmd)
+{
+    if (v->system_sort < 0)
+        return 0;
+    return cli_usage_error(cmd, "--sort %s is for system snapshots (memdiff system); blocks sort "
+                                "by size, net, address or name",
+                           memdiff_system_sort_name((memdiff_system_sort)v->system_sort));
 }
