@@ -72,6 +72,39 @@ static inline void memdiff__linux_gather_add(memdiff__linux_walker *w, uint64_t 
     w->gather_runs++;
 }
 
+/* Short runs with attrs straight into the gathered bitmap, with no pending run: the pages of
+ * mask's set bits, bit k for page addr + k pages, each run whole (a hole, not another page of
+ * these attrs, on either side). The gathered runs go to the sink first where these cannot join
+ * them (memdiff__linux_gather_joins, for the span of them all: within it no gap is too long).
+ * *frames: where the caller puts their frames, in page order (NULL without frames). */
+static inline int memdiff__linux_gather_mask(memdiff__linux_walker *w, uint64_t addr,
+                                             uint64_t mask, unsigned attrs, uint64_t **frames)
+{
+    const unsigned shift = w->proc->page_shift;
+    const unsigned lo = memdiff__ctz64(mask), len = 64 - memdiff__clz64(mask) - lo;
+    const uint64_t first = addr + ((uint64_t)lo << shift);
+    if (!memdiff__linux_gather_joins(w, first, len, attrs)) {
+        int rc = memdiff__linux_deliver_gathered(w);
+        if (rc)
+            return rc;
+        w->gather_start = first;
+        w->gather_attrs = attrs;
+        w->gather_runs = 0;
+        w->gather_count = 0;
+    }
+    uint64_t *bits = w->emit->gather_bits;
+    const uint64_t at = (first - w->gather_start) >> shift, x = mask >> lo;
+    const unsigned off = (unsigned)(at % 64);
+    bits[at / 64] |= x << off;
+    if (off && len > 64 - off)
+        bits[at / 64 + 1] |= x >> (64 - off);
+    *frames = w->with_frames ? w->emit->gather_frames + w->gather_count : NULL;
+    w->gather_count += memdiff__popcount64(mask);
+    w->gather_span = at + len;
+    w->gather_runs += memdiff__popcount64(mask & ~(mask << 1)); /* a run begins at each */
+    return MEMDIFF_OK;
+}
+
 /* The pending run (short) joins the gathered ones, which go to the sink first when it cannot
  * (memdiff__linux_gather_joins). Its frames are copied: the pending run's may point into the
  * batch. */

@@ -313,6 +313,54 @@ static MEMDIFF__NOINLINE size_t next_extras(const struct page_region *r, size_t 
     return (size_t)MEMDIFF__MIN((uint64_t)n, (r[*at].end - addr) >> shift);
 }
 
+/* Fragmented memory (every other page resident, runs of a few pages between holes of a few),
+ * 64 entries at a time: the entries pm[i..i + 64) (not past lim) that are holes or present pages
+ * of one attrs, none the zero page, up to the last hole among them, go to the gathered bitmap
+ * in one step, their frames copied in page order, instead of a stretch_at() and a
+ * feed_frames() a run. The caller has no pending run (a hole flushed it), so each run in the
+ * block is one the stretch path would make (runs of one attrs between holes, shorter than 64
+ * pages: none is cut) and gather; how they reach the sink does not change what it stores
+ * (runs.c). Returns how many entries it took (0: none, no hole among them), *found counting
+ * the pages. */
+static size_t sparse_block(memdiff__linux_walker *w, uint64_t addr, const uint64_t *pm, size_t i,
+                           size_t lim, int64_t *found, int *rc)
+{
+    const uint64_t zero = w->proc->zero_pfn;
+    const size_t m = MEMDIFF__MIN((size_t)64, lim - i);
+    uint64_t holes = 0, pages = 0;
+    unsigned attrs = 0;
+    for (size_t k = 0; k < m; k++) {
+        uint64_t e = pm[i + k];
+        unsigned a = w->attr_table[e >> MEMDIFF__PM_TABLE_SHIFT];
+        if (!a) {
+            holes |= UINT64_C(1) << k;
+            continue;
+        }
+        if (!attrs && (a & MEMDIFF_PAGE_PRESENT))
+            attrs = a;
+        if (a != attrs || (zero && (e & MEMDIFF__PM_PFN_MASK) == zero))
+            break;
+        pages |= UINT64_C(1) << k;
+    }
+    *rc = MEMDIFF_OK;
+    if (!holes)
+        return 0;
+    const unsigned h = 64 - memdiff__clz64(holes);
+    if (h < 64)
+        pages &= (UINT64_C(1) << h) - 1;
+    if (!pages)
+        return h;
+    uint64_t *dst;
+    if ((*rc = memdiff__linux_gather_mask(w, addr + ((uint64_t)i << w->proc->page_shift), pages,
+                                          attrs, &dst)))
+        return h;
+    if (dst)
+        for (uint64_t x = pages; x; x &= x - 1)
+            *dst++ = pm[i + memdiff__ctz64(x)] & MEMDIFF__PM_PFN_MASK;
+    *found += memdiff__popcount64(pages);
+    return h;
+}
+
 /* Stretch mode: feeds entries[base..base + n) for pages from addr with their frames
  * as stretches, and where stretches are this short, as the frames themselves (decoded in place:
  * memory the allocator handed out piecemeal has one page in two in a stretch of its own, which
@@ -331,9 +379,20 @@ int64_t memdiff__linux_decode_frames(memdiff__linux_walker *w, uint64_t addr, si
      * above lim. */
     size_t r = 0, lim = nextras ? 0 : n;
     unsigned extra = 0;
+    int blocks = 0; /* after a short hole: memory may be fragmented, try sparse_block() */
     for (size_t i = 0; i < n;) {
         if (i >= lim)
             lim = next_extras(extras, nextras, &r, addr, shift, i, n, &extra);
+        if (blocks && !w->pending && !extra) {
+            int rc;
+            size_t took = sparse_block(w, addr, pm, i, lim, &found, &rc);
+            if (rc)
+                return rc;
+            if (took) {
+                i += took;
+                continue;
+            }
+        }
         unsigned a;
         uint64_t f, step;
         size_t j = stretch_at(w, pm, i, lim, &a, &f, &step);
@@ -361,6 +420,7 @@ int64_t memdiff__linux_decode_frames(memdiff__linux_walker *w, uint64_t addr, si
         if (rc)
             return rc;
         found += a ? (int64_t)(j - i) : 0;
+        blocks = w->gather && !a && j - i < 64;
         i = j;
     }
     int rc = memdiff__linux_flush(w);
