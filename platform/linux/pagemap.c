@@ -325,24 +325,34 @@ static MEMDIFF__NOINLINE size_t next_extras(const struct page_region *r, size_t 
 static size_t sparse_block(memdiff__linux_walker *w, uint64_t addr, const uint64_t *pm, size_t i,
                            size_t lim, int64_t *found, int *rc)
 {
-    const uint64_t zero = w->proc->zero_pfn;
     const size_t m = MEMDIFF__MIN((size_t)64, lim - i);
-    uint64_t holes = 0, pages = 0;
-    unsigned attrs = 0;
-    for (size_t k = 0; k < m; k++) {
-        uint64_t e = pm[i + k];
-        unsigned a = w->attr_table[e >> MEMDIFF__PM_TABLE_SHIFT];
-        if (!a) {
-            holes |= UINT64_C(1) << k;
-            continue;
-        }
-        if (!attrs && (a & MEMDIFF_PAGE_PRESENT))
-            attrs = a;
-        if (a != attrs || (zero && (e & MEMDIFF__PM_PFN_MASK) == zero))
-            break;
-        pages |= UINT64_C(1) << k;
-    }
     *rc = MEMDIFF_OK;
+    /* The pages' flag bits (the attr table's index) are the first page's; a hole is neither
+     * present nor swapped (no attrs: entry_attrs). Other pages with the same attrs end the
+     * block too (the stretch path takes them): no table look-up an entry, no branch. */
+    size_t k0 = 0;
+    while (k0 < m && !(pm[i + k0] >> 62))
+        k0++;
+    if (k0 == m)
+        return k0; /* all holes, which only flush (there is nothing pending) */
+    const uint64_t key = pm[i + k0] >> MEMDIFF__PM_TABLE_SHIFT;
+    const unsigned attrs = w->attr_table[key];
+    if (!(attrs & MEMDIFF_PAGE_PRESENT))
+        return 0;
+    /* the zero page's frame, or a value no frame has (bits 0-54) */
+    const uint64_t zero = w->proc->zero_pfn ? w->proc->zero_pfn : UINT64_MAX;
+    uint64_t holes = 0, pages = 0;
+    size_t k = k0;
+    for (; k < m; k++) {
+        uint64_t e = pm[i + k];
+        if (!(e >> 62))
+            holes |= UINT64_C(1) << k;
+        else if ((e >> MEMDIFF__PM_TABLE_SHIFT) == key && (e & MEMDIFF__PM_PFN_MASK) != zero)
+            pages |= UINT64_C(1) << k;
+        else
+            break; /* the block ends before it */
+    }
+    holes |= k0 ? (UINT64_C(1) << k0) - 1 : 0;
     if (!holes)
         return 0;
     const unsigned h = 64 - memdiff__clz64(holes);
@@ -354,9 +364,15 @@ static size_t sparse_block(memdiff__linux_walker *w, uint64_t addr, const uint64
     if ((*rc = memdiff__linux_gather_mask(w, addr + ((uint64_t)i << w->proc->page_shift), pages,
                                           attrs, &dst)))
         return h;
-    if (dst)
-        for (uint64_t x = pages; x; x &= x - 1)
-            *dst++ = pm[i + memdiff__ctz64(x)] & MEMDIFF__PM_PFN_MASK;
+    if (dst) {
+        /* Every entry up to the last page is written, the pointer moving past pages only:
+         * never past the last frame's place. */
+        const size_t last = 63 - memdiff__clz64(pages);
+        for (size_t b = memdiff__ctz64(pages); b <= last; b++) {
+            *dst = pm[i + b] & MEMDIFF__PM_PFN_MASK;
+            dst += (pages >> b) & 1;
+        }
+    }
     *found += memdiff__popcount64(pages);
     return h;
 }
