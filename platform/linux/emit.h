@@ -72,6 +72,41 @@ static inline void memdiff__linux_gather_add(memdiff__linux_walker *w, uint64_t 
     w->gather_runs++;
 }
 
+/* Fast depth's scan ranges r[i..n) with categories cat, whose attrs are the gathered ones, into
+ * the gathered bitmap (no run pending) while each joins it as feed_ranges() (walk.c) would put
+ * it there: short, the range behind it not adjacent, memdiff__linux_gather_joins. A range at a
+ * time in a tight loop: where memory is fragmented a scan returns thousands. Returns the first
+ * range not taken. */
+static inline size_t memdiff__linux_gather_ranges(memdiff__linux_walker *w,
+                                                  const struct page_region *r, size_t i, size_t n,
+                                                  uint64_t cat)
+{
+    const unsigned shift = w->proc->page_shift;
+    const uint64_t gs = w->gather_start, lim = gs + ((uint64_t)MEMDIFF__LINUX_GATHER << shift);
+    uint64_t end = gs + (w->gather_span << shift), count = 0;
+    uint64_t *bits = w->emit->gather_bits;
+    size_t runs = 0;
+    for (; i + 1 < n && r[i].categories == cat; i++) {
+        const uint64_t a = r[i].start, b = r[i].end, np = (b - a) >> shift;
+        if (a <= end || ((a - end) >> shift) > MEMDIFF__GATHER_GAP_MAX || b > lim ||
+            np > MEMDIFF__GATHER_RUN_MAX || r[i + 1].start == b)
+            break;
+        const uint64_t at = (a - gs) >> shift;
+        const uint64_t m = np == 64 ? ~UINT64_C(0) : (UINT64_C(1) << np) - 1;
+        const unsigned off = (unsigned)(at % 64);
+        bits[at / 64] |= m << off;
+        if (off + np > 64)
+            bits[at / 64 + 1] |= m >> (64 - off);
+        count += np;
+        runs++;
+        end = b;
+    }
+    w->gather_count += count;
+    w->gather_runs += runs;
+    w->gather_span = (end - gs) >> shift;
+    return i;
+}
+
 /* Short runs with attrs straight into the gathered bitmap, with no pending run: the pages of
  * mask's set bits, bit k for page addr + k pages, each run whole (a hole, not another page of
  * these attrs, on either side). The gathered runs go to the sink first where these cannot join
