@@ -1279,6 +1279,140 @@ START_TEST(real_gathered_runs_match_one_by_one)
 }
 END_TEST
 
+/* The pages of a walk as recorded, kept: runs and frames (the recorder is overwritten by the
+ * next walk). */
+typedef struct kept_runs {
+    recorded runs[MAX_RUNS];
+    size_t count;
+    uint64_t pfn[MAX_AUX];
+} kept_runs;
+
+static void keep_runs(kept_runs *k)
+{
+    memcpy(k->runs, rec->runs, rec->count * sizeof *rec->runs);
+    k->count = rec->count;
+    memcpy(k->pfn, rec->pfn, rec->aux * sizeof *rec->pfn);
+}
+
+/* Walks [a, a + n pages) at fast and standard depth run by run (a sink without bitmaps or
+ * stretches) and through bitmaps and stretches: the same runs, run for run, with the same frames
+ * (and as many as expected), the frames those /proc/self/pagemap names. */
+static void expect_runs_match(memdiff__proc *proc, const memdiff__caps *caps, uint64_t a,
+                              uint64_t ps, size_t n, size_t expect_runs, size_t touched_pages)
+{
+    const uint64_t e = a + ps * n;
+    kept_runs *one = malloc(sizeof *one);
+    ck_assert_ptr_nonnull(one);
+    const memdiff_depth depth[] = {MEMDIFF_DEPTH_FAST, MEMDIFF_DEPTH_STANDARD};
+    for (size_t d = 0; d < 2; d++) {
+        ck_assert_int_eq(walk(proc, a, e, depth[d]), MEMDIFF_OK);
+        keep_runs(one);
+        ck_assert_int_eq(walk_stretches(proc, a, e, depth[d]), MEMDIFF_OK);
+        ck_assert_uint_eq(one->count, expect_runs);
+        ck_assert_uint_eq(rec->count, expect_runs);
+        ck_assert_uint_gt(rec->bitmaps, 0);
+        ck_assert_uint_eq(pages_with(P, 0), touched_pages);
+        for (size_t r = 0; r < rec->count; r++) {
+            const recorded *x = &one->runs[r], *y = &rec->runs[r];
+            ck_assert_msg(x->start == y->start && x->n == y->n && x->attrs == y->attrs,
+                          "depth %d run %zu: per run 0x%llx +%llu attrs 0x%x, gathered 0x%llx "
+                          "+%llu attrs 0x%x",
+                          (int)depth[d], r, (unsigned long long)x->start,
+                          (unsigned long long)x->n, x->attrs, (unsigned long long)y->start,
+                          (unsigned long long)y->n, y->attrs);
+            for (uint64_t i = 0; i < x->n; i++)
+                ck_assert_uint_eq(one->pfn[x->aux + i], pfn_of(r, (size_t)i));
+        }
+    }
+    free(one);
+    if (!(caps->sources & MEMDIFF_SRC_FRAMES)) {
+        fprintf(stderr, "real_fragmented_runs_match_per_run: no frame numbers (not root): "
+                        "runs compared without frames\n");
+        return;
+    }
+    /* the frames of the last walk (standard) against pagemap read directly */
+    int fd = open("/proc/self/pagemap", O_RDONLY);
+    ck_assert_int_ge(fd, 0);
+    uint64_t *pm = malloc(n * sizeof *pm);
+    ck_assert_ptr_nonnull(pm);
+    ck_assert_int_eq(pread(fd, pm, n * sizeof *pm, (off_t)(a / ps * 8)),
+                     (ssize_t)(n * sizeof *pm));
+    close(fd);
+    size_t framed = 0;
+    for (size_t r = 0; r < rec->count; r++)
+        for (uint64_t i = 0; i < rec->runs[r].n; i++, framed++) {
+            size_t page = (size_t)((rec->runs[r].start - a) / ps + i);
+            ck_assert(pm[page] >> 63);
+            ck_assert_uint_eq(pfn_of(r, (size_t)i), pm[page] & MEMDIFF__PM_PFN_MASK);
+        }
+    ck_assert_uint_eq(framed, touched_pages);
+    free(pm);
+}
+
+/* Fragmented memory, where the walker takes 64 pagemap entries at a time (standard, root) or the
+ * scan's short ranges in a tight loop (fast) into the gathered bitmap, delivers the runs of the
+ * run-by-run path (expect_runs_match). The memory: 1,000 pages every other one written; runs of
+ * 1 to 70 pages with holes of 1 to 70 (in another order), one page in the middle of every fifth
+ * run of three or more read instead of written; runs of 1 to 8 pages with holes of 1 to 3. Then
+ * again with a child holding the written pages: no longer exclusively mapped, they have the
+ * pagemap flags of the zero page, which its frame alone tells apart. */
+START_TEST(real_fragmented_runs_match_per_run)
+{
+    long ps = sysconf(_SC_PAGESIZE);
+    const size_t n = 12000;
+    char *p = map_pages(ps, n, 0);
+    unsigned char *state = calloc(n, 1); /* 1 written, 2 read */
+    ck_assert_ptr_nonnull(state);
+    size_t at = 0, runs = 0, read_runs = 0;
+    for (; at < 2000; at += 2, runs++)
+        state[at] = 1;
+    for (size_t len = 1; len <= 70; len++, runs++) {
+        for (size_t k = 0; k < len; k++)
+            state[at + k] = len >= 3 && len % 5 == 0 && k == len / 2 ? 2 : 1;
+        read_runs += len >= 3 && len % 5 == 0;
+        at += len + (len * 37) % 70 + 1;
+    }
+    for (size_t k = 0; at + 8 < n; k++, runs++) {
+        size_t len = k % 8 + 1;
+        memset(state + at, 1, len);
+        at += len + k % 3 + 1;
+    }
+    size_t touched_pages = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (state[i] == 1)
+            p[i * (size_t)ps] = 1;
+        else if (state[i] == 2)
+            (void)((volatile char *)p)[i * (size_t)ps];
+        touched_pages += state[i] != 0;
+    }
+    free(state);
+    /* A page read is the zero page where the kernel maps it (its run then splits in three:
+     * other attributes), else a page like the written ones. */
+    const size_t expect_runs = runs + (scn_zero_page_on_read() ? 2 * read_runs : 0);
+    memdiff__caps caps;
+    memdiff__proc *proc = open_self(&caps);
+    const uint64_t a = (uint64_t)(uintptr_t)p;
+    expect_runs_match(proc, &caps, a, (uint64_t)ps, n, expect_runs, touched_pages);
+    int hold[2];
+    ck_assert_int_eq(pipe(hold), 0);
+    pid_t child = fork();
+    ck_assert_int_ge(child, 0);
+    if (child == 0) {
+        char c;
+        close(hold[1]);
+        _exit(read(hold[0], &c, 1) < 0);
+    }
+    close(hold[0]);
+    expect_runs_match(proc, &caps, a, (uint64_t)ps, n, expect_runs, touched_pages);
+    ck_assert_uint_eq(pages_with(P | X, 0), 0); /* the child's too: none exclusive */
+    close(hold[1]);
+    int status;
+    ck_assert_int_eq(waitpid(child, &status, 0), child);
+    memdiff__plat_close(proc);
+    munmap(p, (size_t)ps * n);
+}
+END_TEST
+
 /* Deep depth puts each frame's facts on its own page: a mapping whose pages alternate in
  * stretches between frames shared with a forked child (map count 2) and copies the parent wrote
  * after the fork (map count 1), frames up and down as the allocator gives them. */
@@ -1981,6 +2115,7 @@ Suite *linux_pages_suite(void)
     tcase_add_test(tc, presence_answers_from_one_scan);
     tcase_add_test(tc, real_stretches_match_arrays);
     tcase_add_test(tc, real_gathered_runs_match_one_by_one);
+    tcase_add_test(tc, real_fragmented_runs_match_per_run);
     tcase_add_test(tc, real_deep_facts_in_place);
     tcase_add_test(tc, real_scan_refused_midway);
     tcase_add_test(tc, fast_open_leaves_frames_unasked);
