@@ -1279,6 +1279,25 @@ START_TEST(real_gathered_runs_match_one_by_one)
 }
 END_TEST
 
+/* A forked child (a copy of this process's memory) that waits until *release is closed, then
+ * exits. */
+static pid_t waiting_child(int *release)
+{
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    pid_t c = fork();
+    ck_assert_int_ge(c, 0);
+    if (c == 0) {
+        char b;
+        close(fds[1]);
+        (void)!read(fds[0], &b, 1);
+        _exit(0);
+    }
+    close(fds[0]);
+    *release = fds[1];
+    return c;
+}
+
 /* The pages of a walk as recorded, kept: runs and frames (the recorder is overwritten by the
  * next walk). */
 typedef struct kept_runs {
@@ -1393,21 +1412,12 @@ START_TEST(real_fragmented_runs_match_per_run)
     memdiff__proc *proc = open_self(&caps);
     const uint64_t a = (uint64_t)(uintptr_t)p;
     expect_runs_match(proc, &caps, a, (uint64_t)ps, n, expect_runs, touched_pages);
-    int hold[2];
-    ck_assert_int_eq(pipe(hold), 0);
-    pid_t child = fork();
-    ck_assert_int_ge(child, 0);
-    if (child == 0) {
-        char c;
-        close(hold[1]);
-        _exit(read(hold[0], &c, 1) < 0);
-    }
-    close(hold[0]);
+    int release;
+    pid_t child = waiting_child(&release);
     expect_runs_match(proc, &caps, a, (uint64_t)ps, n, expect_runs, touched_pages);
     ck_assert_uint_eq(pages_with(P | X, 0), 0); /* the child's too: none exclusive */
-    close(hold[1]);
-    int status;
-    ck_assert_int_eq(waitpid(child, &status, 0), child);
+    close(release);
+    ck_assert_int_eq(waitpid(child, NULL, 0), child);
     memdiff__plat_close(proc);
     munmap(p, (size_t)ps * n);
 }
@@ -2039,17 +2049,8 @@ END_TEST
 
 START_TEST(exited_process)
 {
-    int fds[2];
-    ck_assert_int_eq(pipe(fds), 0);
-    pid_t c = fork();
-    ck_assert_int_ge(c, 0);
-    if (c == 0) {
-        char b;
-        close(fds[1]);
-        (void)!read(fds[0], &b, 1);
-        _exit(0);
-    }
-    close(fds[0]);
+    int release;
+    pid_t c = waiting_child(&release);
     memdiff__open_args args = {c, NULL, NULL, 0, 1};
     memdiff__proc *proc;
     memdiff__caps caps;
@@ -2067,7 +2068,7 @@ START_TEST(exited_process)
     ck_assert_int_eq(walk(proc, r[stack].start, r[stack].end, MEMDIFF_DEPTH_STANDARD), MEMDIFF_OK);
     ck_assert_uint_gt(pages_with(P, 0), 0);
 
-    close(fds[1]);
+    close(release);
     ck_assert_int_eq(waitpid(c, NULL, 0), c);
     for (memdiff_depth d = MEMDIFF_DEPTH_FAST; d <= MEMDIFF_DEPTH_STANDARD; d++)
         ck_assert_int_eq(walk(proc, r[stack].start, r[stack].end, d), MEMDIFF_ESRCH);
