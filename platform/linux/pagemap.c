@@ -341,16 +341,20 @@ static size_t sparse_block(memdiff__linux_walker *w, uint64_t addr, const uint64
         return 0;
     /* the zero page's frame, or a value no frame has (bits 0-54) */
     const uint64_t zero = w->proc->zero_pfn ? w->proc->zero_pfn : UINT64_MAX;
-    uint64_t holes = 0, pages = 0;
-    size_t k = k0;
+    /* the pages' frames, in page order, while the entries are at hand */
+    uint64_t holes = 0, pages = 0, frames[64];
+    size_t k = k0, c = 0;
     for (; k < m; k++) {
         uint64_t e = pm[i + k];
-        if (!(e >> 62))
+        if (!(e >> 62)) {
             holes |= UINT64_C(1) << k;
-        else if ((e >> MEMDIFF__PM_TABLE_SHIFT) == key && (e & MEMDIFF__PM_PFN_MASK) != zero)
+        } else if ((e >> MEMDIFF__PM_TABLE_SHIFT) == key &&
+                   (e & MEMDIFF__PM_PFN_MASK) != zero) {
             pages |= UINT64_C(1) << k;
-        else
+            frames[c++] = e & MEMDIFF__PM_PFN_MASK;
+        } else {
             break; /* the block ends before it */
+        }
     }
     holes |= k0 ? (UINT64_C(1) << k0) - 1 : 0;
     if (!holes)
@@ -364,16 +368,10 @@ static size_t sparse_block(memdiff__linux_walker *w, uint64_t addr, const uint64
     if ((*rc = memdiff__linux_gather_mask(w, addr + ((uint64_t)i << w->proc->page_shift), pages,
                                           attrs, &dst)))
         return h;
-    if (dst) {
-        /* Every entry up to the last page is written, the pointer moving past pages only:
-         * never past the last frame's place. */
-        const size_t last = 63 - memdiff__clz64(pages);
-        for (size_t b = memdiff__ctz64(pages); b <= last; b++) {
-            *dst = pm[i + b] & MEMDIFF__PM_PFN_MASK;
-            dst += (pages >> b) & 1;
-        }
-    }
-    *found += memdiff__popcount64(pages);
+    const unsigned set = memdiff__popcount64(pages); /* the first of frames[0..c) */
+    if (dst)
+        memcpy(dst, frames, set * sizeof *dst);
+    *found += set;
     return h;
 }
 
