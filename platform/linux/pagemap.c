@@ -341,22 +341,24 @@ static size_t sparse_block(memdiff__linux_walker *w, uint64_t addr, const uint64
         return 0;
     /* the zero page's frame, or a value no frame has (bits 0-54) */
     const uint64_t zero = w->proc->zero_pfn ? w->proc->zero_pfn : UINT64_MAX;
-    /* the pages' frames, in page order, while the entries are at hand */
-    uint64_t holes = 0, pages = 0, frames[64];
-    size_t k = k0, c = 0;
-    for (; k < m; k++) {
-        uint64_t e = pm[i + k];
-        if (!(e >> 62)) {
-            holes |= UINT64_C(1) << k;
-        } else if ((e >> MEMDIFF__PM_TABLE_SHIFT) == key &&
-                   (e & MEMDIFF__PM_PFN_MASK) != zero) {
-            pages |= UINT64_C(1) << k;
-            frames[c++] = e & MEMDIFF__PM_PFN_MASK;
-        } else {
-            break; /* the block ends before it */
-        }
+    /* Without a branch an entry (runs of random lengths would mispredict one a run), the
+     * pages' frames kept in page order while the entries are at hand; the block ends before
+     * the first entry that is neither. */
+    uint64_t holes = k0 ? (UINT64_C(1) << k0) - 1 : 0, pages = 0, frames[64];
+    size_t c = 0;
+    for (size_t k = k0; k < m; k++) {
+        const uint64_t e = pm[i + k], t = e >> MEMDIFF__PM_TABLE_SHIFT;
+        const uint64_t page = (uint64_t)(t == key) & (uint64_t)((e & MEMDIFF__PM_PFN_MASK) != zero);
+        holes |= (uint64_t)(t >> 7 == 0) << k; /* neither present nor swapped (bits 63, 62) */
+        pages |= page << k;
+        frames[c] = e & MEMDIFF__PM_PFN_MASK; /* c <= k: within the array */
+        c += page;
     }
-    holes |= k0 ? (UINT64_C(1) << k0) - 1 : 0;
+    uint64_t other = ~(holes | pages);
+    if (m < 64)
+        other &= (UINT64_C(1) << m) - 1;
+    if (other)
+        holes &= (UINT64_C(1) << memdiff__ctz64(other)) - 1;
     if (!holes)
         return 0;
     const unsigned h = 64 - memdiff__clz64(holes);
