@@ -1315,9 +1315,10 @@ static void keep_runs(kept_runs *k)
 
 /* Walks [a, a + n pages) at fast and standard depth run by run (a sink without bitmaps or
  * stretches) and through bitmaps and stretches: the same runs, run for run, with the same frames
- * (and as many as expected), the frames those /proc/self/pagemap names. */
+ * (and as many as expected at each depth), the frames those /proc/self/pagemap names. */
 static void expect_runs_match(memdiff__proc *proc, const memdiff__caps *caps, uint64_t a,
-                              uint64_t ps, size_t n, size_t expect_runs, size_t touched_pages)
+                              uint64_t ps, size_t n, const size_t expect_runs[2],
+                              size_t touched_pages)
 {
     const uint64_t e = a + ps * n;
     kept_runs *one = malloc(sizeof *one);
@@ -1327,8 +1328,8 @@ static void expect_runs_match(memdiff__proc *proc, const memdiff__caps *caps, ui
         ck_assert_int_eq(walk(proc, a, e, depth[d]), MEMDIFF_OK);
         keep_runs(one);
         ck_assert_int_eq(walk_stretches(proc, a, e, depth[d]), MEMDIFF_OK);
-        ck_assert_uint_eq(one->count, expect_runs);
-        ck_assert_uint_eq(rec->count, expect_runs);
+        ck_assert_uint_eq(one->count, expect_runs[d]);
+        ck_assert_uint_eq(rec->count, expect_runs[d]);
         ck_assert_uint_gt(rec->bitmaps, 0);
         ck_assert_uint_eq(pages_with(P, 0), touched_pages);
         for (size_t r = 0; r < rec->count; r++) {
@@ -1368,13 +1369,28 @@ static void expect_runs_match(memdiff__proc *proc, const memdiff__caps *caps, ui
     free(pm);
 }
 
+/* The runs pages of kinds kind[0..n) make (0: not resident) at fast and standard depth: one a
+ * stretch of one kind, where kind 3 (a page of its own, exclusive among shared ones) is kind 1
+ * at fast depth, which has no exclusivity. */
+static void runs_of(const unsigned char *kind, size_t n, size_t runs[2])
+{
+    runs[0] = runs[1] = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned k = kind[i], before = i ? kind[i - 1] : 0;
+        runs[0] += k && (k == 3 ? 1u : k) != (before == 3 ? 1u : before);
+        runs[1] += k && k != before;
+    }
+}
+
 /* Fragmented memory, where the walker takes 64 pagemap entries at a time (standard, root) or the
  * scan's short ranges in a tight loop (fast) into the gathered bitmap, delivers the runs of the
  * run-by-run path (expect_runs_match). The memory: 1,000 pages every other one written; runs of
  * 1 to 70 pages with holes of 1 to 70 (in another order), one page in the middle of every fifth
  * run of three or more read instead of written; runs of 1 to 8 pages with holes of 1 to 3. Then
- * again with a child holding the written pages: no longer exclusively mapped, they have the
- * pagemap flags of the zero page, which its frame alone tells apart. */
+ * again with a child holding the pages and every seventh written page written again: the pages
+ * shared with the child, no longer exclusively mapped, have the pagemap flags of the zero page
+ * (which its frame alone tells apart), and the ones written again, copies of their own, end
+ * runs of them inside a block. */
 START_TEST(real_fragmented_runs_match_per_run)
 {
     long ps = sysconf(_SC_PAGESIZE);
@@ -1382,16 +1398,15 @@ START_TEST(real_fragmented_runs_match_per_run)
     char *p = map_pages(ps, n, 0);
     unsigned char *state = calloc(n, 1); /* 1 written, 2 read */
     ck_assert_ptr_nonnull(state);
-    size_t at = 0, runs = 0, read_runs = 0;
-    for (; at < 2000; at += 2, runs++)
+    size_t at = 0;
+    for (; at < 2000; at += 2)
         state[at] = 1;
-    for (size_t len = 1; len <= 70; len++, runs++) {
+    for (size_t len = 1; len <= 70; len++) {
         for (size_t k = 0; k < len; k++)
             state[at + k] = len >= 3 && len % 5 == 0 && k == len / 2 ? 2 : 1;
-        read_runs += len >= 3 && len % 5 == 0;
         at += len + (len * 37) % 70 + 1;
     }
-    for (size_t k = 0; at + 8 < n; k++, runs++) {
+    for (size_t k = 0; at + 8 < n; k++) {
         size_t len = k % 8 + 1;
         memset(state + at, 1, len);
         at += len + k % 3 + 1;
@@ -1404,21 +1419,34 @@ START_TEST(real_fragmented_runs_match_per_run)
             (void)((volatile char *)p)[i * (size_t)ps];
         touched_pages += state[i] != 0;
     }
-    free(state);
-    /* A page read is the zero page where the kernel maps it (its run then splits in three:
-     * other attributes), else a page like the written ones. */
-    const size_t expect_runs = runs + (scn_zero_page_on_read() ? 2 * read_runs : 0);
+    /* A page read is the zero page where the kernel maps it (other attributes: a run of its
+     * own), else a page like the written ones. */
+    const int zero = scn_zero_page_on_read();
+    for (size_t i = 0; i < n; i++)
+        state[i] = state[i] == 2 && !zero ? 1 : state[i];
     memdiff__caps caps;
     memdiff__proc *proc = open_self(&caps);
     const uint64_t a = (uint64_t)(uintptr_t)p;
-    expect_runs_match(proc, &caps, a, (uint64_t)ps, n, expect_runs, touched_pages);
+    size_t runs[2];
+    runs_of(state, n, runs);
+    expect_runs_match(proc, &caps, a, (uint64_t)ps, n, runs, touched_pages);
     int release;
     pid_t child = waiting_child(&release);
-    expect_runs_match(proc, &caps, a, (uint64_t)ps, n, expect_runs, touched_pages);
-    ck_assert_uint_eq(pages_with(P | X, 0), 0); /* the child's too: none exclusive */
+    for (size_t i = 3; i < n; i += 7)
+        if (state[i] == 1) {
+            p[i * (size_t)ps] = 2;
+            state[i] = 3;
+        }
+    runs_of(state, n, runs);
+    expect_runs_match(proc, &caps, a, (uint64_t)ps, n, runs, touched_pages);
+    size_t again = 0;
+    for (size_t i = 0; i < n; i++)
+        again += state[i] == 3;
+    ck_assert_uint_eq(pages_with(P | X, 0), again); /* the others are the child's too */
     close(release);
     ck_assert_int_eq(waitpid(child, NULL, 0), child);
     memdiff__plat_close(proc);
+    free(state);
     munmap(p, (size_t)ps * n);
 }
 END_TEST
