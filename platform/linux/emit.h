@@ -13,7 +13,9 @@
  * runs of up to MEMDIFF__GATHER_RUN_MAX pages, no more than MEMDIFF__GATHER_GAP_MAX pages apart
  * and with the same attrs, go to the sink together as a bitmap of up to MEMDIFF__LINUX_GATHER
  * pages (sink->run_bits). The two limits add up to the core's bitmap step (runs.c, BITMAP_STEP),
- * so that its bitmap takes them whole.
+ * so that its bitmap takes them whole. Where memory is that fragmented the decoders skip the
+ * pending run altogether: pagemap.c hands over 64 entries' runs as one mask (gather_mask),
+ * fast depth its scan's short ranges in one loop (gather_ranges), under the same limits.
  *
  * Owns struct memdiff__linux_emit (the stretches and the gathered bitmap and frames); reads the
  * pagemap stage's batch (the frames a pending run points into). Calls nothing of the backend.

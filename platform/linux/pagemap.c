@@ -12,7 +12,8 @@
  * the scan (scan.c): decode tells where a batch may hold some.
  *
  * Owns struct memdiff__linux_pagemap (the batch's entries and attrs, the attr table, the
- * read-ahead). Stretch mode feeds its stretches to run emission (emit.c) as it decodes.
+ * read-ahead). Stretch mode feeds its stretches to run emission (emit.h) as it decodes, and
+ * fragmented memory's runs 64 entries at a time (sparse_block).
  */
 #include <string.h>
 
