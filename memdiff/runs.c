@@ -232,13 +232,15 @@ int memdiff__runs_append_bits(memdiff_snapshot *s, uint32_t region, uint64_t sta
         if (w == k / 64)
             x &= ~UINT64_C(0) << (k % 64);
         set += memdiff__popcount64(x);
-        for (uint64_t ends = x & ~(x >> 1 | next << 63); ends; ends &= ends - 1) {
-            uint64_t e = w * 64 + memdiff__ctz64(ends) + 1;
-            if (e - last > BITMAP_STEP) /* gap + pages: this run would start a record */
-                return append_each(s, region, start, npages, attrs, bits, &k, &aux, 0);
-            last = e;
-            runs++;
-        }
+        uint64_t ends = x & ~(x >> 1 | next << 63);
+        if (!ends)
+            continue;
+        /* Only the word's first run can be too far from the one before (gap + pages): the
+         * others end within 64 pages of it. */
+        if (w * 64 + memdiff__ctz64(ends) + 1 - last > BITMAP_STEP)
+            return append_each(s, region, start, npages, attrs, bits, &k, &aux, 0);
+        last = w * 64 + 64 - memdiff__clz64(ends);
+        runs += memdiff__popcount64(ends);
     }
     /* Bit j of bits is bit j + before - within of L's bitmap (L may have begun before this
      * call or at one of its runs). */

@@ -1279,6 +1279,178 @@ START_TEST(real_gathered_runs_match_one_by_one)
 }
 END_TEST
 
+/* A forked child (a copy of this process's memory) that waits until *release is closed, then
+ * exits. */
+static pid_t waiting_child(int *release)
+{
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    pid_t c = fork();
+    ck_assert_int_ge(c, 0);
+    if (c == 0) {
+        char b;
+        close(fds[1]);
+        (void)!read(fds[0], &b, 1);
+        _exit(0);
+    }
+    close(fds[0]);
+    *release = fds[1];
+    return c;
+}
+
+/* The pages of a walk as recorded, kept: runs and frames (the recorder is overwritten by the
+ * next walk). */
+typedef struct kept_runs {
+    recorded runs[MAX_RUNS];
+    size_t count;
+    uint64_t pfn[MAX_AUX];
+} kept_runs;
+
+static void keep_runs(kept_runs *k)
+{
+    memcpy(k->runs, rec->runs, rec->count * sizeof *rec->runs);
+    k->count = rec->count;
+    memcpy(k->pfn, rec->pfn, rec->aux * sizeof *rec->pfn);
+}
+
+/* Walks [a, a + n pages) at fast and standard depth run by run (a sink without bitmaps or
+ * stretches) and through bitmaps and stretches: the same runs, run for run, with the same frames
+ * (and as many as expected at each depth), the frames those /proc/self/pagemap names. */
+static void expect_runs_match(memdiff__proc *proc, const memdiff__caps *caps, uint64_t a,
+                              uint64_t ps, size_t n, const size_t expect_runs[2],
+                              size_t touched_pages)
+{
+    const uint64_t e = a + ps * n;
+    kept_runs *one = malloc(sizeof *one);
+    ck_assert_ptr_nonnull(one);
+    const memdiff_depth depth[] = {MEMDIFF_DEPTH_FAST, MEMDIFF_DEPTH_STANDARD};
+    for (size_t d = 0; d < 2; d++) {
+        ck_assert_int_eq(walk(proc, a, e, depth[d]), MEMDIFF_OK);
+        keep_runs(one);
+        ck_assert_int_eq(walk_stretches(proc, a, e, depth[d]), MEMDIFF_OK);
+        ck_assert_uint_eq(one->count, expect_runs[d]);
+        ck_assert_uint_eq(rec->count, expect_runs[d]);
+        ck_assert_uint_gt(rec->bitmaps, 0);
+        ck_assert_uint_eq(pages_with(P, 0), touched_pages);
+        for (size_t r = 0; r < rec->count; r++) {
+            const recorded *x = &one->runs[r], *y = &rec->runs[r];
+            ck_assert_msg(x->start == y->start && x->n == y->n && x->attrs == y->attrs,
+                          "depth %d run %zu: per run 0x%llx +%llu attrs 0x%x, gathered 0x%llx "
+                          "+%llu attrs 0x%x",
+                          (int)depth[d], r, (unsigned long long)x->start,
+                          (unsigned long long)x->n, x->attrs, (unsigned long long)y->start,
+                          (unsigned long long)y->n, y->attrs);
+            for (uint64_t i = 0; i < x->n; i++)
+                ck_assert_uint_eq(one->pfn[x->aux + i], pfn_of(r, (size_t)i));
+        }
+    }
+    free(one);
+    if (!(caps->sources & MEMDIFF_SRC_FRAMES)) {
+        fprintf(stderr, "real_fragmented_runs_match_per_run: no frame numbers (not root): "
+                        "runs compared without frames\n");
+        return;
+    }
+    /* the frames of the last walk (standard) against pagemap read directly */
+    int fd = open("/proc/self/pagemap", O_RDONLY);
+    ck_assert_int_ge(fd, 0);
+    uint64_t *pm = malloc(n * sizeof *pm);
+    ck_assert_ptr_nonnull(pm);
+    ck_assert_int_eq(pread(fd, pm, n * sizeof *pm, (off_t)(a / ps * 8)),
+                     (ssize_t)(n * sizeof *pm));
+    close(fd);
+    size_t framed = 0;
+    for (size_t r = 0; r < rec->count; r++)
+        for (uint64_t i = 0; i < rec->runs[r].n; i++, framed++) {
+            size_t page = (size_t)((rec->runs[r].start - a) / ps + i);
+            ck_assert(pm[page] >> 63);
+            ck_assert_uint_eq(pfn_of(r, (size_t)i), pm[page] & MEMDIFF__PM_PFN_MASK);
+        }
+    ck_assert_uint_eq(framed, touched_pages);
+    free(pm);
+}
+
+/* The runs pages of kinds kind[0..n) make (0: not resident) at fast and standard depth: one a
+ * stretch of one kind, where kind 3 (a page of its own, exclusive among shared ones) is kind 1
+ * at fast depth, which has no exclusivity. */
+static void runs_of(const unsigned char *kind, size_t n, size_t runs[2])
+{
+    runs[0] = runs[1] = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned k = kind[i], before = i ? kind[i - 1] : 0;
+        runs[0] += k && (k == 3 ? 1u : k) != (before == 3 ? 1u : before);
+        runs[1] += k && k != before;
+    }
+}
+
+/* Fragmented memory, where the walker takes 64 pagemap entries at a time (standard, root) or the
+ * scan's short ranges in a tight loop (fast) into the gathered bitmap, delivers the runs of the
+ * run-by-run path (expect_runs_match). The memory: 1,000 pages every other one written; runs of
+ * 1 to 70 pages with holes of 1 to 70 (in another order), one page in the middle of every fifth
+ * run of three or more read instead of written; runs of 1 to 8 pages with holes of 1 to 3. Then
+ * again with a child holding the pages and every seventh written page written again: the pages
+ * shared with the child, no longer exclusively mapped, have the pagemap flags of the zero page
+ * (which its frame alone tells apart), and the ones written again, copies of their own, end
+ * runs of them inside a block. */
+START_TEST(real_fragmented_runs_match_per_run)
+{
+    long ps = sysconf(_SC_PAGESIZE);
+    const size_t n = 12000;
+    char *p = map_pages(ps, n, 0);
+    unsigned char *state = calloc(n, 1); /* 1 written, 2 read */
+    ck_assert_ptr_nonnull(state);
+    size_t at = 0;
+    for (; at < 2000; at += 2)
+        state[at] = 1;
+    for (size_t len = 1; len <= 70; len++) {
+        for (size_t k = 0; k < len; k++)
+            state[at + k] = len >= 3 && len % 5 == 0 && k == len / 2 ? 2 : 1;
+        at += len + (len * 37) % 70 + 1;
+    }
+    for (size_t k = 0; at + 8 < n; k++) {
+        size_t len = k % 8 + 1;
+        memset(state + at, 1, len);
+        at += len + k % 3 + 1;
+    }
+    size_t touched_pages = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (state[i] == 1)
+            p[i * (size_t)ps] = 1;
+        else if (state[i] == 2)
+            (void)((volatile char *)p)[i * (size_t)ps];
+        touched_pages += state[i] != 0;
+    }
+    /* A page read is the zero page where the kernel maps it (other attributes: a run of its
+     * own), else a page like the written ones. */
+    const int zero = scn_zero_page_on_read();
+    for (size_t i = 0; i < n; i++)
+        state[i] = state[i] == 2 && !zero ? 1 : state[i];
+    memdiff__caps caps;
+    memdiff__proc *proc = open_self(&caps);
+    const uint64_t a = (uint64_t)(uintptr_t)p;
+    size_t runs[2];
+    runs_of(state, n, runs);
+    expect_runs_match(proc, &caps, a, (uint64_t)ps, n, runs, touched_pages);
+    int release;
+    pid_t child = waiting_child(&release);
+    for (size_t i = 3; i < n; i += 7)
+        if (state[i] == 1) {
+            p[i * (size_t)ps] = 2;
+            state[i] = 3;
+        }
+    runs_of(state, n, runs);
+    expect_runs_match(proc, &caps, a, (uint64_t)ps, n, runs, touched_pages);
+    size_t again = 0;
+    for (size_t i = 0; i < n; i++)
+        again += state[i] == 3;
+    ck_assert_uint_eq(pages_with(P | X, 0), again); /* the others are the child's too */
+    close(release);
+    ck_assert_int_eq(waitpid(child, NULL, 0), child);
+    memdiff__plat_close(proc);
+    free(state);
+    munmap(p, (size_t)ps * n);
+}
+END_TEST
+
 /* Deep depth puts each frame's facts on its own page: a mapping whose pages alternate in
  * stretches between frames shared with a forked child (map count 2) and copies the parent wrote
  * after the fork (map count 1), frames up and down as the allocator gives them. */
@@ -1905,17 +2077,8 @@ END_TEST
 
 START_TEST(exited_process)
 {
-    int fds[2];
-    ck_assert_int_eq(pipe(fds), 0);
-    pid_t c = fork();
-    ck_assert_int_ge(c, 0);
-    if (c == 0) {
-        char b;
-        close(fds[1]);
-        (void)!read(fds[0], &b, 1);
-        _exit(0);
-    }
-    close(fds[0]);
+    int release;
+    pid_t c = waiting_child(&release);
     memdiff__open_args args = {c, NULL, NULL, 0, 1};
     memdiff__proc *proc;
     memdiff__caps caps;
@@ -1933,7 +2096,7 @@ START_TEST(exited_process)
     ck_assert_int_eq(walk(proc, r[stack].start, r[stack].end, MEMDIFF_DEPTH_STANDARD), MEMDIFF_OK);
     ck_assert_uint_gt(pages_with(P, 0), 0);
 
-    close(fds[1]);
+    close(release);
     ck_assert_int_eq(waitpid(c, NULL, 0), c);
     for (memdiff_depth d = MEMDIFF_DEPTH_FAST; d <= MEMDIFF_DEPTH_STANDARD; d++)
         ck_assert_int_eq(walk(proc, r[stack].start, r[stack].end, d), MEMDIFF_ESRCH);
@@ -1981,6 +2144,7 @@ Suite *linux_pages_suite(void)
     tcase_add_test(tc, presence_answers_from_one_scan);
     tcase_add_test(tc, real_stretches_match_arrays);
     tcase_add_test(tc, real_gathered_runs_match_one_by_one);
+    tcase_add_test(tc, real_fragmented_runs_match_per_run);
     tcase_add_test(tc, real_deep_facts_in_place);
     tcase_add_test(tc, real_scan_refused_midway);
     tcase_add_test(tc, fast_open_leaves_frames_unasked);

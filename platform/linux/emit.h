@@ -13,7 +13,9 @@
  * runs of up to MEMDIFF__GATHER_RUN_MAX pages, no more than MEMDIFF__GATHER_GAP_MAX pages apart
  * and with the same attrs, go to the sink together as a bitmap of up to MEMDIFF__LINUX_GATHER
  * pages (sink->run_bits). The two limits add up to the core's bitmap step (runs.c, BITMAP_STEP),
- * so that its bitmap takes them whole.
+ * so that its bitmap takes them whole. Where memory is that fragmented the decoders skip the
+ * pending run altogether: pagemap.c hands over 64 entries' runs as one mask (gather_mask),
+ * fast depth its scan's short ranges in one loop (gather_ranges), under the same limits.
  *
  * Owns struct memdiff__linux_emit (the stretches and the gathered bitmap and frames); reads the
  * pagemap stage's batch (the frames a pending run points into). Calls nothing of the backend.
@@ -70,6 +72,74 @@ static inline void memdiff__linux_gather_add(memdiff__linux_walker *w, uint64_t 
     w->gather_count += n;
     w->gather_span = at + n;
     w->gather_runs++;
+}
+
+/* Fast depth's scan ranges r[i..n) with categories cat, whose attrs are the gathered ones, into
+ * the gathered bitmap (no run pending) while each joins it as feed_ranges() (walk.c) would put
+ * it there: short, the range behind it not adjacent, memdiff__linux_gather_joins. A range at a
+ * time in a tight loop: where memory is fragmented a scan returns thousands. Returns the first
+ * range not taken. */
+static inline size_t memdiff__linux_gather_ranges(memdiff__linux_walker *w,
+                                                  const struct page_region *r, size_t i, size_t n,
+                                                  uint64_t cat)
+{
+    const unsigned shift = w->proc->page_shift;
+    const uint64_t gs = w->gather_start, lim = gs + ((uint64_t)MEMDIFF__LINUX_GATHER << shift);
+    uint64_t end = gs + (w->gather_span << shift), count = 0;
+    uint64_t *bits = w->emit->gather_bits;
+    size_t runs = 0;
+    for (; i + 1 < n && r[i].categories == cat; i++) {
+        const uint64_t a = r[i].start, b = r[i].end, np = (b - a) >> shift;
+        if (a <= end || ((a - end) >> shift) > MEMDIFF__GATHER_GAP_MAX || b > lim ||
+            np > MEMDIFF__GATHER_RUN_MAX || r[i + 1].start == b)
+            break;
+        const uint64_t at = (a - gs) >> shift;
+        const uint64_t m = np == 64 ? ~UINT64_C(0) : (UINT64_C(1) << np) - 1;
+        const unsigned off = (unsigned)(at % 64);
+        bits[at / 64] |= m << off;
+        if (off + np > 64)
+            bits[at / 64 + 1] |= m >> (64 - off);
+        count += np;
+        runs++;
+        end = b;
+    }
+    w->gather_count += count;
+    w->gather_runs += runs;
+    w->gather_span = (end - gs) >> shift;
+    return i;
+}
+
+/* Short runs with attrs straight into the gathered bitmap, with no pending run: the pages of
+ * mask's set bits, bit k for page addr + k pages, each run whole (a hole, not another page of
+ * these attrs, on either side). The gathered runs go to the sink first where these cannot join
+ * them (memdiff__linux_gather_joins, for the span of them all: within it no gap is too long).
+ * *frames: where the caller puts their frames, in page order (NULL without frames). */
+static inline int memdiff__linux_gather_mask(memdiff__linux_walker *w, uint64_t addr,
+                                             uint64_t mask, unsigned attrs, uint64_t **frames)
+{
+    const unsigned shift = w->proc->page_shift;
+    const unsigned lo = memdiff__ctz64(mask), len = 64 - memdiff__clz64(mask) - lo;
+    const uint64_t first = addr + ((uint64_t)lo << shift);
+    if (!memdiff__linux_gather_joins(w, first, len, attrs)) {
+        int rc = memdiff__linux_deliver_gathered(w);
+        if (rc)
+            return rc;
+        w->gather_start = first;
+        w->gather_attrs = attrs;
+        w->gather_runs = 0;
+        w->gather_count = 0;
+    }
+    uint64_t *bits = w->emit->gather_bits;
+    const uint64_t at = (first - w->gather_start) >> shift, x = mask >> lo;
+    const unsigned off = (unsigned)(at % 64);
+    bits[at / 64] |= x << off;
+    if (off && len > 64 - off)
+        bits[at / 64 + 1] |= x >> (64 - off);
+    *frames = w->with_frames ? w->emit->gather_frames + w->gather_count : NULL;
+    w->gather_count += memdiff__popcount64(mask);
+    w->gather_span = at + len;
+    w->gather_runs += memdiff__popcount64(mask & ~(mask << 1)); /* a run begins at each */
+    return MEMDIFF_OK;
 }
 
 /* The pending run (short) joins the gathered ones, which go to the sink first when it cannot

@@ -12,7 +12,8 @@
  * the scan (scan.c): decode tells where a batch may hold some.
  *
  * Owns struct memdiff__linux_pagemap (the batch's entries and attrs, the attr table, the
- * read-ahead). Stretch mode feeds its stretches to run emission (emit.c) as it decodes.
+ * read-ahead). Stretch mode feeds its stretches to run emission (emit.h) as it decodes, and
+ * fragmented memory's runs 64 entries at a time (sparse_block).
  */
 #include <string.h>
 
@@ -313,6 +314,70 @@ static MEMDIFF__NOINLINE size_t next_extras(const struct page_region *r, size_t 
     return (size_t)MEMDIFF__MIN((uint64_t)n, (r[*at].end - addr) >> shift);
 }
 
+/* Fragmented memory (every other page resident, runs of a few pages between holes of a few),
+ * 64 entries at a time: the entries pm[i..i + 64) (not past lim) that are holes or present pages
+ * of one attrs, none the zero page, up to the last hole among them, go to the gathered bitmap
+ * in one step, their frames copied in page order, instead of a stretch_at() and a
+ * feed_frames() a run. The caller has no pending run (a hole flushed it), so each run in the
+ * block is one the stretch path would make (runs of one attrs between holes, shorter than 64
+ * pages: none is cut) and gather; how they reach the sink does not change what it stores
+ * (runs.c). Returns how many entries it took (0: none, no hole among them), *found counting
+ * the pages. */
+static size_t sparse_block(memdiff__linux_walker *w, uint64_t addr, const uint64_t *pm, size_t i,
+                           size_t lim, int64_t *found, int *rc)
+{
+    const size_t m = MEMDIFF__MIN((size_t)64, lim - i);
+    *rc = MEMDIFF_OK;
+    /* The pages' flag bits (the attr table's index) are the first page's; a hole is neither
+     * present nor swapped (no attrs: entry_attrs). Other pages with the same attrs end the
+     * block too (the stretch path takes them): no table look-up an entry, no branch. */
+    size_t k0 = 0;
+    while (k0 < m && !(pm[i + k0] >> 62))
+        k0++;
+    if (k0 == m)
+        return k0; /* all holes, which only flush (there is nothing pending) */
+    const uint64_t key = pm[i + k0] >> MEMDIFF__PM_TABLE_SHIFT;
+    const unsigned attrs = w->attr_table[key];
+    if (!(attrs & MEMDIFF_PAGE_PRESENT))
+        return 0;
+    /* the zero page's frame, or a value no frame has (bits 0-54) */
+    const uint64_t zero = w->proc->zero_pfn ? w->proc->zero_pfn : UINT64_MAX;
+    /* Without a branch an entry (runs of random lengths would mispredict one a run), the
+     * pages' frames kept in page order while the entries are at hand; the block ends before
+     * the first entry that is neither. */
+    uint64_t holes = k0 ? (UINT64_C(1) << k0) - 1 : 0, pages = 0, frames[64];
+    size_t c = 0;
+    for (size_t k = k0; k < m; k++) {
+        const uint64_t e = pm[i + k], t = e >> MEMDIFF__PM_TABLE_SHIFT;
+        const uint64_t page = (uint64_t)(t == key) & (uint64_t)((e & MEMDIFF__PM_PFN_MASK) != zero);
+        holes |= (uint64_t)(t >> 7 == 0) << k; /* neither present nor swapped (bits 63, 62) */
+        pages |= page << k;
+        frames[c] = e & MEMDIFF__PM_PFN_MASK; /* c <= k: within the array */
+        c += page;
+    }
+    uint64_t other = ~(holes | pages);
+    if (m < 64)
+        other &= (UINT64_C(1) << m) - 1;
+    if (other)
+        holes &= (UINT64_C(1) << memdiff__ctz64(other)) - 1;
+    if (!holes)
+        return 0;
+    const unsigned h = 64 - memdiff__clz64(holes);
+    if (h < 64)
+        pages &= (UINT64_C(1) << h) - 1;
+    if (!pages)
+        return h;
+    uint64_t *dst;
+    if ((*rc = memdiff__linux_gather_mask(w, addr + ((uint64_t)i << w->proc->page_shift), pages,
+                                          attrs, &dst)))
+        return h;
+    const unsigned set = memdiff__popcount64(pages); /* the first of frames[0..c) */
+    if (dst)
+        memcpy(dst, frames, set * sizeof *dst);
+    *found += set;
+    return h;
+}
+
 /* Stretch mode: feeds entries[base..base + n) for pages from addr with their frames
  * as stretches, and where stretches are this short, as the frames themselves (decoded in place:
  * memory the allocator handed out piecemeal has one page in two in a stretch of its own, which
@@ -331,9 +396,20 @@ int64_t memdiff__linux_decode_frames(memdiff__linux_walker *w, uint64_t addr, si
      * above lim. */
     size_t r = 0, lim = nextras ? 0 : n;
     unsigned extra = 0;
+    int blocks = 0; /* after a short hole: memory may be fragmented, try sparse_block() */
     for (size_t i = 0; i < n;) {
         if (i >= lim)
             lim = next_extras(extras, nextras, &r, addr, shift, i, n, &extra);
+        if (blocks && !w->pending && !extra) {
+            int rc;
+            size_t took = sparse_block(w, addr, pm, i, lim, &found, &rc);
+            if (rc)
+                return rc;
+            if (took) {
+                i += took;
+                continue;
+            }
+        }
         unsigned a;
         uint64_t f, step;
         size_t j = stretch_at(w, pm, i, lim, &a, &f, &step);
@@ -361,6 +437,7 @@ int64_t memdiff__linux_decode_frames(memdiff__linux_walker *w, uint64_t addr, si
         if (rc)
             return rc;
         found += a ? (int64_t)(j - i) : 0;
+        blocks = w->gather && !a && j - i < 64;
         i = j;
     }
     int rc = memdiff__linux_flush(w);

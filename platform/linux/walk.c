@@ -230,6 +230,7 @@ static int feed_ranges(memdiff__linux_walker *w, const struct page_region *r, si
                 return rc;
             if (memdiff__linux_gather_joins(w, r[i].start, np, attrs)) {
                 memdiff__linux_gather_add(w, r[i].start, np);
+                i = memdiff__linux_gather_ranges(w, r, i + 1, n, cat) - 1; /* and those behind */
                 continue;
             }
         }
