@@ -75,9 +75,9 @@ extern "C" {
 /* The version of this header. CMakeLists.txt refuses to configure when these disagree with its
  * project version, so the header, the library and its package always say the same. */
 #define MEMDIFF_VERSION_MAJOR 0
-#define MEMDIFF_VERSION_MINOR 3
+#define MEMDIFF_VERSION_MINOR 4
 #define MEMDIFF_VERSION_PATCH 0
-#define MEMDIFF_VERSION_STRING "0.3.0"
+#define MEMDIFF_VERSION_STRING "0.4.0"
 
 /* The version of the library linked at run time, "major.minor.patch" (the MEMDIFF_VERSION_STRING
  * it was built with; a shared library's can differ from the program's): static, never NULL. */

@@ -104,6 +104,21 @@ struct seen {
     int failed;
 };
 
+/* Frames of every process's resident pages that pagemap does not call exclusively mapped, as
+ * keys (frame << PENDING_SHIFT | the process's id): their map counts are read once for all
+ * processes, each frame once however many map it (libc's pages: hundreds), after the last
+ * process is read. A frame at or above 2^44 or an id above PENDING_ID_MAX goes the per-process
+ * way. */
+#define PENDING_SHIFT 20
+#define PENDING_ID_MAX ((UINT32_C(1) << PENDING_SHIFT) - 1)
+struct pending {
+    uint64_t *keys;
+    size_t n, cap;
+    uint64_t *pss; /* per process (id - 1): PSS of its exclusive pages, 1/4096 bytes;
+                      UINT64_MAX: its counts were not deferred */
+    memdiff__arena *arena;
+};
+
 /* What the page sink gathers of one process (counts in pages). */
 typedef struct reader {
     uint32_t page_size;
@@ -117,6 +132,7 @@ typedef struct reader {
     uint64_t no_frame;          /* resident pages delivered without their frame */
     uint64_t *shared;           /* frames of resident pages not exclusively mapped */
     size_t nshared, shared_cap;
+    struct pending *pending;    /* NULL: map counts read per process */
     memdiff__arena *scratch;
     int failed;
 } reader;
@@ -272,12 +288,26 @@ static int read_pagemap(memdiff__sys *sys, const char *root, int pid, reader *r,
     memdiff__plat_close(proc);
     if (rc)
         return rc;
+    struct pending *q = r->pending;
+    int defer = q && r->id <= PENDING_ID_MAX;
+    for (size_t i = 0; defer && i < r->nshared; i++)
+        defer = r->shared[i] < (UINT64_C(1) << (64 - PENDING_SHIFT));
+    if (defer && r->nshared) {
+        uint64_t *v = memdiff__arena_room_raw(q->arena, q->keys, &q->cap, q->n + r->nshared - 1,
+                                              sizeof *v, 65536);
+        if (!v)
+            return MEMDIFF_ENOMEM;
+        q->keys = v;
+        for (size_t i = 0; i < r->nshared; i++)
+            q->keys[q->n++] = r->shared[i] << PENDING_SHIFT | r->id;
+        r->nshared = 0; /* their shares are added when the counts are read (settle_pss) */
+    }
     uint64_t *counts = NULL;
     if (r->nshared) {
         counts = memdiff__arena_alloc_raw(r->scratch, r->nshared * sizeof *counts);
         if (!counts)
             return MEMDIFF_ENOMEM;
-        rc = memdiff__plat_sys_mapcounts(sys, r->shared, r->nshared, counts);
+        rc = memdiff__plat_sys_mapcounts(sys, r->shared, r->nshared, 0, counts);
         if (rc)
             return rc;
     }
@@ -287,6 +317,8 @@ static int read_pagemap(memdiff__sys *sys, const char *root, int pid, reader *r,
         if (counts[i] < 2)
             r->uss++; /* mapped once by the time its count was read: smaps says private */
     }
+    if (defer)
+        q->pss[r->id - 1] = MEMDIFF__MIN(pss, UINT64_MAX - 1);
     p->rss_bytes = r->rss * ps;
     p->uss_bytes = r->uss * ps;
     p->pss_bytes = pss >> 12;
@@ -335,6 +367,9 @@ static int read_process(memdiff_system *s, memdiff__sys *sys, const memdiff_syst
     memdiff__arena scratch = MEMDIFF__ARENA_INIT;
     scratch.recycle = 1;
     memdiff_sysproc *p = &s->procs[s->nprocs];
+    size_t mark = base->pending ? base->pending->n : 0;
+    if (base->pending)
+        base->pending->pss[s->nprocs] = UINT64_MAX;
     memset(p, 0, sizeof *p);
     p->pid = pid;
     p->name = p->cmdline = p->why = "";
@@ -408,9 +443,39 @@ static int read_process(memdiff_system *s, memdiff__sys *sys, const memdiff_syst
         p->rss_anon_bytes = p->rss_file_bytes = p->rss_shmem_bytes = 0;
     }
     memdiff__arena_release(&scratch);
+    if (base->pending && (rc || p->state != MEMDIFF_SYSPROC_READ))
+        base->pending->n = mark; /* its frames count for no process */
     if (!rc)
         s->nprocs++;
     return rc;
+}
+
+/* The shares of the frames every process mapped but not exclusively: their map counts, read
+ * once, added to the PSS of each process that maps them; a frame mapped once by the time its
+ * count is read is that process's alone (smaps says private). */
+static int settle_pss(memdiff_system *s, memdiff__sys *sys, struct pending *q,
+                      memdiff__arena *scratch)
+{
+    uint64_t ps = s->info.page_size;
+    if (q->n) {
+        uint64_t *counts = memdiff__arena_alloc_raw(scratch, q->n * sizeof *counts);
+        if (!counts)
+            return MEMDIFF_ENOMEM;
+        int rc = memdiff__plat_sys_mapcounts(sys, q->keys, q->n, PENDING_SHIFT, counts);
+        if (rc)
+            return rc;
+        for (size_t k = 0; k < q->n; k++) {
+            size_t i = (size_t)(q->keys[k] & PENDING_ID_MAX) - 1;
+            q->pss[i] = MEMDIFF__MIN(memdiff__add_sat(q->pss[i], memdiff__pss_fixed(ps, counts[k])),
+                                     UINT64_MAX - 1);
+            if (counts[k] < 2)
+                s->procs[i].uss_bytes += ps;
+        }
+    }
+    for (size_t i = 0; i < s->nprocs && i < PENDING_ID_MAX; i++)
+        if (s->procs[i].state == MEMDIFF_SYSPROC_READ && q->pss[i] != UINT64_MAX)
+            s->procs[i].pss_bytes = q->pss[i] >> 12;
+    return MEMDIFF_OK;
 }
 
 /* ---- the physical table ----------------------------------------------------------------- */
@@ -755,13 +820,19 @@ static int take(const memdiff_system_options *o, memdiff_system *s, memdiff__are
     size_t npids = 0;
     if (!rc)
         rc = memdiff__plat_sys_pids(sys, scratch, &pids, &npids);
+    struct pending pend = {NULL, 0, 0, NULL, scratch};
     if (!rc && npids) {
         s->procs = memdiff__arena_alloc(&s->arena, npids * sizeof *s->procs);
-        if (!s->procs)
+        pend.pss = memdiff__arena_alloc(scratch, npids * sizeof *pend.pss);
+        if (!s->procs || !pend.pss)
             rc = MEMDIFF_ENOMEM;
+        if (pagemap)
+            base.pending = &pend;
     }
     for (size_t i = 0; !rc && i < npids; i++)
         rc = read_process(s, sys, o, pagemap, pids[i], &base);
+    if (!rc && base.pending)
+        rc = settle_pss(s, sys, &pend, scratch);
     in->processes_ns = memdiff__os_monotonic_ns() - q0;
     if (!rc && phys) {
         uint64_t p0 = memdiff__os_monotonic_ns();

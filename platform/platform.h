@@ -489,10 +489,12 @@ typedef struct memdiff__sys_status {
 int memdiff__plat_sys_status(memdiff__sys *sys, int pid, memdiff__arena *scratch,
                              memdiff__sys_status *out);
 
-/* Map counts of frames: sorts frame[0..n) in place, ascending, then counts[i] is how many
- * times frame[i] is mapped (Linux: kpagecount), read per span of nearby frames. Errors:
- * MEMDIFF_EIO, MEMDIFF_ENOMEM. */
-int memdiff__plat_sys_mapcounts(memdiff__sys *sys, uint64_t *frame, size_t n, uint64_t *counts);
+/* Map counts of frames: key[0..n) holds frame << shift (the low shift bits are the caller's,
+ * e.g. who asked); sorts key in place, ascending, then counts[i] is how many times the frame of
+ * key[i] is mapped (Linux: kpagecount), read once per span of nearby frames, however many keys
+ * name a frame. Errors: MEMDIFF_EIO, MEMDIFF_ENOMEM. */
+int memdiff__plat_sys_mapcounts(memdiff__sys *sys, uint64_t *key, size_t n, unsigned shift,
+                                uint64_t *counts);
 
 /* A frame's class, one byte (memdiff__plat_sys_frames): the memdiff_frame_kind in the low five
  * bits (MEMDIFF__FRAME_HOLE: no memory behind the number) and the facts below. */

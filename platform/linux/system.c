@@ -462,7 +462,8 @@ static int room(memdiff__sys *sys, uint64_t **buf, size_t *cap, size_t n)
     return MEMDIFF_OK;
 }
 
-int memdiff__plat_sys_mapcounts(memdiff__sys *sys, uint64_t *frame, size_t n, uint64_t *counts)
+int memdiff__plat_sys_mapcounts(memdiff__sys *sys, uint64_t *key, size_t n, unsigned shift,
+                                uint64_t *counts)
 {
     if (sys->kpagecount_fd < 0)
         return memdiff__set_error(MEMDIFF_ENOTSUP, "/proc/kpagecount is not open");
@@ -473,24 +474,27 @@ int memdiff__plat_sys_mapcounts(memdiff__sys *sys, uint64_t *frame, size_t n, ui
         rc = room(sys, &sys->counts, &sys->counts_cap, COUNT_SPAN);
     if (rc)
         return rc;
-    uint64_t *sorted = memdiff__linux_radix_sort(frame, sys->tmp, n, 0);
-    if (sorted != frame)
-        memcpy(frame, sorted, n * sizeof *frame);
+    uint64_t *sorted = memdiff__linux_radix_sort(key, sys->tmp, n, shift);
+    if (sorted != key)
+        memcpy(key, sorted, n * sizeof *key);
+#define FRAME_OF(k) (key[k] >> shift)
     for (size_t i = 0; i < n;) {
-        /* One pread for frames [frame[i], frame[j - 1]] while gaps stay small. */
+        /* One pread for frames [FRAME_OF(i), FRAME_OF(j - 1)] while gaps stay small. */
         size_t j = i + 1;
-        while (j < n && frame[j] - frame[j - 1] <= COUNT_GAP && frame[j] - frame[i] < COUNT_SPAN)
+        while (j < n && FRAME_OF(j) - FRAME_OF(j - 1) <= COUNT_GAP &&
+               FRAME_OF(j) - FRAME_OF(i) < COUNT_SPAN)
             j++;
-        uint64_t first = frame[i], span = frame[j - 1] - first + 1;
+        uint64_t first = FRAME_OF(i), span = FRAME_OF(j - 1) - first + 1;
         ssize_t got = memdiff__linux_pread_full(sys->kpagecount_fd, sys->counts,
                                                 (size_t)span * 8, first * 8);
         if (got < 0)
             return memdiff__linux_fail((int)-got, "read", "/proc/kpagecount");
         size_t have = (size_t)got / 8;
         for (size_t k = i; k < j; k++)
-            counts[k] = frame[k] - first < have ? sys->counts[frame[k] - first] : 0;
+            counts[k] = FRAME_OF(k) - first < have ? sys->counts[FRAME_OF(k) - first] : 0;
         i = j;
     }
+#undef FRAME_OF
     return MEMDIFF_OK;
 }
 

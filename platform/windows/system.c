@@ -68,11 +68,13 @@ int memdiff__plat_sys_status(memdiff__sys *sys, int pid, memdiff__arena *scratch
     return unsupported();
 }
 
-int memdiff__plat_sys_mapcounts(memdiff__sys *sys, uint64_t *frame, size_t n, uint64_t *counts)
+int memdiff__plat_sys_mapcounts(memdiff__sys *sys, uint64_t *key, size_t n, unsigned shift,
+                                uint64_t *counts)
 {
     (void)sys;
-    (void)frame;
+    (void)key;
     (void)n;
+    (void)shift;
     (void)counts;
     return unsupported();
 }
