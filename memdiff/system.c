@@ -133,6 +133,7 @@ typedef struct reader {
     uint64_t *shared;           /* frames of resident pages not exclusively mapped */
     size_t nshared, shared_cap;
     struct pending *pending;    /* NULL: map counts read per process */
+    int frames_shown;           /* memdiff__plat_sys_open saw frame numbers shown */
     memdiff__arena *scratch;
     int failed;
 } reader;
@@ -267,7 +268,10 @@ static int read_pagemap(memdiff__sys *sys, const char *root, int pid, reader *r,
     memdiff__caps caps;
     /* One thread a process: a system snapshot reads many small processes, where lanes do not
      * start (lanes.c), and its costs are per process. */
-    memdiff__open_args args = {pid, root, NULL, MEMDIFF__OPEN_NO_DEEP, 1};
+    memdiff__open_args args = {pid, root, NULL,
+                               MEMDIFF__OPEN_NO_DEEP | MEMDIFF__OPEN_NO_MEM |
+                                   (r->frames_shown ? MEMDIFF__OPEN_FRAMES_SHOWN : 0u),
+                               1};
     int rc = memdiff__plat_open(&args, r->scratch, &proc, &caps);
     memdiff__plat_region *regions = NULL;
     size_t count = 0;
@@ -794,6 +798,7 @@ static int take(const memdiff_system_options *o, memdiff_system *s, memdiff__are
     reader base;
     memset(&base, 0, sizeof base);
     base.page_size = caps.page_size;
+    base.frames_shown = caps.frames;
     struct seen seen = {NULL, 0, 0, scratch, 0};
     base.seen = &seen;
     unsigned char *klass = NULL;

@@ -106,6 +106,16 @@ typedef struct memdiff__open_args {
  * pagemap then learns the zero page's frame on its own). */
 #define MEMDIFF__OPEN_NO_FRAMES 0x4u
 
+/* The caller reads regions and pages only, no process memory (no heaps; a system snapshot):
+ * the backend need not open it (Linux: /proc/PID/mem, an open, fstat and close fewer), and
+ * leaves MEMDIFF_SRC_HEAPS out of caps. */
+#define MEMDIFF__OPEN_NO_MEM 0x8u
+
+/* The caller has seen, in this call, that pagemap shows the caller frame numbers (Linux: a
+ * system snapshot checks once for all its processes): the backend need not check again where
+ * it knows the zero page's frame (an open, fstat, pread and close fewer a process). */
+#define MEMDIFF__OPEN_FRAMES_SHOWN 0x10u
+
 /* What the backend can deliver for this process and caller, decided once at open. A source
  * that is missing has its reason in the matching *_why string (static or arena storage). */
 /* A source of caps.sources beside the public MEMDIFF_SRC_*: the pages' ranges can be scanned

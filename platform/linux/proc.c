@@ -239,11 +239,12 @@ static int frames_shown(const memdiff__proc *proc, const char *proc_root)
  * depends on the caller's credentials when it opened the file (a capability dropped, a user
  * namespace entered since), so a cached frame is used only after frames_shown() says they
  * are shown, which costs no mapping and no fault. */
-static int zero_pfn(const memdiff__proc *proc, const char *proc_root, int live, uint64_t *pfn)
+static int zero_pfn(const memdiff__proc *proc, const char *proc_root, int live, int shown_now,
+                    uint64_t *pfn)
 {
     uint64_t z = live ? atomic_load_explicit(&live_zero_pfn, memory_order_relaxed) : 0;
     if (z) {
-        int shown = frames_shown(proc, proc_root);
+        int shown = shown_now ? 1 : frames_shown(proc, proc_root);
         if (shown != 0) {
             *pfn = shown > 0 && z != NO_ZERO_PAGE ? z : 0;
             return shown;
@@ -262,7 +263,7 @@ void memdiff__linux_learn_zero_page(memdiff__proc *proc)
     proc->frames_unasked = 0;
     uint64_t z = 0;
     if (proc->pagemap_fd >= 0 && caller_has_sys_admin(proc->proc_root, proc->live) &&
-        zero_pfn(proc, proc->proc_root, proc->live, &z) > 0)
+        zero_pfn(proc, proc->proc_root, proc->live, 0, &z) > 0)
         proc->zero_pfn = z;
 }
 
@@ -349,7 +350,7 @@ int memdiff__plat_open(const memdiff__open_args *args, memdiff__arena *scratch,
         if (scan_works(proc))
             src |= MEMDIFF__SRC_PAGEMAP_SCAN;
     }
-    proc->mem_fd = open_in(proc->dir, "mem", 0);
+    proc->mem_fd = args->flags & MEMDIFF__OPEN_NO_MEM ? -1 : open_in(proc->dir, "mem", 0);
     if (proc->mem_fd >= 0)
         src |= MEMDIFF_SRC_HEAPS;
     /* Every process directory of the live /proc has status and task (fs/proc/base.c,
@@ -366,7 +367,8 @@ int memdiff__plat_open(const memdiff__open_args *args, memdiff__arena *scratch,
         proc->frames_unasked = 1;
         caps->pfn_why = NOT_ASKED_WHY;
     } else if (proc->pagemap_fd >= 0 && caller_has_sys_admin(proc_root, live)) {
-        int z = zero_pfn(proc, proc_root, live, &proc->zero_pfn);
+        int z = zero_pfn(proc, proc_root, live, (args->flags & MEMDIFF__OPEN_FRAMES_SHOWN) != 0,
+                         &proc->zero_pfn);
         if (z < 0) {
             /* CapEff can show CAP_SYS_ADMIN held in a user namespace (a container), while
              * pagemap wants it in the initial one: trust what pagemap shows. */
