@@ -5,7 +5,7 @@
  *
  * The target is lanes_target.c, exec'd and stopped (SIGSTOP) so that its pages hold still, with
  * one anonymous mapping of LANES_MIB MiB (MADV_NOHUGEPAGE), large enough for lanes (at least
- * four chunks of 16384 pages), in three parts: every page written; every other page; runs of 1
+ * four chunks of 16384 pages after the walk's first batch, which it reads alone), in three parts: every page written; every other page; runs of 1
  * to 70 pages with gaps of 1 to 9 (a fixed cycle), so that chunk edges fall inside runs of
  * every kind. The lanes' chunk edges are not the single thread's batch edges: if the walk's output
  * depended on where reads are cut, the two would differ here.
@@ -29,7 +29,7 @@
 #include "linux.h"
 #include "suites.h"
 
-enum { LANES_MIB = 384 }; /* lanes_target.c's */
+enum { LANES_MIB = 768 }; /* lanes_target.c's */
 
 static pid_t target_pid = -1;
 
@@ -63,6 +63,7 @@ static pid_t start_target(const char *arg)
 static void idle_machine(void)
 {
     memdiff__linux_lanes_test_idle(64);
+    memdiff__linux_lanes_test_worth(1);
 }
 
 static void stop_target(void)
@@ -257,6 +258,27 @@ START_TEST(busy_machine_reads_alone)
 }
 END_TEST
 
+/* Chunks that cost the kernel next to nothing (a 1 GiB mapping with a page in every 64 MiB:
+ * a scan or a pagemap read of an empty page table) are read on the calling thread alone: the
+ * walk times its first chunk (fast) or batch (standard), and handing chunks over would cost
+ * more. */
+START_TEST(cheap_chunks_read_alone)
+{
+    pid_t pid = start_target("sparse");
+    memdiff__linux_lanes_test_worth(-1);
+    memdiff_snapshot *s = take(pid, MEMDIFF_DEPTH_FAST, 2);
+    memdiff_snapshot_info in;
+    ck_assert_int_eq(memdiff_snapshot_get_info(s, &in), MEMDIFF_OK);
+    ck_assert_uint_eq(in.threads, 1);
+    memdiff_snapshot_free(s);
+    s = take(pid, MEMDIFF_DEPTH_STANDARD, 2);
+    ck_assert_int_eq(memdiff_snapshot_get_info(s, &in), MEMDIFF_OK);
+    ck_assert_uint_eq(in.threads, 1);
+    memdiff_snapshot_free(s);
+    stop_target();
+}
+END_TEST
+
 /* A small process is read on the calling thread alone: no region of four chunks. */
 START_TEST(small_process_reads_alone)
 {
@@ -283,6 +305,7 @@ Suite *lanes_suite(void)
     tcase_add_test(tc, own_address_space_reads_alone);
     tcase_add_test(tc, small_process_reads_alone);
     tcase_add_test(tc, busy_machine_reads_alone);
+    tcase_add_test(tc, cheap_chunks_read_alone);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -32,6 +32,7 @@
 
 /* Tests only (platform/linux/lanes.c): processors taken as idle when lanes start. */
 void memdiff__linux_lanes_test_idle(int idle);
+void memdiff__linux_lanes_test_worth(int worth);
 
 extern void *__libc_malloc(size_t size);
 extern void *__libc_calloc(size_t n, size_t size);
@@ -328,9 +329,9 @@ static void other_processes(void)
         return;
     }
     fflush(NULL);
-    /* 320 MiB, every page written, then every other one dropped in the last 64 MiB: regions
+    /* 768 MiB, every page written, then every other one dropped in the last 64 MiB: regions
      * large enough for the lanes (lanes.c: at least 4 chunks of 64 MiB), dense and not. */
-    size_t big = (size_t)320 << 20, ps = (size_t)sysconf(_SC_PAGESIZE);
+    size_t big = (size_t)768 << 20, ps = (size_t)sysconf(_SC_PAGESIZE);
     pid_t pid = fork();
     if (pid == 0) {
         char *m = mmap(NULL, big, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -362,6 +363,7 @@ static void other_processes(void)
      * load): lanes start without malloc (clone on memdiff's own stack, not pthread_create,
      * whose thread block is calloc'd). */
     memdiff__linux_lanes_test_idle(64);
+    memdiff__linux_lanes_test_worth(1);
     const memdiff_depth depths[] = {MEMDIFF_DEPTH_FAST, MEMDIFF_DEPTH_STANDARD,
                                     MEMDIFF_DEPTH_DEEP};
     for (size_t i = 0; i < sizeof depths / sizeof depths[0]; i++) {
@@ -375,7 +377,7 @@ static void other_processes(void)
         if (!rc)
             rc = memdiff_snapshot_get_info(s, &info);
         memdiff_snapshot_free(s);
-        snprintf(what, sizeof what, "snapshot of a child's 320 MiB on up to 2 threads, %s depth",
+        snprintf(what, sizeof what, "snapshot of a child's 768 MiB on up to 2 threads, %s depth",
                  memdiff_depth_name(depths[i]));
         expect_no_calls(what, rc, MEMDIFF_OK);
         if (!rc && sysconf(_SC_NPROCESSORS_ONLN) >= 2)

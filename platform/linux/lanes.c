@@ -48,7 +48,10 @@
 #define LANES_SUPPORTED 0
 #endif
 
-#define CHUNK_PAGES 16384u    /* pages a chunk: 128 KiB of pagemap entries, 64 MiB of 4 KiB pages */
+#define CHUNK_PAGES MEMDIFF__LINUX_LANES_CHUNK
+/* A chunk that costs the kernel less than this is not worth a lane's: starting the lanes (tens
+ * of us), a claim and a wake each would cost more than reading it on the walk's thread. */
+#define LANES_WORTH_NS 40000u
 #define LANES_MIN_CHUNKS 4u   /* a region of fewer chunks is read on the calling thread */
 #define SCAN_CAP 8192u        /* ranges a chunk's scan may return: alternate pages of a chunk */
 #define SLOTS 8u              /* chunks claimed and not yet taken by the walk */
@@ -336,6 +339,30 @@ int memdiff__linux_lanes_setup(memdiff__proc *p, unsigned want)
         want = MEMDIFF__LINUX_LANES_MAX;
     p->lanes_want = want;
     return MEMDIFF_OK;
+}
+
+int memdiff__linux_lanes_may(const memdiff__proc *p, uint64_t start, uint64_t end)
+{
+    if (p->lanes && p->lanes->failed)
+        return 0;
+    return LANES_SUPPORTED && p->lanes_want >= 2 && p->live && !p->lanes_refused &&
+           !p->scan_refuse_at_call && p->pagemap_fd >= 0 && !p->self &&
+           ((end - start) >> p->page_shift) >= (uint64_t)LANES_MIN_CHUNKS * CHUNK_PAGES;
+}
+
+static _Atomic int worth_override = -1;
+
+void memdiff__linux_lanes_test_worth(int worth)
+{
+    atomic_store(&worth_override, worth);
+}
+
+int memdiff__linux_lanes_worth(uint64_t pages, uint64_t ns)
+{
+    int forced = atomic_load(&worth_override);
+    if (forced >= 0)
+        return forced;
+    return pages && ns >= (uint64_t)LANES_WORTH_NS * pages / CHUNK_PAGES;
 }
 
 /* The lanes of p, started on first use; NULL where the walk reads alone. */

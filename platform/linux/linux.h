@@ -101,8 +101,10 @@ struct pm_scan_arg {
 /* Frame stretches a run delivered by run_frames holds at most (dense memory: tens of pages a
  * stretch); a longer run goes out in parts, which the core joins. */
 #define MEMDIFF__LINUX_FS 1024u
-/* Threads that may read one process's pages, the calling thread included (lanes.c). */
+/* Threads that may read one process's pages, the calling thread included (lanes.c), and the
+ * pages of the chunks they read: 128 KiB of pagemap entries, 64 MiB of 4 KiB pages. */
 #define MEMDIFF__LINUX_LANES_MAX 4u
+#define MEMDIFF__LINUX_LANES_CHUNK 16384u
 /* Pages the short runs gathered into one call of the sink's run_bits may span (emit.h). */
 #define MEMDIFF__LINUX_GATHER 4096u
 
@@ -199,6 +201,14 @@ struct memdiff__proc {
  * 0 and 1: it alone; capped at MEMDIFF__LINUX_LANES_MAX). */
 int memdiff__linux_lanes_setup(memdiff__proc *p, unsigned want);
 
+/* Whether lanes may read [start, end) (a region of 4 chunks or more of another process's, on the
+ * live system, more than one thread allowed), before any is started: the walk then times a
+ * chunk of its own, and memdiff__linux_lanes_worth says whether one that took ns for pages
+ * pages costs more than handing chunks over does (a 4 GiB THP region's scan: 5 us a chunk,
+ * 1 GiB of small pages: 100 us). */
+int memdiff__linux_lanes_may(const memdiff__proc *p, uint64_t start, uint64_t end);
+int memdiff__linux_lanes_worth(uint64_t pages, uint64_t ns);
+
 /* Plans the chunks of [start, end) for the lanes to read ahead: pagemap, or PAGEMAP_SCAN with
  * anyof and ret. 1 when planned; 0 when the walk reads it alone (a region too small, the
  * caller's own address space, no lanes). Replaces a plan not yet done. */
@@ -222,8 +232,10 @@ int memdiff__linux_lanes_scan(memdiff__proc *p, size_t i, const struct page_regi
 void memdiff__linux_lanes_scan_done(memdiff__proc *p, size_t i);
 
 /* Tests only: processors taken as idle when lanes start, in place of /proc/loadavg's count
- * (-1: read it again). */
+ * (-1: read it again); whether chunks are worth lanes, in place of the walk's timing (1 yes,
+ * 0 no, -1: time them again). */
 void memdiff__linux_lanes_test_idle(int idle);
+void memdiff__linux_lanes_test_worth(int worth);
 
 /* Joins the lanes (memdiff__plat_close); p->lanes_used says how many threads read pages. */
 void memdiff__linux_lanes_stop(memdiff__proc *p);

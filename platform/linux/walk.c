@@ -318,14 +318,25 @@ static int walk_fast(memdiff__linux_walker *w, uint64_t start, uint64_t end, int
     uint64_t cur = start;
     int found = 0;
     *fallback = 0;
-    /* Lanes scan with what the kernel is known to answer (the guard category once asked). */
-    if ((p->scan_guard_ok || p->scan_no_guard) &&
-        memdiff__linux_lanes_plan(p, MEMDIFF__LANES_SCAN, start, end,
-                                  PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
-                                  memdiff__linux_scan_ret(p, ret)))
-        rc = scan_lanes(w, ret, &found, fallback, &cur);
-    else
-        rc = scan_span(w, &cur, end, ret, &found, fallback);
+    /* Lanes scan with what the kernel is known to answer (the guard category once asked), where
+     * the first chunk, scanned here, took long enough to be worth handing chunks over. */
+    int lanes = (p->scan_guard_ok || p->scan_no_guard) && memdiff__linux_lanes_may(p, start, end);
+    if (lanes) {
+        uint64_t probe = start + ((uint64_t)MEMDIFF__LINUX_LANES_CHUNK << p->page_shift);
+        uint64_t t0 = memdiff__os_monotonic_ns();
+        rc = scan_span(w, &cur, probe, ret, &found, fallback);
+        lanes = !rc && !*fallback &&
+                memdiff__linux_lanes_worth(MEMDIFF__LINUX_LANES_CHUNK,
+                                           memdiff__os_monotonic_ns() - t0);
+    }
+    if (!rc && !*fallback) {
+        if (lanes && memdiff__linux_lanes_plan(p, MEMDIFF__LANES_SCAN, cur, end,
+                                               PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
+                                               memdiff__linux_scan_ret(p, ret)))
+            rc = scan_lanes(w, ret, &found, fallback, &cur);
+        else
+            rc = scan_span(w, &cur, end, ret, &found, fallback);
+    }
     if (rc || *fallback) {
         *cur_out = cur;
         return rc;
@@ -345,18 +356,22 @@ static int walk_adaptive(memdiff__linux_walker *w, uint64_t start, uint64_t end)
     unsigned shift = p->page_shift;
     int can_scan = (p->sources & MEMDIFF__SRC_PAGEMAP_SCAN) != 0;
     uint64_t cur = start;
-    int sparse = 0, planned = 0;
+    /* lanes: 1 when the first dense batch, read here and timed, says they are worth it */
+    int sparse = 0, planned = 0, lanes = memdiff__linux_lanes_may(p, start, end) ? -1 : 0;
     while (cur < end) {
         uint64_t left = (end - cur) >> shift, found = 0;
         if (!sparse || !can_scan || p->scan_refused) {
             /* Dense: lanes read the batches ahead (while they stay dense). */
-            if (!planned)
+            if (!planned && lanes > 0)
                 planned = memdiff__linux_lanes_plan(p, MEMDIFF__LANES_PAGEMAP, cur, end, 0, 0);
-            uint64_t n = MEMDIFF__MIN(left, B);
+            uint64_t n = MEMDIFF__MIN(left, B), t0 = lanes < 0 ? memdiff__os_monotonic_ns() : 0;
             int rc = walk_pagemap(w, cur, n, NULL, 0, &found);
             if (rc)
                 return rc;
             cur += n << shift;
+            if (lanes < 0)
+                lanes = memdiff__linux_lanes_worth(n, memdiff__os_monotonic_ns() - t0) &&
+                        memdiff__linux_lanes_may(p, cur, end);
             sparse = found * SPARSE_DIVISOR < n;
             if (sparse && planned && can_scan && !p->scan_refused) {
                 memdiff__linux_lanes_cancel(p);
