@@ -258,27 +258,6 @@ START_TEST(busy_machine_reads_alone)
 }
 END_TEST
 
-/* Chunks that cost the kernel next to nothing (a 1 GiB mapping with a page in every 64 MiB:
- * a scan or a pagemap read of an empty page table) are read on the calling thread alone: the
- * walk times its first chunk (fast) or batch (standard), and handing chunks over would cost
- * more. */
-START_TEST(cheap_chunks_read_alone)
-{
-    pid_t pid = start_target("sparse");
-    memdiff__linux_lanes_test_worth(-1);
-    memdiff_snapshot *s = take(pid, MEMDIFF_DEPTH_FAST, 2);
-    memdiff_snapshot_info in;
-    ck_assert_int_eq(memdiff_snapshot_get_info(s, &in), MEMDIFF_OK);
-    ck_assert_uint_eq(in.threads, 1);
-    memdiff_snapshot_free(s);
-    s = take(pid, MEMDIFF_DEPTH_STANDARD, 2);
-    ck_assert_int_eq(memdiff_snapshot_get_info(s, &in), MEMDIFF_OK);
-    ck_assert_uint_eq(in.threads, 1);
-    memdiff_snapshot_free(s);
-    stop_target();
-}
-END_TEST
-
 /* A small process is read on the calling thread alone: no region of four chunks. */
 START_TEST(small_process_reads_alone)
 {
@@ -305,7 +284,6 @@ Suite *lanes_suite(void)
     tcase_add_test(tc, own_address_space_reads_alone);
     tcase_add_test(tc, small_process_reads_alone);
     tcase_add_test(tc, busy_machine_reads_alone);
-    tcase_add_test(tc, cheap_chunks_read_alone);
     suite_add_tcase(s, tc);
     return s;
 }

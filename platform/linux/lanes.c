@@ -77,6 +77,7 @@ struct memdiff__linux_lanes {
     unsigned want;        /* lanes asked for, the calling thread included (>= 2) */
     unsigned started;     /* lane threads running */
     int failed;           /* a lane could not be started: the walk reads alone */
+    int probing;          /* the plan's first chunk is read by the walk, timed; no lane yet */
     unsigned char *stacks;
     _Atomic int tids[MEMDIFF__LINUX_LANES_MAX]; /* 0 once a lane has exited (CLEARTID) */
     _Atomic uint32_t wake;                      /* futex: bumped when work or quit is posted */
@@ -270,9 +271,9 @@ static int other_address_space(const memdiff__proc *p)
     return r > 0;
 }
 
-/* Processors idle at this moment: those online less the tasks running (/proc/loadavg's fourth
- * field, this thread among them); want itself where that cannot be read. A lane that waits
- * for a processor makes the walk wait for its chunk: on a busy machine lanes cost time. */
+/* Processors idle: those online less the one-minute load (/proc/loadavg), the caller's own
+ * share left out; want itself where that cannot be read. A lane that waits for a processor makes
+ * the walk wait for its chunk: on a busy machine lanes cost time. */
 static _Atomic int idle_override = -1;
 
 void memdiff__linux_lanes_test_idle(int idle)
@@ -291,20 +292,15 @@ static unsigned idle_processors(const memdiff__proc *p, unsigned want)
     ssize_t n = memdiff__linux_read_small(path, buf, sizeof buf);
     if (n <= 0)
         return want;
-    /* "0.52 0.58 0.59 3/210 4242": the fourth field is running/total */
-    const char *s = buf;
-    for (int field = 0; field < 3; field++) {
-        while (*s && *s != ' ')
-            s++;
-        while (*s == ' ')
-            s++;
-    }
+    /* "1.52 0.58 0.59 3/210 4242": the one-minute load, rounded (the tasks running at this very
+     * moment, the fourth field, swing with every short-lived kernel worker); the caller's own
+     * share of it, one, is not counted against it. */
     char *end;
-    long running = strtol(s, &end, 10);
-    long online = sysconf(_SC_NPROCESSORS_ONLN);
-    if (end == s || *end != '/' || running < 1 || online < 1)
+    long whole = strtol(buf, &end, 10), online = sysconf(_SC_NPROCESSORS_ONLN);
+    if (end == buf || *end != '.' || whole < 0 || online < 1)
         return want;
-    long idle = online - (running - 1);
+    long busy = whole + (end[1] >= '5' && end[1] <= '9');
+    long idle = online - (busy > 1 ? busy - 1 : 0);
     return idle < 1 ? 1u : idle < (long)want ? (unsigned)idle : want;
 }
 
@@ -341,15 +337,6 @@ int memdiff__linux_lanes_setup(memdiff__proc *p, unsigned want)
     return MEMDIFF_OK;
 }
 
-int memdiff__linux_lanes_may(const memdiff__proc *p, uint64_t start, uint64_t end)
-{
-    if (p->lanes && p->lanes->failed)
-        return 0;
-    return LANES_SUPPORTED && p->lanes_want >= 2 && p->live && !p->lanes_refused &&
-           !p->scan_refuse_at_call && p->pagemap_fd >= 0 && !p->self &&
-           ((end - start) >> p->page_shift) >= (uint64_t)LANES_MIN_CHUNKS * CHUNK_PAGES;
-}
-
 static _Atomic int worth_override = -1;
 
 void memdiff__linux_lanes_test_worth(int worth)
@@ -357,7 +344,7 @@ void memdiff__linux_lanes_test_worth(int worth)
     atomic_store(&worth_override, worth);
 }
 
-int memdiff__linux_lanes_worth(uint64_t pages, uint64_t ns)
+static int lanes_worth(uint64_t pages, uint64_t ns)
 {
     int forced = atomic_load(&worth_override);
     if (forced >= 0)
@@ -388,9 +375,7 @@ static struct memdiff__linux_lanes *lanes_of(memdiff__proc *p)
     L->shift = p->page_shift;
     L->ended = 1;
     p->lanes = L;
-    if (start_lanes(p, L))
-        L->failed = 1;
-    return L->failed ? NULL : L;
+    return L; /* the threads start with the first plan (memdiff__linux_lanes_plan) */
 }
 
 /* Until chunk's slot s is done (a chunk claimed may show its slot free for a moment: the claim
@@ -460,6 +445,10 @@ int memdiff__linux_lanes_plan(memdiff__proc *p, int mode, uint64_t start, uint64
     struct memdiff__linux_lanes *L = lanes_of(p);
     if (!L)
         return 0;
+    if (!L->started && (start_lanes(p, L) || !L->started)) {
+        L->failed = 1;
+        return 0;
+    }
     if (mode == MEMDIFF__LANES_PAGEMAP && !L->entries &&
         !(L->entries = memdiff__arena_alloc_raw(p->scratch,
                                                 (size_t)SLOTS * CHUNK_PAGES * sizeof *L->entries)))
@@ -484,6 +473,7 @@ int memdiff__linux_lanes_plan(memdiff__proc *p, int mode, uint64_t start, uint64
     L->taken = 0;
     L->pos = start;
     L->ended = 0;
+    L->probing = 1;
     for (unsigned k = 0; k < SLOTS; k++)
         atomic_store_explicit(&L->slots[k].state, SLOT_FREE, memory_order_relaxed);
     uint64_t c = atomic_load_explicit(&L->claim, memory_order_acquire);
@@ -492,6 +482,17 @@ int memdiff__linux_lanes_plan(memdiff__proc *p, int mode, uint64_t start, uint64
     wake_lanes(L);
     p->lanes_plans++;
     return 1;
+}
+
+/* The plan's first chunk was read by the walk in ns (the lanes reading the next ones): where
+ * chunks cost less than handing them over, the plan ends, and the walk reads the rest of the
+ * region alone. */
+static void probed(memdiff__proc *p, struct memdiff__linux_lanes *L, uint64_t ns)
+{
+    (void)p;
+    L->probing = 0;
+    if (!lanes_worth(CHUNK_PAGES, ns))
+        drain(L);
 }
 
 void memdiff__linux_lanes_cancel(memdiff__proc *p)
@@ -541,6 +542,8 @@ static void release_chunk(struct memdiff__linux_lanes *L, size_t i)
 {
     atomic_store_explicit(&L->slots[i % SLOTS].state, SLOT_FREE, memory_order_relaxed);
     L->taken = i + 1;
+    if (L->ended)
+        return; /* drained: no chunk is claimed again */
     uint64_t c = atomic_load_explicit(&L->claim, memory_order_acquire);
     size_t limit = (size_t)MEMDIFF__MIN((uint64_t)L->nchunks, (uint64_t)L->taken + SLOTS);
     while (LIMIT_OF(c) < limit &&
@@ -568,6 +571,7 @@ size_t memdiff__linux_lanes_pagemap(memdiff__proc *p, uint64_t addr, uint64_t *d
         size_t i = (size_t)(((at - L->start) >> L->shift) / CHUNK_PAGES);
         uint64_t lo = chunk_start(L, i), hi = chunk_end(L, i);
         size_t whole = (size_t)((hi - lo) >> L->shift);
+        uint64_t t0 = L->probing ? memdiff__os_monotonic_ns() : 0;
         if (at == lo && n - done >= whole && claim_exactly(L, i)) {
             /* Not claimed yet and wanted whole: read where the walk wants it, no copy. */
             ssize_t r = memdiff__linux_pread_full(L->fd, dst + done, whole * 8, (lo >> L->shift) * 8);
@@ -577,6 +581,8 @@ size_t memdiff__linux_lanes_pagemap(memdiff__proc *p, uint64_t addr, uint64_t *d
                 break;
             }
             done += whole;
+            if (t0)
+                probed(p, L, memdiff__os_monotonic_ns() - t0);
             continue;
         }
         struct lane_slot *s = take_chunk(L, i);
@@ -591,6 +597,8 @@ size_t memdiff__linux_lanes_pagemap(memdiff__proc *p, uint64_t addr, uint64_t *d
         done += take;
         if (at + ((uint64_t)take << L->shift) == hi)
             release_chunk(L, i);
+        if (t0)
+            probed(p, L, memdiff__os_monotonic_ns() - t0);
     }
     L->pos = addr + ((uint64_t)done << L->shift);
     if (L->pos >= L->end)
@@ -602,7 +610,10 @@ int memdiff__linux_lanes_scan(memdiff__proc *p, size_t i, const struct page_regi
                               uint64_t *lo, uint64_t *hi, uint64_t *walk_end)
 {
     struct memdiff__linux_lanes *L = p->lanes;
+    uint64_t t0 = L->probing ? memdiff__os_monotonic_ns() : 0;
     struct lane_slot *s = take_chunk(L, i);
+    if (t0)
+        probed(p, L, memdiff__os_monotonic_ns() - t0);
     *lo = chunk_start(L, i);
     *hi = chunk_end(L, i);
     *ranges = L->ranges + (size_t)(i % SLOTS) * SCAN_CAP;
@@ -623,4 +634,9 @@ void memdiff__linux_lanes_scan_done(memdiff__proc *p, size_t i)
 size_t memdiff__linux_lanes_chunks(const memdiff__proc *p)
 {
     return p->lanes ? p->lanes->nchunks : 0;
+}
+
+int memdiff__linux_lanes_active(const memdiff__proc *p)
+{
+    return p->lanes && !p->lanes->ended;
 }

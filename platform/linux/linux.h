@@ -201,13 +201,10 @@ struct memdiff__proc {
  * 0 and 1: it alone; capped at MEMDIFF__LINUX_LANES_MAX). */
 int memdiff__linux_lanes_setup(memdiff__proc *p, unsigned want);
 
-/* Whether lanes may read [start, end) (a region of 4 chunks or more of another process's, on the
- * live system, more than one thread allowed), before any is started: the walk then times a
- * chunk of its own, and memdiff__linux_lanes_worth says whether one that took ns for pages
- * pages costs more than handing chunks over does (a 4 GiB THP region's scan: 5 us a chunk,
- * 1 GiB of small pages: 100 us). */
-int memdiff__linux_lanes_may(const memdiff__proc *p, uint64_t start, uint64_t end);
-int memdiff__linux_lanes_worth(uint64_t pages, uint64_t ns);
+/* Whether the plan still has lanes reading ahead: a plan's first chunk is read by the walk,
+ * timed, and where it cost the kernel less than handing chunks over would (a 4 GiB THP
+ * region's scan: 5 us a chunk; 1 GiB of small pages: 100 us), the plan ends there. */
+int memdiff__linux_lanes_active(const memdiff__proc *p);
 
 /* Plans the chunks of [start, end) for the lanes to read ahead: pagemap, or PAGEMAP_SCAN with
  * anyof and ret. 1 when planned; 0 when the walk reads it alone (a region too small, the

@@ -271,12 +271,17 @@ static int scan_span(memdiff__linux_walker *w, uint64_t *cur, uint64_t end, uint
 /* Fast depth over a region the lanes scan ahead, chunk by chunk in order; a chunk whose scan
  * failed, filled its vector or found pages that may be moving is scanned (on) here. */
 static int scan_lanes(memdiff__linux_walker *w, uint64_t ret, int *found, int *fallback,
-                      uint64_t *cur)
+                      uint64_t *cur, uint64_t end)
 {
     memdiff__proc *p = w->proc;
     size_t chunks = memdiff__linux_lanes_chunks(p);
     int rc = MEMDIFF_OK;
     for (size_t i = 0; i < chunks && !rc && !*fallback; i++) {
+        if (i && !memdiff__linux_lanes_active(p)) {
+            /* the first chunk cost too little to hand the others over: the rest here */
+            rc = scan_span(w, cur, end, ret, found, fallback);
+            break;
+        }
         const struct page_region *r;
         uint64_t lo, hi, walk_end, next = 0;
         int n = memdiff__linux_lanes_scan(p, i, &r, &lo, &hi, &walk_end);
@@ -318,25 +323,14 @@ static int walk_fast(memdiff__linux_walker *w, uint64_t start, uint64_t end, int
     uint64_t cur = start;
     int found = 0;
     *fallback = 0;
-    /* Lanes scan with what the kernel is known to answer (the guard category once asked), where
-     * the first chunk, scanned here, took long enough to be worth handing chunks over. */
-    int lanes = (p->scan_guard_ok || p->scan_no_guard) && memdiff__linux_lanes_may(p, start, end);
-    if (lanes) {
-        uint64_t probe = start + ((uint64_t)MEMDIFF__LINUX_LANES_CHUNK << p->page_shift);
-        uint64_t t0 = memdiff__os_monotonic_ns();
-        rc = scan_span(w, &cur, probe, ret, &found, fallback);
-        lanes = !rc && !*fallback &&
-                memdiff__linux_lanes_worth(MEMDIFF__LINUX_LANES_CHUNK,
-                                           memdiff__os_monotonic_ns() - t0);
-    }
-    if (!rc && !*fallback) {
-        if (lanes && memdiff__linux_lanes_plan(p, MEMDIFF__LANES_SCAN, cur, end,
-                                               PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
-                                               memdiff__linux_scan_ret(p, ret)))
-            rc = scan_lanes(w, ret, &found, fallback, &cur);
-        else
-            rc = scan_span(w, &cur, end, ret, &found, fallback);
-    }
+    /* Lanes scan with what the kernel is known to answer (the guard category once asked). */
+    if ((p->scan_guard_ok || p->scan_no_guard) &&
+        memdiff__linux_lanes_plan(p, MEMDIFF__LANES_SCAN, start, end,
+                                  PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
+                                  memdiff__linux_scan_ret(p, ret)))
+        rc = scan_lanes(w, ret, &found, fallback, &cur, end);
+    else
+        rc = scan_span(w, &cur, end, ret, &found, fallback);
     if (rc || *fallback) {
         *cur_out = cur;
         return rc;
@@ -356,22 +350,18 @@ static int walk_adaptive(memdiff__linux_walker *w, uint64_t start, uint64_t end)
     unsigned shift = p->page_shift;
     int can_scan = (p->sources & MEMDIFF__SRC_PAGEMAP_SCAN) != 0;
     uint64_t cur = start;
-    /* lanes: 1 when the first dense batch, read here and timed, says they are worth it */
-    int sparse = 0, planned = 0, lanes = memdiff__linux_lanes_may(p, start, end) ? -1 : 0;
+    int sparse = 0, planned = 0;
     while (cur < end) {
         uint64_t left = (end - cur) >> shift, found = 0;
         if (!sparse || !can_scan || p->scan_refused) {
             /* Dense: lanes read the batches ahead (while they stay dense). */
-            if (!planned && lanes > 0)
+            if (!planned)
                 planned = memdiff__linux_lanes_plan(p, MEMDIFF__LANES_PAGEMAP, cur, end, 0, 0);
-            uint64_t n = MEMDIFF__MIN(left, B), t0 = lanes < 0 ? memdiff__os_monotonic_ns() : 0;
+            uint64_t n = MEMDIFF__MIN(left, B);
             int rc = walk_pagemap(w, cur, n, NULL, 0, &found);
             if (rc)
                 return rc;
             cur += n << shift;
-            if (lanes < 0)
-                lanes = memdiff__linux_lanes_worth(n, memdiff__os_monotonic_ns() - t0) &&
-                        memdiff__linux_lanes_may(p, cur, end);
             sparse = found * SPARSE_DIVISOR < n;
             if (sparse && planned && can_scan && !p->scan_refused) {
                 memdiff__linux_lanes_cancel(p);
