@@ -18,6 +18,11 @@
 /* The page size, from sysconf(_SC_PAGESIZE). */
 size_t scn_page(void);
 
+/* Every readable page of this test program's own mappings, read once (not under ASan): the
+ * library is linked into it, so which of its pages a measured path touches first moves with
+ * any change anywhere, and a first touch maps pages into the figure. */
+void scn_page_in_program(void);
+
 /* npages of memory mapped with (prot, flags, fd, offset), between two PROT_NONE guard pages of
  * one private anonymous reservation. The guards keep the mapping a VMA of its own: the kernel
  * merges adjacent anonymous mappings with equal flags (memdiff's own chunks among them when the

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "memdiff_check.h"
+#include "scenario_util.h"
 #include "suites.h"
 
 enum { PAGE = 4096, KEPT_MAX = 4096 };
@@ -36,40 +37,11 @@ static void *kept[KEPT_MAX];
 static size_t nkept;
 static void *volatile sink; /* keeps the compiler from eliding a malloc/free pair */
 
-/* Every readable page of this test program's own mappings, read once: the library is linked
- * into it, so which of its code pages the measured path touches first moves with any change
- * anywhere, and a first touch maps 16 pages at once (fault-around) into the figure. */
-static void page_in_program(void)
-{
-    if (UNDER_ASAN)
-        return; /* it would read the globals' redzones; the tolerances there are wide anyway */
-    char self[512], line[1024];
-    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-    FILE *f = fopen("/proc/self/maps", "r");
-    if (len <= 0 || !f) {
-        if (f)
-            fclose(f);
-        return;
-    }
-    self[len] = '\0';
-    while (fgets(line, sizeof line, f)) {
-        unsigned long lo, hi;
-        char perms[8];
-        int at = 0;
-        if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &lo, &hi, perms, &at) < 3 || !at ||
-            perms[0] != 'r' || strncmp(line + at, self, (size_t)len) != 0)
-            continue;
-        for (unsigned long p = lo; p < hi; p += PAGE)
-            (void)*(volatile const char *)p;
-    }
-    fclose(f);
-}
-
 static void setup(void)
 {
     memset(kept, 0, sizeof kept);
     nkept = 0;
-    page_in_program();
+    scn_page_in_program();
 }
 
 static void teardown(void)

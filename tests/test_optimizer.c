@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "memdiff_check.h"
+#include "scenario_util.h"
 #include "suites.h"
 
 #if UNDER_ASAN
@@ -69,6 +70,7 @@ __attribute__((noinline)) static void fill_kept(void)
 /* Net private bytes of all categories across one call of fn (leak_* take LEAK_BYTES). */
 static int64_t net_private_of(void (*fn)(void))
 {
+    scn_page_in_program(); /* none of the program's own pages comes into the figure */
     memdiff_bracket *b = memdiff_ck_begin();
     LEAK_ON_PURPOSE_BEGIN();
     fn();
