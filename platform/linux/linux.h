@@ -318,6 +318,12 @@ ssize_t memdiff__linux_read_small(const char *path, char *buf, size_t size);
  * -1 when s is no such name. */
 int memdiff__linux_parse_id(const char *s, int64_t max, int64_t *out);
 
+/* The numeric entries (1 to max) of the directory open on fd (path: for errors), in the order
+ * getdents64 lists them, into arena; whole (0: none) is how many make the listing whole, the
+ * last read that would only say "end" then not made. The caller closes fd. */
+int memdiff__linux_list_ids(int fd, const char *path, memdiff__arena *arena, int64_t max,
+                            size_t whole, int64_t **out, size_t *count);
+
 /* pread of exactly len bytes at off, retried on EINTR and short reads. Returns the bytes read
  * (less than len only at end of file), or -errno. */
 ssize_t memdiff__linux_pread_full(int fd, void *buf, size_t len, uint64_t off);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -389,4 +390,54 @@ int memdiff__linux_parse_id(const char *s, int64_t max, int64_t *out)
     }
     *out = v;
     return v > 0 ? 0 : -1;
+}
+
+struct dirent64_raw {
+    uint64_t d_ino;
+    int64_t d_off;
+    unsigned short d_reclen;
+    unsigned char d_type;
+    char d_name[];
+};
+
+#define DENTS_BUF (32 * 1024)
+
+int memdiff__linux_list_ids(int fd, const char *path, memdiff__arena *arena, int64_t max,
+                            size_t whole, int64_t **out, size_t *count)
+{
+    char *buf = memdiff__arena_alloc_raw(arena, DENTS_BUF); /* getdents64 fills it */
+    int64_t *ids = NULL;
+    size_t n = 0, cap = 0;
+    *out = NULL;
+    *count = 0;
+    if (!buf)
+        return MEMDIFF_ENOMEM;
+    for (;;) {
+        long got = syscall(SYS_getdents64, fd, buf, DENTS_BUF);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0)
+            return memdiff__linux_fail(errno, "getdents64", path);
+        if (got == 0)
+            break;
+        for (long off = 0; off < got;) {
+            const struct dirent64_raw *d = (const struct dirent64_raw *)(buf + off);
+            if (d->d_reclen == 0 || off + d->d_reclen > got)
+                break;
+            off += d->d_reclen;
+            int64_t id;
+            if (memdiff__linux_parse_id(d->d_name, max, &id))
+                continue;
+            int64_t *v = memdiff__arena_room(arena, ids, &cap, n, sizeof *v, 256);
+            if (!v)
+                return MEMDIFF_ENOMEM;
+            ids = v;
+            ids[n++] = id;
+        }
+        if (whole && n == whole)
+            break; /* the read that would only say "end" is saved */
+    }
+    *out = ids;
+    *count = n;
+    return MEMDIFF_OK;
 }

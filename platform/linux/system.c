@@ -48,7 +48,6 @@
 #define BIT(b) (UINT64_C(1) << (b))
 
 #define CAP_SYS_ADMIN_BIT 21
-#define DENTS_BUF (32 * 1024)
 /* kpagecount: frames this close share one pread (the gap read costs less than a syscall). */
 #define COUNT_GAP 64u
 #define COUNT_SPAN 65536u /* entries of one pread at most */
@@ -67,14 +66,6 @@ struct memdiff__sys {
     size_t flags_cap;
     uint64_t *counts, *tmp; /* kpagecount span, radix scratch */
     size_t counts_cap, tmp_cap;
-};
-
-struct dirent64_raw {
-    uint64_t d_ino;
-    int64_t d_off;
-    unsigned short d_reclen;
-    unsigned char d_type;
-    char d_name[];
 };
 
 void memdiff__plat_sys_close(memdiff__sys *sys)
@@ -272,40 +263,17 @@ int memdiff__plat_sys_pids(memdiff__sys *sys, memdiff__arena *arena, int **out, 
         return memdiff__set_error(e == EACCES || e == EPERM ? MEMDIFF_EACCES : MEMDIFF_EIO,
                                   "open %s: %s", sys->root, memdiff__linux_errno_text(e));
     }
-    char *buf = memdiff__arena_alloc_raw(arena, DENTS_BUF);
-    int *pids = NULL;
-    size_t n = 0, cap = 0;
-    int rc = buf ? MEMDIFF_OK : MEMDIFF_ENOMEM;
-    while (!rc) {
-        long got = syscall(SYS_getdents64, fd, buf, DENTS_BUF);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got < 0) {
-            rc = memdiff__linux_fail(errno, "getdents64", sys->root);
-            break;
-        }
-        if (got == 0)
-            break;
-        for (long off = 0; off < got;) {
-            const struct dirent64_raw *d = (const struct dirent64_raw *)(buf + off);
-            if (d->d_reclen == 0 || off + d->d_reclen > got)
-                break;
-            off += d->d_reclen;
-            int64_t pid;
-            if (memdiff__linux_parse_id(d->d_name, INT32_MAX, &pid))
-                continue;
-            int *v = memdiff__arena_room(arena, pids, &cap, n, sizeof *v, 512);
-            if (!v) {
-                rc = MEMDIFF_ENOMEM;
-                break;
-            }
-            pids = v;
-            pids[n++] = (int)pid;
-        }
-    }
+    int64_t *ids = NULL;
+    size_t n = 0;
+    int rc = memdiff__linux_list_ids(fd, sys->root, arena, INT32_MAX, 0, &ids, &n);
     close(fd);
     if (rc)
         return rc;
+    int *pids = n ? memdiff__arena_alloc_raw(arena, n * sizeof *pids) : NULL;
+    if (n && !pids)
+        return MEMDIFF_ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        pids[i] = (int)ids[i]; /* at most INT32_MAX */
     /* /proc lists processes by ascending pid already (proc_pid_readdir walks the pid idr):
      * an insertion sort costs one pass then, and stays right for a tree listed otherwise. */
     for (size_t i = 1; i < n; i++) {

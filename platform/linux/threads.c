@@ -18,16 +18,6 @@
 
 #include "linux.h"
 
-struct dirent64_raw {
-    uint64_t d_ino;
-    int64_t d_off;
-    unsigned short d_reclen;
-    unsigned char d_type;
-    char d_name[];
-};
-
-#define DENTS_BUF (32 * 1024)
-
 static uint64_t parse_hex_token(const char *s, size_t n, int *ok)
 {
     uint64_t v = 0;
@@ -100,51 +90,13 @@ static int list_tids(memdiff__proc *proc, int64_t **out, size_t *count)
             return MEMDIFF_OK;
         return memdiff__linux_fail(e, "open", path);
     }
-    char *buf = memdiff__arena_alloc_raw(proc->scratch, DENTS_BUF); /* getdents64 fills it */
-    int64_t *tids = NULL;
-    size_t n = 0, cap = 0;
-    if (!buf) {
-        close(fd);
-        return MEMDIFF_ENOMEM;
-    }
-    for (;;) {
-        long got = syscall(SYS_getdents64, fd, buf, DENTS_BUF);
-        if (got < 0) {
-            if (errno == EINTR)
-                continue;
-            int e = errno;
-            close(fd);
-            return memdiff__linux_fail(e, "getdents64", path);
-        }
-        if (got == 0)
-            break;
-        for (long off = 0; off < got;) {
-            const struct dirent64_raw *d = (const struct dirent64_raw *)(buf + off);
-            if (d->d_reclen == 0 || off + d->d_reclen > got)
-                break;
-            off += d->d_reclen;
-            int64_t tid;
-            if (memdiff__linux_parse_id(d->d_name, INT64_MAX, &tid))
-                continue;
-            int64_t *v = memdiff__arena_room(proc->scratch, tids, &cap, n, sizeof *v, 256);
-            if (!v) {
-                close(fd);
-                return MEMDIFF_ENOMEM;
-            }
-            tids = v;
-            tids[n++] = tid;
-        }
-        /* The live task directory's link count is 2 + the thread group's threads when the
-         * open's fstat ran (proc_task_getattr, fs/proc/base.c). A listing of that many is whole
-         * and the read that would only say "end" is saved; any other count (a listing cut short
-         * by a signal, threads come or gone since) reads on. */
-        if (proc->live && st.st_nlink > 2 && n == (size_t)st.st_nlink - 2)
-            break;
-    }
+    /* The live task directory's link count is 2 + the thread group's threads when the open's
+     * fstat ran (proc_task_getattr, fs/proc/base.c): a listing of that many is whole. Any other
+     * count (a listing cut short by a signal, threads come or gone since) reads on. */
+    size_t whole = proc->live && st.st_nlink > 2 ? (size_t)st.st_nlink - 2 : 0;
+    rc = memdiff__linux_list_ids(fd, path, proc->scratch, INT64_MAX, whole, out, count);
     close(fd);
-    *out = tids;
-    *count = n;
-    return MEMDIFF_OK;
+    return rc;
 }
 
 #define RUNNING_RETRIES 4
