@@ -283,14 +283,6 @@ static int outside_own(const memdiff__plat_region *regions, size_t count,
     return MEMDIFF_OK;
 }
 
-/* Threads that may read pages: as asked (0: all), never more than the processors the caller
- * may run on. */
-static unsigned page_threads(unsigned asked)
-{
-    unsigned cpus = memdiff__os_cpu_count();
-    return asked && asked < cpus ? asked : cpus;
-}
-
 static int take(const memdiff_options *o, unsigned flags, memdiff_snapshot *s,
                 memdiff__arena *scratch)
 {
@@ -306,7 +298,7 @@ static int take(const memdiff_options *o, unsigned flags, memdiff_snapshot *s,
         (o->depth >= MEMDIFF_DEPTH_DEEP ? 0u : MEMDIFF__OPEN_NO_DEEP) |
             (flags & MEMDIFF__TAKE_EXACT ? MEMDIFF__OPEN_EXACT : 0u) |
             (frames_unused ? MEMDIFF__OPEN_NO_FRAMES : 0u),
-        page_threads(o->threads)};
+        o->threads};
     char host[256];
 
     s->info.time_ns = memdiff__os_time_ns();

@@ -85,9 +85,10 @@ typedef struct memdiff__open_args {
     const char *proc_root; /* NULL: the OS default ("/proc") */
     const char *sys_root;  /* NULL: <proc_root>/sys, or the OS default ("/sys") */
     unsigned flags;        /* MEMDIFF__OPEN_*; 0: everything the backend can read */
-    unsigned threads;      /* threads that may read pages, the calling one included; 0 and 1:
-                              the calling thread alone. A backend may use fewer (never more),
-                              and uses none of its own in the caller's address space */
+    unsigned threads;      /* threads that may read pages, the calling one included: 0 as
+                              many as the processors the caller may run on, 1 the calling
+                              thread alone. A backend may use fewer (never more than those
+                              processors), and none of its own in the caller's address space */
 } memdiff__open_args;
 
 /* The caller will walk no deeper than standard: the system-wide page files of deep depth

@@ -367,10 +367,14 @@ static struct memdiff__linux_lanes *lanes_of(memdiff__proc *p)
 {
     if (p->lanes)
         return p->lanes->failed ? NULL : p->lanes;
-    if (!LANES_SUPPORTED || p->lanes_want < 2 || !p->live || p->lanes_refused ||
+    if (!LANES_SUPPORTED || p->lanes_want == 1 || !p->live || p->lanes_refused ||
         p->scan_refuse_at_call || p->pagemap_fd < 0)
         return NULL;
-    unsigned want = idle_processors(p, p->lanes_want);
+    /* As many as asked (0: all), never more than the processors the caller may run on: asked
+     * here, for a region worth it, not in every snapshot. */
+    unsigned cpus = memdiff__os_cpu_count();
+    unsigned want = p->lanes_want && p->lanes_want < cpus ? p->lanes_want : cpus;
+    want = idle_processors(p, MEMDIFF__MIN(want, MEMDIFF__LINUX_LANES_MAX));
     if (want < 2 || !other_address_space(p)) {
         p->lanes_refused = 1;
         return NULL;

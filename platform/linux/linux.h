@@ -181,9 +181,9 @@ struct memdiff__proc {
 
     struct memdiff__linux_stages *stages;     /* the page walk (walk.c) */
     /* Lanes (lanes.c): threads that read a large region's pages ahead of the walk. lanes_want:
-     * threads the caller allows, its own included (1: none); lanes_refused: this process is
-     * read on one thread (the caller's own address space, or no memory for lanes);
-     * lanes_used: threads that read pages, reported when the process is closed. */
+     * threads the caller allows, its own included (0: every processor, 1: none);
+     * lanes_refused: this process is read on one thread (the caller's own address space, or
+     * no memory for lanes); lanes_used: threads that read pages, when the process closed. */
     struct memdiff__linux_lanes *lanes;
     unsigned lanes_want, lanes_used, lanes_plans;
     int lanes_refused;
@@ -197,8 +197,8 @@ struct memdiff__proc {
 #define MEMDIFF__LANES_PAGEMAP 1
 #define MEMDIFF__LANES_SCAN 2
 
-/* Sets how many threads may read p's pages, the calling one included (memdiff__open_args.threads;
- * 0 and 1: it alone; capped at MEMDIFF__LINUX_LANES_MAX). */
+/* Sets how many threads may read p's pages, the calling one included (memdiff__open_args.threads:
+ * 0 as many as the processors, 1 it alone; capped at MEMDIFF__LINUX_LANES_MAX). */
 int memdiff__linux_lanes_setup(memdiff__proc *p, unsigned want);
 
 /* Whether the plan still has lanes reading ahead: a plan's first chunk is read by the walk,
