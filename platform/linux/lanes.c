@@ -588,7 +588,8 @@ size_t memdiff__linux_lanes_pagemap(memdiff__proc *p, uint64_t addr, uint64_t *d
         uint64_t t0 = L->probing ? monotonic_ns() : 0;
         if (at == lo && n - done >= whole && claim_exactly(L, i)) {
             /* Not claimed yet and wanted whole: read where the walk wants it, no copy. */
-            ssize_t r = memdiff__linux_pread_full(L->fd, dst + done, whole * 8, (lo >> L->shift) * 8);
+            ssize_t r =
+                memdiff__linux_pread_full(L->fd, dst + done, whole * 8, (lo >> L->shift) * 8);
             release_chunk(L, i);
             if (r != (ssize_t)(whole * 8)) {
                 drain(L); /* read again by the walk, which sees why */

@@ -134,9 +134,9 @@ int memdiff__linux_read_pagemap(memdiff__linux_walker *w, uint64_t addr, size_t 
         /* Read ahead by the lanes; what they did not give (a short read) is read here. */
         size_t got = memdiff__linux_lanes_pagemap(p, addr, pm, n);
         if (got) {
+            uint64_t rest = addr + ((uint64_t)got << p->page_shift);
             int rc = got == n ? MEMDIFF_OK
-                              : memdiff__linux_read_pagemap(
-                                    w, addr + ((uint64_t)got << p->page_shift), base + got, n - got);
+                              : memdiff__linux_read_pagemap(w, rest, base + got, n - got);
             if (!rc && any_swap_entry(pm, got))
                 rc = memdiff__linux_settle_entries(p, first, pm, got);
             return rc;
