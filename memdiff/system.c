@@ -461,6 +461,7 @@ static int settle_pss(memdiff_system *s, memdiff__sys *sys, struct pending *q,
                       memdiff__arena *scratch)
 {
     uint64_t ps = s->info.page_size;
+
     if (q->n) {
         uint64_t *counts = memdiff__arena_alloc_raw(scratch, q->n * sizeof *counts);
         if (!counts)
@@ -806,6 +807,10 @@ static int take(const memdiff_system_options *o, memdiff_system *s, memdiff__are
     uint64_t hist[256] = {0};
     if (!rc && phys) {
         uint64_t p0 = memdiff__os_monotonic_ns();
+        /* A byte and an owner word a frame (31.5 MiB for 24 GiB) and the kpageflags batches
+         * are more than the kept scratch holds: kept, they would push out what the next
+         * snapshot's process reads reuse. */
+        scratch->recycle = 0;
         klass = memdiff__arena_alloc_raw(scratch, (size_t)caps.max_frame);
         base.owner = memdiff__arena_alloc(scratch, (size_t)caps.max_frame * sizeof *base.owner);
         if (!klass || !base.owner)
@@ -877,6 +882,7 @@ int memdiff_system_take(const memdiff_system_options *options, memdiff_system **
     if (!s)
         return MEMDIFF_ENOMEM;
     memdiff__arena scratch = MEMDIFF__ARENA_INIT;
+    scratch.recycle = 1; /* kept for the next snapshot (base/arena.c); see take() */
     taking = 1;
     int rc = take(&o, s, &scratch);
     taking = 0;
