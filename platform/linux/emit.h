@@ -88,6 +88,9 @@ static inline size_t memdiff__linux_gather_ranges(memdiff__linux_walker *w,
     uint64_t end = gs + (w->gather_span << shift), count = 0;
     uint64_t *bits = w->emit->gather_bits;
     size_t runs = 0;
+    /* The bitmap word being filled stays in a register (word, acc): an OR into memory a range
+     * would chain each range to the last through store forwarding (some 30 ranges a word). */
+    uint64_t word = UINT64_MAX, acc = 0;
     for (; i + 1 < n && r[i].categories == cat; i++) {
         const uint64_t a = r[i].start, b = r[i].end, np = (b - a) >> shift;
         if (a <= end || ((a - end) >> shift) > MEMDIFF__GATHER_GAP_MAX || b > lim ||
@@ -96,13 +99,24 @@ static inline size_t memdiff__linux_gather_ranges(memdiff__linux_walker *w,
         const uint64_t at = (a - gs) >> shift;
         const uint64_t m = np == 64 ? ~UINT64_C(0) : (UINT64_C(1) << np) - 1;
         const unsigned off = (unsigned)(at % 64);
-        bits[at / 64] |= m << off;
-        if (off + np > 64)
-            bits[at / 64 + 1] |= m >> (64 - off);
+        if (at / 64 != word) {
+            if (word != UINT64_MAX)
+                bits[word] |= acc;
+            word = at / 64;
+            acc = 0;
+        }
+        acc |= m << off;
+        if (off + np > 64) { /* the range goes on into the next word */
+            bits[word] |= acc;
+            word++;
+            acc = m >> (64 - off);
+        }
         count += np;
         runs++;
         end = b;
     }
+    if (word != UINT64_MAX)
+        bits[word] |= acc;
     w->gather_count += count;
     w->gather_runs += runs;
     w->gather_span = (end - gs) >> shift;
