@@ -418,6 +418,55 @@ START_TEST(chunk_behind_other_memory_in_one_mapping)
 }
 END_TEST
 
+/* The chunk search gives up on a region after MEMDIFF__LINUX_CHUNK_MISSES resident islands that
+ * hold no chunk header: a chunk merged behind that many islands of other memory is found, one
+ * behind one island more is not (it stays Private). Each mapping, between PROT_NONE pages so that
+ * it is a region of its own, has k one-page islands (pages 0, 2, ... 2k - 2, each holding 1, no
+ * header) and then a chunk of 16 resident pages (prev_size 0, size 16 pages | IS_MMAPPED). */
+START_TEST(chunk_search_gives_up_after_its_misses)
+{
+    const size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+    memdiff__caps caps;
+    memdiff__proc *proc = open_root(NULL, &caps);
+    for (size_t k = MEMDIFF__LINUX_CHUNK_MISSES; k <= MEMDIFF__LINUX_CHUNK_MISSES + 1; k++) {
+        const size_t pages = 2 * k + 16;
+        unsigned char *g = mmap(NULL, (pages + 2) * ps, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
+                                -1, 0);
+        ck_assert_ptr_ne(g, MAP_FAILED);
+        unsigned char *m = g + ps;
+        ck_assert_int_eq(mprotect(m, pages * ps, PROT_READ | PROT_WRITE), 0);
+        for (size_t i = 0; i < k; i++)
+            m[2 * i * ps] = 1;
+        unsigned char *chunk = m + 2 * k * ps;
+        size_t header[2] = {0, (16 * ps) | 2u};
+        memcpy(chunk, header, sizeof header);
+        for (size_t i = 1; i < 16; i++)
+            chunk[i * ps] = 1;
+        memdiff__plat_region *r;
+        size_t nr, n;
+        ck_assert_int_eq(memdiff__plat_regions(proc, &arena, &r, &nr), MEMDIFF_OK);
+        const memdiff__plat_region *mine = region_at(r, nr, (uint64_t)(uintptr_t)m);
+        ck_assert_ptr_nonnull(mine);
+        ck_assert_uint_eq(mine->start, (uint64_t)(uintptr_t)m);
+        ck_assert_uint_eq(mine->end, (uint64_t)(uintptr_t)(m + pages * ps));
+        memdiff__plat_heap *h;
+        ck_assert_int_eq(memdiff__plat_heaps(proc, &arena, r, nr, &h, &n), MEMDIFF_OK);
+        const memdiff__plat_heap *c = heap_at(h, n, chunk);
+        if ((caps.sources & MEMDIFF__SRC_PAGEMAP_SCAN) && k <= MEMDIFF__LINUX_CHUNK_MISSES) {
+            ck_assert_msg(c != NULL, "%zu islands: the chunk is not found", k);
+            ck_assert_int_eq(c->kind, MEMDIFF__HEAP_MMAP_CHUNK);
+            ck_assert_uint_eq(c->start, (uint64_t)(uintptr_t)chunk);
+            ck_assert_uint_eq(c->end, (uint64_t)(uintptr_t)(chunk + 16 * ps));
+        } else {
+            ck_assert_msg(c == NULL, "%zu islands: the chunk is found", k);
+        }
+        ck_assert_ptr_null(heap_at(h, n, m)); /* the islands are no chunk */
+        munmap(g, (pages + 2) * ps);
+    }
+    memdiff__plat_close(proc);
+}
+END_TEST
+
 /* A chunk header in memory a module's segments cover (its .bss) is not read: the image outranks
  * a heap there. The module is made up (proc's list, which memdiff__plat_modules fills), over a
  * mapping of 16 pages that holds a real header (prev_size 0, size 16 pages | IS_MMAPPED): found
@@ -564,6 +613,7 @@ Suite *linux_facts_suite(void)
     tcase_add_test(tc, heaps_of_this_process);
     tcase_add_test(tc, no_chunk_read_in_a_module);
     tcase_add_test(tc, chunk_behind_other_memory_in_one_mapping);
+    tcase_add_test(tc, chunk_search_gives_up_after_its_misses);
     tcase_add_test(tc, kernel_thread_is_refused);
     tcase_add_test(tc, totals_of_this_process);
     tcase_add_test(tc, os_helpers);

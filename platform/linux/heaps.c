@@ -240,7 +240,7 @@ static int find_chunks(ctx *c, const memdiff__plat_region *r)
             len = prev_size + chunk;
         }
         if (!len) {
-            if (++misses > 64)
+            if (++misses > MEMDIFF__LINUX_CHUNK_MISSES)
                 break;
             pos = next_island(c, pos, r->end, absent);
             continue;
