@@ -467,6 +467,52 @@ START_TEST(chunk_search_gives_up_after_its_misses)
 }
 END_TEST
 
+/* The chunk search looks past a resident island of fewer than MEMDIFF__LINUX_ISLAND_PAGES pages
+ * for a chunk behind it, and not past one that long: each mapping (between PROT_NONE pages, a
+ * region of its own) has k resident pages holding no header, one absent page, and then a chunk
+ * of 16 resident pages (prev_size 0, size 16 pages | IS_MMAPPED). */
+START_TEST(chunk_search_looks_past_islands_up_to_a_bound)
+{
+    const size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+    memdiff__caps caps;
+    memdiff__proc *proc = open_root(NULL, &caps);
+    for (size_t k = MEMDIFF__LINUX_ISLAND_PAGES - 1; k <= MEMDIFF__LINUX_ISLAND_PAGES; k++) {
+        const size_t pages = k + 1 + 16;
+        unsigned char *g = mmap(NULL, (pages + 2) * ps, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
+                                -1, 0);
+        ck_assert_ptr_ne(g, MAP_FAILED);
+        unsigned char *m = g + ps;
+        ck_assert_int_eq(mprotect(m, pages * ps, PROT_READ | PROT_WRITE), 0);
+        for (size_t i = 0; i < k; i++)
+            m[i * ps] = 1;
+        unsigned char *chunk = m + (k + 1) * ps;
+        size_t header[2] = {0, (16 * ps) | 2u};
+        memcpy(chunk, header, sizeof header);
+        for (size_t i = 1; i < 16; i++)
+            chunk[i * ps] = 1;
+        memdiff__plat_region *r;
+        size_t nr, n;
+        ck_assert_int_eq(memdiff__plat_regions(proc, &arena, &r, &nr), MEMDIFF_OK);
+        const memdiff__plat_region *mine = region_at(r, nr, (uint64_t)(uintptr_t)m);
+        ck_assert_ptr_nonnull(mine);
+        ck_assert_uint_eq(mine->start, (uint64_t)(uintptr_t)m);
+        ck_assert_uint_eq(mine->end, (uint64_t)(uintptr_t)(m + pages * ps));
+        memdiff__plat_heap *h;
+        ck_assert_int_eq(memdiff__plat_heaps(proc, &arena, r, nr, &h, &n), MEMDIFF_OK);
+        const memdiff__plat_heap *c = heap_at(h, n, chunk);
+        if ((caps.sources & MEMDIFF__SRC_PAGEMAP_SCAN) && k < MEMDIFF__LINUX_ISLAND_PAGES) {
+            ck_assert_msg(c != NULL, "island of %zu pages: the chunk is not found", k);
+            ck_assert_uint_eq(c->start, (uint64_t)(uintptr_t)chunk);
+            ck_assert_uint_eq(c->end, (uint64_t)(uintptr_t)(chunk + 16 * ps));
+        } else {
+            ck_assert_msg(c == NULL, "island of %zu pages: the chunk is found", k);
+        }
+        munmap(g, (pages + 2) * ps);
+    }
+    memdiff__plat_close(proc);
+}
+END_TEST
+
 /* A chunk header in memory a module's segments cover (its .bss) is not read: the image outranks
  * a heap there. The module is made up (proc's list, which memdiff__plat_modules fills), over a
  * mapping of 16 pages that holds a real header (prev_size 0, size 16 pages | IS_MMAPPED): found
@@ -614,6 +660,7 @@ Suite *linux_facts_suite(void)
     tcase_add_test(tc, no_chunk_read_in_a_module);
     tcase_add_test(tc, chunk_behind_other_memory_in_one_mapping);
     tcase_add_test(tc, chunk_search_gives_up_after_its_misses);
+    tcase_add_test(tc, chunk_search_looks_past_islands_up_to_a_bound);
     tcase_add_test(tc, kernel_thread_is_refused);
     tcase_add_test(tc, totals_of_this_process);
     tcase_add_test(tc, os_helpers);

@@ -190,10 +190,10 @@ static uint64_t first_page(memdiff__proc *p, uint64_t from, uint64_t to, int pre
  * the chunk starts where the newer mapping's resident pages end. Two PAGEMAP_SCAN calls answer
  * it: the first hole from pos, then the first present page after it. The kernel walks every page
  * table entry of the island it passes (a few ns each), so the hole is looked for within
- * ISLAND_PAGES of pos only: an island longer than that (a large resident mapping, which the
- * snapshot reads anyway) ends the search, and a chunk merged above it stays unsplit. Without
+ * MEMDIFF__LINUX_ISLAND_PAGES of pos only: an island that long (a large resident mapping, which
+ * the snapshot reads anyway) ends the search, and a chunk merged above it stays unsplit. Without
  * the scan the walk stops (the blind spot in docs/categories.md). */
-#define ISLAND_PAGES 4096u
+#define ISLAND_PAGES MEMDIFF__LINUX_ISLAND_PAGES
 static uint64_t next_island(const ctx *c, uint64_t pos, uint64_t end, int pos_absent)
 {
     memdiff__proc *p = c->proc;
