@@ -109,7 +109,7 @@ struct pm_scan_arg {
  * where memory is fragmented (every other page resident, python's object arenas) each costs a
  * 16-byte read of process memory (1.5 to 2.7 us); a chunk behind more islands of other memory
  * in the same mapping stays Private. */
-#define MEMDIFF__LINUX_CHUNK_MISSES 16u
+#define MEMDIFF__LINUX_CHUNK_MISSES 8u
 /* The longest resident island heaps.c looks past for a chunk behind it: the kernel walks each
  * page table entry of it (about 3 ns each), and a large mapping resident throughout would cost
  * the search a second walk of it (4096 pages: 7 us of a 0.19 ms snapshot of 64 MiB). */
