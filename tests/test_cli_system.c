@@ -300,6 +300,24 @@ START_TEST(diff_of_two_system_files_shows_growth)
     r = row_of(rows, n, c.pid);
     ck_assert_ptr_nonnull(r);
     ck_assert_int_ge(r->rss, (int64_t)((50 + grow) * page));
+    /* Standard input in place of either file, through a pipe (no rewinding): the same diff,
+     * byte for byte, and show tells a system file on it from a snapshot file. */
+    static char by_file[sizeof out];
+    ASSERT_RUN(0, "'%s' diff %s/a.mdsys %s/b.mdsys -w 0 --no-header", MEMDIFF_CLI_PATH, dir,
+               dir);
+    memcpy(by_file, out, sizeof out);
+    ASSERT_RUN(0, "cat %s/a.mdsys | '%s' diff - %s/b.mdsys -w 0 --no-header", dir,
+               MEMDIFF_CLI_PATH, dir);
+    ck_assert_str_eq(out, by_file);
+    ASSERT_RUN(0, "cat %s/b.mdsys | '%s' diff %s/a.mdsys - -w 0 --no-header", dir,
+               MEMDIFF_CLI_PATH, dir);
+    ck_assert_str_eq(out, by_file);
+    ASSERT_RUN(0, "cat %s/b.mdsys | '%s' show - -w 0", dir, MEMDIFF_CLI_PATH);
+    ck_assert_ptr_nonnull(row_of(rows, rows_of(strstr(out, "memdiff system:"), rows, 512, 0),
+                                 c.pid));
+    ASSERT_RUN(0, "cat %s/p.mds | '%s' show - -w 0 >/dev/null", dir, MEMDIFF_CLI_PATH);
+    ASSERT_RUN(2, "cat %s/p.mds | '%s' diff - %s/a.mdsys 2>&1", dir, MEMDIFF_CLI_PATH, dir);
+    ck_assert_ptr_nonnull(strstr(out, "a diff compares two of one kind"));
     stop_child(&c);
 }
 END_TEST

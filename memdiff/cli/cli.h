@@ -205,6 +205,11 @@ int cli_cmd_system(int argc, char **argv); /* system.c */
  * loader of snapshot files then says why). */
 int cli_is_system_file(const char *path);
 
+/* Standard input as a loader reads it: whole, the bytes cli_is_system_file("-") read to tell its
+ * kind included. Give it back with cli_stdin_done. NULL when no stream can be made. */
+FILE *cli_stdin(void);
+void cli_stdin_done(FILE *f);
+
 /* memdiff show of a system file: its report, as view says. An exit status. */
 int cli_system_show(const char *path, const cli_view *view, int json, int no_header);
 

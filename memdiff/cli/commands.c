@@ -347,8 +347,14 @@ static int compare_and_report(const args *a, const memdiff_snapshot *before,
 
 static int load(const char *cmd, const char *path, memdiff_snapshot **out)
 {
-    int rc = strcmp(path, "-") == 0 ? memdiff_snapshot_load(stdin, out)
-                                    : memdiff_snapshot_load_file(path, out);
+    int rc;
+    if (strcmp(path, "-") == 0) {
+        FILE *in = cli_stdin();
+        rc = in ? memdiff_snapshot_load(in, out) : MEMDIFF_ENOMEM;
+        cli_stdin_done(in);
+    } else {
+        rc = memdiff_snapshot_load_file(path, out);
+    }
     if (rc) {
         char what[300];
         snprintf(what, sizeof what, "cannot load %s", strcmp(path, "-") ? "a snapshot" : "stdin");

@@ -4,6 +4,7 @@
  * system"). The reports are the library's (memdiff_system_report_text and kin); the tool
  * chooses the processes (--user, --name) and evaluates --fail-on of a system diff.
  */
+#define _GNU_SOURCE /* fopencookie (glibc), for system files on standard input */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -221,10 +222,75 @@ int cli_cmd_system(int argc, char **argv)
 
 /* ---- system files in show and diff ------------------------------------------------------- */
 
+/* Standard input, for a loader: its first bytes were read to tell its kind (stdin_head), and a
+ * pipe cannot be rewound, so the stream given out returns them before the rest (fopencookie:
+ * glibc; elsewhere standard input is taken for a snapshot file, as before system files). */
+static struct {
+    unsigned char head[16];
+    size_t len, pos;
+    int read;
+} in_head;
+
+static void stdin_head(void)
+{
+    if (!in_head.read) {
+        in_head.read = 1;
+        in_head.len = fread(in_head.head, 1, sizeof in_head.head, stdin);
+    }
+}
+
+#if defined(__GLIBC__)
+static ssize_t head_then_stdin(void *cookie, char *buf, size_t size)
+{
+    (void)cookie;
+    if (in_head.pos < in_head.len) {
+        size_t n = in_head.len - in_head.pos < size ? in_head.len - in_head.pos : size;
+        memcpy(buf, in_head.head + in_head.pos, n);
+        in_head.pos += n;
+        return (ssize_t)n;
+    }
+    size_t n = fread(buf, 1, size, stdin);
+    return n == 0 && ferror(stdin) ? -1 : (ssize_t)n;
+}
+
+FILE *cli_stdin(void)
+{
+    if (!in_head.read)
+        return stdin;
+    cookie_io_functions_t io = {head_then_stdin, NULL, NULL, NULL};
+    return fopencookie(NULL, "rb", io);
+}
+
+static int stdin_may_be_sniffed(void)
+{
+    return 1;
+}
+#else
+FILE *cli_stdin(void)
+{
+    return stdin;
+}
+
+static int stdin_may_be_sniffed(void)
+{
+    return 0;
+}
+#endif
+
+void cli_stdin_done(FILE *f)
+{
+    if (f && f != stdin)
+        fclose(f);
+}
+
 int cli_is_system_file(const char *path)
 {
-    if (strcmp(path, "-") == 0)
-        return 0;
+    if (strcmp(path, "-") == 0) {
+        if (!stdin_may_be_sniffed())
+            return 0;
+        stdin_head();
+        return in_head.len >= 8 && memdiff_system_file_sniff(in_head.head, in_head.len) == 1;
+    }
     FILE *f = fopen(path, "rb");
     if (!f)
         return 0; /* the loader says why */
@@ -236,7 +302,14 @@ int cli_is_system_file(const char *path)
 
 static int load(const char *cmd, const char *path, memdiff_system **out)
 {
-    int rc = memdiff_system_load_file(path, out);
+    int rc;
+    if (strcmp(path, "-") == 0) {
+        FILE *in = cli_stdin();
+        rc = in ? memdiff_system_load(in, out) : MEMDIFF_ENOMEM;
+        cli_stdin_done(in);
+    } else {
+        rc = memdiff_system_load_file(path, out);
+    }
     if (rc) {
         fprintf(stderr, "memdiff %s: cannot load the system snapshot ", cmd);
         cli_put_text(stderr, path);
