@@ -236,33 +236,23 @@ START_TEST(own_address_space_reads_alone)
 }
 END_TEST
 
-/* Whether lanes may start: the kernel's CPU pressure where it keeps it (some avg10 under 10%:
- * as many as asked; 10% or more: none), else the one-minute load against the processors online
- * (one of it the caller's own). The texts are /proc's, as read on Linux 6.18. */
-START_TEST(idle_processors_from_pressure_else_load)
+/* Whether lanes may start: the processors online less the tasks runnable at this moment other
+ * than the caller's own thread (/proc/loadavg's fourth field), at most as many as asked; the
+ * averages before it are not looked at. The texts are /proc/loadavg's, as read on Linux 6.18. */
+START_TEST(idle_processors_from_tasks_running_now)
 {
-    const char *calm = "some avg10=0.26 avg60=8.10 avg300=22.20 total=12726169473\n"
-                       "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n";
-    const char *edge = "some avg10=9.99 avg60=1.00 avg300=1.00 total=1\n";
-    const char *busy = "some avg10=10.00 avg60=1.00 avg300=1.00 total=1\n";
-    const char *swamped = "some avg10=87.41 avg60=80.00 avg300=70.00 total=1\n";
-    /* pressure decides, whatever the load */
-    ck_assert_uint_eq(memdiff__linux_lanes_idle(calm, "7.90 7.00 6.00 9/210 4242\n", 2, 2), 2);
-    ck_assert_uint_eq(memdiff__linux_lanes_idle(calm, NULL, 8, 4), 4);
-    ck_assert_uint_eq(memdiff__linux_lanes_idle(edge, NULL, 2, 2), 2);
-    ck_assert_uint_eq(memdiff__linux_lanes_idle(busy, "0.00 0.00 0.00 1/210 4242\n", 2, 2), 1);
-    ck_assert_uint_eq(memdiff__linux_lanes_idle(swamped, NULL, 64, 4), 1);
-    /* no pressure kept, or a text that is not it: the load */
-    ck_assert_uint_eq(memdiff__linux_lanes_idle(NULL, "0.40 0.58 0.59 3/210 4242\n", 2, 2), 2);
-    ck_assert_uint_eq(memdiff__linux_lanes_idle(NULL, "1.49 0.58 0.59 3/210 4242\n", 2, 2), 2);
-    ck_assert_uint_eq(memdiff__linux_lanes_idle(NULL, "1.52 0.58 0.59 3/210 4242\n", 2, 2), 1);
-    ck_assert_uint_eq(memdiff__linux_lanes_idle(NULL, "2.52 0.58 0.59 3/210 4242\n", 8, 4), 4);
-    ck_assert_uint_eq(memdiff__linux_lanes_idle(NULL, "6.10 0.58 0.59 3/210 4242\n", 8, 4), 3);
-    ck_assert_uint_eq(memdiff__linux_lanes_idle("full avg10=0.00\n", "1.52 0 0\n", 2, 2), 1);
-    ck_assert_uint_eq(memdiff__linux_lanes_idle("some avg10=x\n", "1.52 0 0\n", 2, 2), 1);
-    /* nothing readable: as asked */
-    ck_assert_uint_eq(memdiff__linux_lanes_idle(NULL, NULL, 2, 2), 2);
-    ck_assert_uint_eq(memdiff__linux_lanes_idle(NULL, "garbage", 2, 2), 2);
+    ck_assert_uint_eq(memdiff__linux_lanes_idle("0.00 0.01 0.05 1/86 4242\n", 2, 2), 2);
+    /* a minute of the caller's own lanes behind it: still two */
+    ck_assert_uint_eq(memdiff__linux_lanes_idle("1.91 1.18 1.30 1/86 4242\n", 2, 2), 2);
+    ck_assert_uint_eq(memdiff__linux_lanes_idle("0.10 0.01 0.05 2/86 4242\n", 2, 2), 1);
+    ck_assert_uint_eq(memdiff__linux_lanes_idle("7.90 7.00 6.00 9/210 4242\n", 2, 2), 1);
+    ck_assert_uint_eq(memdiff__linux_lanes_idle("2.00 2.00 2.00 3/300 4242\n", 8, 4), 4);
+    ck_assert_uint_eq(memdiff__linux_lanes_idle("6.00 6.00 6.00 6/300 4242\n", 8, 4), 3);
+    ck_assert_uint_eq(memdiff__linux_lanes_idle("0.00 0.00 0.00 0/300 4242\n", 8, 4), 4);
+    /* unreadable: as asked */
+    ck_assert_uint_eq(memdiff__linux_lanes_idle(NULL, 2, 2), 2);
+    ck_assert_uint_eq(memdiff__linux_lanes_idle("garbage", 2, 2), 2);
+    ck_assert_uint_eq(memdiff__linux_lanes_idle("1.00 1.00 1.00 x/86 1\n", 2, 2), 2);
 }
 END_TEST
 
@@ -314,7 +304,7 @@ Suite *lanes_suite(void)
     tcase_add_test(tc, own_address_space_reads_alone);
     tcase_add_test(tc, small_process_reads_alone);
     tcase_add_test(tc, busy_machine_reads_alone);
-    tcase_add_test(tc, idle_processors_from_pressure_else_load);
+    tcase_add_test(tc, idle_processors_from_tasks_running_now);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -282,15 +282,14 @@ static int other_address_space(const memdiff__proc *p)
 }
 
 /* Processors a lane may take. A lane that waits for a processor makes the walk wait for its
- * chunk: on a busy machine lanes cost time. The kernel's CPU pressure (/proc/pressure/cpu,
- * Documentation/accounting/psi.rst) says whether tasks wait for a processor: "some avg10" is
- * the share of the last 10 s in which at least one did. Below LANES_PRESSURE_MAX percent, as many
- * as asked; above, none. Where pressure is not kept (CONFIG_PSI off, psi=0), the processors
- * online less the one-minute load (/proc/loadavg, rounded, one of it taken as the caller's own).
- * The load alone counted a program's own lanes against it: a minute of snapshots on two
- * threads raised it past 1.5 on two processors, and the next snapshots read on one. */
-#define LANES_PRESSURE_MAX 10 /* percent, whole: the fraction is not looked at */
-
+ * chunk: on a busy machine lanes cost time. /proc/loadavg's fourth field counts the tasks
+ * runnable at this moment, the caller's own thread among them; the processors online less the
+ * others are idle now. Averages look back: the one-minute load counted a program's own lanes
+ * against it (a minute of snapshots on two threads raised it past 1.5 on two processors, and the
+ * next snapshots read on one), and so does CPU pressure (/proc/pressure/cpu, "some avg10": 10%
+ * during a loop of such snapshots, 25 to 45% during a benchmark run at SCHED_FIFO). At this
+ * moment no lane of the caller's runs: lanes are joined before a snapshot returns. A kernel
+ * worker caught running costs one snapshot its lanes, no more. */
 static _Atomic int idle_override = -1;
 
 void memdiff__linux_lanes_test_idle(int idle)
@@ -298,27 +297,19 @@ void memdiff__linux_lanes_test_idle(int idle)
     atomic_store(&idle_override, idle);
 }
 
-unsigned memdiff__linux_lanes_idle(const char *pressure, const char *loadavg, long online,
-                                   unsigned want)
+unsigned memdiff__linux_lanes_idle(const char *loadavg, long online, unsigned want)
 {
-    /* "some avg10=0.26 avg60=8.10 avg300=22.20 total=12726169473" */
-    const char *f = pressure ? strstr(pressure, "some avg10=") : NULL;
-    if (f && (f == pressure || f[-1] == '\n')) {
-        char *end;
-        long avg = strtol(f + 11, &end, 10); /* not strtod: the caller's locale may use a comma */
-        if (end != f + 11 && *end == '.' && avg >= 0)
-            return avg < LANES_PRESSURE_MAX ? want : 1u;
+    /* "1.52 0.58 0.59 3/210 4242": runnable / all tasks, then the last pid */
+    const char *f = loadavg;
+    for (int k = 0; f && k < 3; k++) {
+        f = strchr(f, ' ');
+        f = f ? f + 1 : NULL;
     }
-    /* "1.52 0.58 0.59 3/210 4242": the one-minute load, rounded (the tasks running at this very
-     * moment, the fourth field, swing with every short-lived kernel worker). */
-    if (!loadavg)
-        return want;
     char *end;
-    long whole = strtol(loadavg, &end, 10);
-    if (end == loadavg || *end != '.' || whole < 0 || online < 1)
-        return want;
-    long busy = whole + (end[1] >= '5' && end[1] <= '9');
-    long idle = online - (busy > 1 ? busy - 1 : 0);
+    long running = f ? strtol(f, &end, 10) : -1;
+    if (!f || end == f || *end != '/' || running < 0 || online < 1)
+        return want; /* unread: as asked, capped by the processors the caller may run on */
+    long idle = online - (running > 1 ? running - 1 : 0);
     return idle < 1 ? 1u : idle < (long)want ? (unsigned)idle : want;
 }
 
@@ -327,15 +318,11 @@ static unsigned idle_processors(const memdiff__proc *p, unsigned want)
     int forced = atomic_load(&idle_override);
     if (forced >= 0)
         return forced < 1 ? 1u : (unsigned)forced < want ? (unsigned)forced : want;
-    char path[PATH_MAX], pressure[256], load[256];
-    ssize_t np = memdiff__linux_path(path, sizeof path, p->proc_root, "pressure/cpu")
-                     ? -1
-                     : memdiff__linux_read_small(path, pressure, sizeof pressure);
-    ssize_t nl = np > 0 || memdiff__linux_path(path, sizeof path, p->proc_root, "loadavg")
-                     ? -1
-                     : memdiff__linux_read_small(path, load, sizeof load);
-    return memdiff__linux_lanes_idle(np > 0 ? pressure : NULL, nl > 0 ? load : NULL,
-                                     sysconf(_SC_NPROCESSORS_ONLN), want);
+    char path[PATH_MAX], load[256];
+    ssize_t n = memdiff__linux_path(path, sizeof path, p->proc_root, "loadavg")
+                    ? -1
+                    : memdiff__linux_read_small(path, load, sizeof load);
+    return memdiff__linux_lanes_idle(n > 0 ? load : NULL, sysconf(_SC_NPROCESSORS_ONLN), want);
 }
 
 static int start_lanes(memdiff__proc *p, struct memdiff__linux_lanes *L)

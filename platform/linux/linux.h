@@ -237,16 +237,15 @@ int memdiff__linux_lanes_scan(memdiff__proc *p, size_t i, const struct page_regi
                               uint64_t *lo, uint64_t *hi, uint64_t *walk_end);
 void memdiff__linux_lanes_scan_done(memdiff__proc *p, size_t i);
 
-/* Tests only: processors taken as idle when lanes start, in place of what /proc/pressure/cpu
- * or /proc/loadavg say (-1: read them again); whether chunks are worth lanes, in place of the
- * walk's timing (1 yes, 0 no, -1: time them again). */
+/* Tests only: processors taken as idle when lanes start, in place of what /proc/loadavg says
+ * (-1: read it again); whether chunks are worth lanes, in place of the walk's timing (1 yes,
+ * 0 no, -1: time them again). */
 void memdiff__linux_lanes_test_idle(int idle);
 void memdiff__linux_lanes_test_worth(int worth);
 
-/* The processors lanes may take of want asked, from /proc/pressure/cpu's text (NULL: not
- * kept), else /proc/loadavg's (NULL: unread) and the processors online (lanes.c). */
-unsigned memdiff__linux_lanes_idle(const char *pressure, const char *loadavg, long online,
-                                   unsigned want);
+/* The processors lanes may take of want asked, from /proc/loadavg's text (NULL: unread) and the
+ * processors online (lanes.c). */
+unsigned memdiff__linux_lanes_idle(const char *loadavg, long online, unsigned want);
 
 /* Joins the lanes (memdiff__plat_close); p->lanes_used says how many threads read pages. */
 void memdiff__linux_lanes_stop(memdiff__proc *p);
