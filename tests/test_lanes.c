@@ -238,21 +238,26 @@ END_TEST
 
 /* Whether lanes may start: the processors online less the tasks runnable at this moment other
  * than the caller's own thread (/proc/loadavg's fourth field), at most as many as asked; the
- * averages before it are not looked at. The texts are /proc/loadavg's, as read on Linux 6.18. */
+ * averages before it are not looked at; a real-time caller's lanes wait for no normal task. The
+ * texts are /proc/loadavg's, as read on Linux 6.18. */
 START_TEST(idle_processors_from_tasks_running_now)
 {
-    ck_assert_uint_eq(memdiff__linux_lanes_idle("0.00 0.01 0.05 1/86 4242\n", 2, 2), 2);
+    ck_assert_uint_eq(memdiff__linux_lanes_idle("0.00 0.01 0.05 1/86 4242\n", 2, 2, 0), 2);
     /* a minute of the caller's own lanes behind it: still two */
-    ck_assert_uint_eq(memdiff__linux_lanes_idle("1.91 1.18 1.30 1/86 4242\n", 2, 2), 2);
-    ck_assert_uint_eq(memdiff__linux_lanes_idle("0.10 0.01 0.05 2/86 4242\n", 2, 2), 1);
-    ck_assert_uint_eq(memdiff__linux_lanes_idle("7.90 7.00 6.00 9/210 4242\n", 2, 2), 1);
-    ck_assert_uint_eq(memdiff__linux_lanes_idle("2.00 2.00 2.00 3/300 4242\n", 8, 4), 4);
-    ck_assert_uint_eq(memdiff__linux_lanes_idle("6.00 6.00 6.00 6/300 4242\n", 8, 4), 3);
-    ck_assert_uint_eq(memdiff__linux_lanes_idle("0.00 0.00 0.00 0/300 4242\n", 8, 4), 4);
+    ck_assert_uint_eq(memdiff__linux_lanes_idle("1.91 1.18 1.30 1/86 4242\n", 2, 2, 0), 2);
+    ck_assert_uint_eq(memdiff__linux_lanes_idle("0.10 0.01 0.05 2/86 4242\n", 2, 2, 0), 1);
+    ck_assert_uint_eq(memdiff__linux_lanes_idle("7.90 7.00 6.00 9/210 4242\n", 2, 2, 0), 1);
+    ck_assert_uint_eq(memdiff__linux_lanes_idle("2.00 2.00 2.00 3/300 4242\n", 8, 4, 0), 4);
+    ck_assert_uint_eq(memdiff__linux_lanes_idle("6.00 6.00 6.00 6/300 4242\n", 8, 4, 0), 3);
+    ck_assert_uint_eq(memdiff__linux_lanes_idle("0.00 0.00 0.00 0/300 4242\n", 8, 4, 0), 4);
     /* unreadable: as asked */
-    ck_assert_uint_eq(memdiff__linux_lanes_idle(NULL, 2, 2), 2);
-    ck_assert_uint_eq(memdiff__linux_lanes_idle("garbage", 2, 2), 2);
-    ck_assert_uint_eq(memdiff__linux_lanes_idle("1.00 1.00 1.00 x/86 1\n", 2, 2), 2);
+    ck_assert_uint_eq(memdiff__linux_lanes_idle(NULL, 2, 2, 0), 2);
+    ck_assert_uint_eq(memdiff__linux_lanes_idle("garbage", 2, 2, 0), 2);
+    ck_assert_uint_eq(memdiff__linux_lanes_idle("1.00 1.00 1.00 x/86 1\n", 2, 2, 0), 2);
+    /* a real-time caller: normal tasks runnable do not count (the kernel threads its SCHED_FIFO
+     * thread holds off read 2/84 where the same loop at SCHED_OTHER reads 1/84) */
+    ck_assert_uint_eq(memdiff__linux_lanes_idle("0.50 0.50 0.50 2/84 4242\n", 2, 2, 1), 2);
+    ck_assert_uint_eq(memdiff__linux_lanes_idle("7.90 7.00 6.00 9/210 4242\n", 2, 2, 1), 2);
 }
 END_TEST
 

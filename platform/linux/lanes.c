@@ -289,7 +289,10 @@ static int other_address_space(const memdiff__proc *p)
  * next snapshots read on one), and so does CPU pressure (/proc/pressure/cpu, "some avg10": 10%
  * during a loop of such snapshots, 25 to 45% during a benchmark run at SCHED_FIFO). At this
  * moment no lane of the caller's runs: lanes are joined before a snapshot returns. A kernel
- * worker caught running costs one snapshot its lanes, no more. */
+ * worker caught running costs one snapshot its lanes, no more. A caller at a real-time policy
+ * (SCHED_FIFO, SCHED_RR) passes it to its lanes (clone), which then wait for no task of the
+ * normal class: those runnable (the kernel threads its own processor holds off among them) are
+ * not counted. */
 static _Atomic int idle_override = -1;
 
 void memdiff__linux_lanes_test_idle(int idle)
@@ -297,8 +300,10 @@ void memdiff__linux_lanes_test_idle(int idle)
     atomic_store(&idle_override, idle);
 }
 
-unsigned memdiff__linux_lanes_idle(const char *loadavg, long online, unsigned want)
+unsigned memdiff__linux_lanes_idle(const char *loadavg, long online, unsigned want, int realtime)
 {
+    if (realtime)
+        return want;
     /* "1.52 0.58 0.59 3/210 4242": runnable / all tasks, then the last pid */
     const char *f = loadavg;
     for (int k = 0; f && k < 3; k++) {
@@ -322,7 +327,9 @@ static unsigned idle_processors(const memdiff__proc *p, unsigned want)
     ssize_t n = memdiff__linux_path(path, sizeof path, p->proc_root, "loadavg")
                     ? -1
                     : memdiff__linux_read_small(path, load, sizeof load);
-    return memdiff__linux_lanes_idle(n > 0 ? load : NULL, sysconf(_SC_NPROCESSORS_ONLN), want);
+    int policy = sched_getscheduler(0);
+    return memdiff__linux_lanes_idle(n > 0 ? load : NULL, sysconf(_SC_NPROCESSORS_ONLN), want,
+                                     policy == SCHED_FIFO || policy == SCHED_RR);
 }
 
 static int start_lanes(memdiff__proc *p, struct memdiff__linux_lanes *L)

@@ -244,8 +244,8 @@ void memdiff__linux_lanes_test_idle(int idle);
 void memdiff__linux_lanes_test_worth(int worth);
 
 /* The processors lanes may take of want asked, from /proc/loadavg's text (NULL: unread) and the
- * processors online (lanes.c). */
-unsigned memdiff__linux_lanes_idle(const char *loadavg, long online, unsigned want);
+ * processors online; realtime: the caller runs at SCHED_FIFO or SCHED_RR (lanes.c). */
+unsigned memdiff__linux_lanes_idle(const char *loadavg, long online, unsigned want, int realtime);
 
 /* Joins the lanes (memdiff__plat_close); p->lanes_used says how many threads read pages. */
 void memdiff__linux_lanes_stop(memdiff__proc *p);
