@@ -54,6 +54,12 @@ uint32_t memdiff__os_page_size(void);
 /* Wall-clock time in nanoseconds since the Unix epoch. */
 uint64_t memdiff__os_time_ns(void);
 
+/* Monotonic time in nanoseconds (an arbitrary origin), for measuring spans. */
+uint64_t memdiff__os_monotonic_ns(void);
+
+/* Sleeps the calling thread for at least ns nanoseconds (resumed after signals). */
+void memdiff__os_sleep_ns(uint64_t ns);
+
 /* The host name into buf (NUL-terminated, truncated to size); "" when unknown. */
 void memdiff__os_hostname(char *buf, size_t size);
 

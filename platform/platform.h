@@ -306,12 +306,6 @@ int memdiff__plat_pages(memdiff__proc *proc, uint64_t start, uint64_t end, memdi
  * space: every reset acts on the whole process, every figure covers all of its threads.
  * =========================================================================================== */
 
-/* Monotonic time in nanoseconds (an arbitrary origin), for measuring spans. */
-uint64_t memdiff__os_monotonic_ns(void);
-
-/* Sleeps the calling thread for at least ns nanoseconds (resumed after signals). */
-void memdiff__os_sleep_ns(uint64_t ns);
-
 /* memdiff__plat_refs_reset() requests. */
 #define MEMDIFF__REFS_CLEAR 0x1u /* forget which pages were accessed (referenced / accessed bits) */
 #define MEMDIFF__REFS_PEAK 0x2u  /* restart the peak resident size from the current one */

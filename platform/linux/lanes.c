@@ -35,7 +35,6 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <linux/futex.h>
 #include <linux/kcmp.h>
@@ -157,15 +156,6 @@ static void futex_wait_shared(_Atomic int *word, int seen)
 LANE_CODE static void futex_wake(_Atomic uint32_t *word, int n)
 {
     raw_syscall(SYS_futex, (long)word, FUTEX_WAKE_PRIVATE, n, 0, 0, 0);
-}
-
-/* The walk's clock for timing a plan's first chunk (lanes.c calls no other file of the backend's
- * that could call it back). */
-static uint64_t monotonic_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * UINT64_C(1000000000) + (uint64_t)ts.tv_nsec;
 }
 
 /* ---- one chunk, by whichever thread claimed it -------------------------------------------- */
@@ -603,7 +593,7 @@ size_t memdiff__linux_lanes_pagemap(memdiff__proc *p, uint64_t addr, uint64_t *d
         size_t i = (size_t)(((at - L->start) >> L->shift) / CHUNK_PAGES);
         uint64_t lo = chunk_start(L, i), hi = chunk_end(L, i);
         size_t whole = (size_t)((hi - lo) >> L->shift);
-        uint64_t t0 = L->probing ? monotonic_ns() : 0;
+        uint64_t t0 = L->probing ? memdiff__os_monotonic_ns() : 0;
         if (at == lo && n - done >= whole && claim_exactly(L, i)) {
             /* Not claimed yet and wanted whole: read where the walk wants it, no copy. */
             ssize_t r =
@@ -615,7 +605,7 @@ size_t memdiff__linux_lanes_pagemap(memdiff__proc *p, uint64_t addr, uint64_t *d
             }
             done += whole;
             if (t0)
-                probed(p, L, monotonic_ns() - t0);
+                probed(p, L, memdiff__os_monotonic_ns() - t0);
             continue;
         }
         struct lane_slot *s = take_chunk(L, i);
@@ -631,7 +621,7 @@ size_t memdiff__linux_lanes_pagemap(memdiff__proc *p, uint64_t addr, uint64_t *d
         if (at + ((uint64_t)take << L->shift) == hi)
             release_chunk(L, i);
         if (t0)
-            probed(p, L, monotonic_ns() - t0);
+            probed(p, L, memdiff__os_monotonic_ns() - t0);
     }
     L->pos = addr + ((uint64_t)done << L->shift);
     if (L->pos >= L->end)
@@ -643,10 +633,10 @@ int memdiff__linux_lanes_scan(memdiff__proc *p, size_t i, const struct page_regi
                               uint64_t *lo, uint64_t *hi, uint64_t *walk_end)
 {
     struct memdiff__linux_lanes *L = p->lanes;
-    uint64_t t0 = L->probing ? monotonic_ns() : 0;
+    uint64_t t0 = L->probing ? memdiff__os_monotonic_ns() : 0;
     struct lane_slot *s = take_chunk(L, i);
     if (t0)
-        probed(p, L, monotonic_ns() - t0);
+        probed(p, L, memdiff__os_monotonic_ns() - t0);
     *lo = chunk_start(L, i);
     *hi = chunk_end(L, i);
     *ranges = L->ranges + (size_t)(i % SLOTS) * SCAN_CAP;

@@ -158,6 +158,23 @@ uint64_t memdiff__os_time_ns(void)
     return (uint64_t)ts.tv_sec * UINT64_C(1000000000) + (uint64_t)ts.tv_nsec;
 }
 
+uint64_t memdiff__os_monotonic_ns(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * UINT64_C(1000000000) + (uint64_t)ts.tv_nsec;
+}
+
+void memdiff__os_sleep_ns(uint64_t ns)
+{
+    struct timespec ts, rem;
+    ts.tv_sec = (time_t)(ns / 1000000000u);
+    ts.tv_nsec = (long)(ns % 1000000000u);
+    while (nanosleep(&ts, &rem) != 0 && errno == EINTR)
+        ts = rem;
+}
+
 void memdiff__os_hostname(char *buf, size_t size)
 {
     if (size == 0)

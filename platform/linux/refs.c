@@ -24,7 +24,6 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "linux.h"
@@ -39,25 +38,6 @@ static const char SOFT_DIRTY_NOTE[] =
     "through a translation the CPU still caches is not seen";
 static const char NO_IDLE_WHY[] = "no page_idle bitmap (/sys/kernel/mm/page_idle/bitmap: "
                                   "CONFIG_IDLE_PAGE_TRACKING, Linux 4.3): touched per mapping only";
-
-/* ---- clocks ------------------------------------------------------------------------------ */
-
-uint64_t memdiff__os_monotonic_ns(void)
-{
-    struct timespec ts;
-    if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
-        return 0;
-    return (uint64_t)ts.tv_sec * UINT64_C(1000000000) + (uint64_t)ts.tv_nsec;
-}
-
-void memdiff__os_sleep_ns(uint64_t ns)
-{
-    struct timespec ts, rem;
-    ts.tv_sec = (time_t)(ns / 1000000000u);
-    ts.tv_nsec = (long)(ns % 1000000000u);
-    while (nanosleep(&ts, &rem) != 0 && errno == EINTR)
-        ts = rem;
-}
 
 /* ---- small helpers ----------------------------------------------------------------------- */
 

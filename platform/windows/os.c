@@ -83,6 +83,25 @@ uint64_t memdiff__os_time_ns(void)
     return t > epoch ? (t - epoch) * 100u : 0;
 }
 
+uint64_t memdiff__os_monotonic_ns(void)
+{
+    LARGE_INTEGER f, c;
+    if (!QueryPerformanceFrequency(&f) || !QueryPerformanceCounter(&c) || f.QuadPart <= 0)
+        return (uint64_t)GetTickCount64() * 1000000u;
+    uint64_t q = (uint64_t)c.QuadPart, hz = (uint64_t)f.QuadPart;
+    return q / hz * 1000000000u + q % hz * 1000000000u / hz;
+}
+
+void memdiff__os_sleep_ns(uint64_t ns)
+{
+    uint64_t ms = (ns + 999999u) / 1000000u;
+    while (ms > 0) {
+        DWORD step = ms > 0x7fffffffu ? 0x7fffffffu : (DWORD)ms;
+        Sleep(step);
+        ms -= step;
+    }
+}
+
 void memdiff__os_hostname(char *buf, size_t size)
 {
     if (size == 0)

@@ -27,25 +27,6 @@
 #define WSX_SHARE_COUNT(f) (((f) >> 1) & 0x7u)
 #define WSX_SHARED ((ULONG_PTR)1 << 15)
 
-uint64_t memdiff__os_monotonic_ns(void)
-{
-    LARGE_INTEGER f, c;
-    if (!QueryPerformanceFrequency(&f) || !QueryPerformanceCounter(&c) || f.QuadPart <= 0)
-        return (uint64_t)GetTickCount64() * 1000000u;
-    uint64_t q = (uint64_t)c.QuadPart, hz = (uint64_t)f.QuadPart;
-    return q / hz * 1000000000u + q % hz * 1000000000u / hz;
-}
-
-void memdiff__os_sleep_ns(uint64_t ns)
-{
-    uint64_t ms = (ns + 999999u) / 1000000u;
-    while (ms > 0) {
-        DWORD step = ms > 0x7fffffffu ? 0x7fffffffu : (DWORD)ms;
-        Sleep(step);
-        ms -= step;
-    }
-}
-
 /* A reason with the system's text, in the proc's scratch arena. */
 static const char *why(memdiff__proc *proc, const char *what, DWORD err)
 {
