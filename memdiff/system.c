@@ -461,7 +461,6 @@ static int settle_pss(memdiff_system *s, memdiff__sys *sys, struct pending *q,
                       memdiff__arena *scratch)
 {
     uint64_t ps = s->info.page_size;
-
     if (q->n) {
         uint64_t *counts = memdiff__arena_alloc_raw(scratch, q->n * sizeof *counts);
         if (!counts)

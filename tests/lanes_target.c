@@ -5,7 +5,7 @@
  *
  * Without arguments it maps LANES_MIB MiB (MADV_NOHUGEPAGE) in three parts: every page written;
  * every other page; runs of 1 to 70 pages with gaps of 1 to 9 (a fixed cycle). "small" maps
- * nothing; "sparse" maps 1 GiB and writes one page in every 64 MiB (chunks cheap to read). Then it writes 'r' to standard output and waits to be killed.
+ * nothing. Then it writes 'r' to standard output and waits to be killed.
  */
 #define _GNU_SOURCE
 #include <stddef.h>
@@ -17,15 +17,7 @@
 
 int main(int argc, char **argv)
 {
-    if (argc >= 2 && strcmp(argv[1], "sparse") == 0) {
-        size_t len = (size_t)1 << 30;
-        char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (m == MAP_FAILED)
-            return 1;
-        (void)madvise(m, len, MADV_NOHUGEPAGE);
-        for (size_t i = 0; i < len; i += (size_t)64 << 20)
-            m[i] = 1;
-    } else if (argc < 2 || strcmp(argv[1], "small") != 0) {
+    if (argc < 2 || strcmp(argv[1], "small") != 0) {
         size_t ps = (size_t)sysconf(_SC_PAGESIZE), len = (size_t)LANES_MIB << 20;
         size_t third = len / 3 / ps * ps;
         char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -193,13 +193,12 @@ static uint64_t first_page(memdiff__proc *p, uint64_t from, uint64_t to, int pre
  * MEMDIFF__LINUX_ISLAND_PAGES of pos only: an island that long (a large resident mapping, which
  * the snapshot reads anyway) ends the search, and a chunk merged above it stays unsplit. Without
  * the scan the walk stops (the blind spot in docs/categories.md). */
-#define ISLAND_PAGES MEMDIFF__LINUX_ISLAND_PAGES
 static uint64_t next_island(const ctx *c, uint64_t pos, uint64_t end, int pos_absent)
 {
     memdiff__proc *p = c->proc;
     if (!(p->sources & MEMDIFF__SRC_PAGEMAP_SCAN) || p->pagemap_fd < 0)
         return end;
-    uint64_t window = (uint64_t)ISLAND_PAGES * p->page_size;
+    uint64_t window = (uint64_t)MEMDIFF__LINUX_ISLAND_PAGES * p->page_size;
     uint64_t limit = end - pos > window ? pos + window : end;
     /* pos's page known absent (read_mem said so): it is the hole, one scan fewer. */
     uint64_t hole = pos_absent ? pos : first_page(p, pos, limit, 0);
