@@ -10,9 +10,9 @@
  * regular file with the same device and inode: see open_module_file), so that looking never
  * faults a page into the process. The first bytes of every module whose first page is resident
  * come in one process_vm_readv ahead of the rest (read_ahead). When neither can be read (a
- * fixture tree, a file replaced or
- * covered since it was mapped), the module is the run of contiguous regions of the file, with
- * an adjacent anonymous rw region after a writable last one taken as its bss.
+ * fixture tree, a file replaced or covered since it was mapped), the module is the run of
+ * contiguous regions of the file, with an adjacent anonymous rw region after a writable last one
+ * taken as its bss.
  */
 #include <elf.h>
 #include <errno.h>
@@ -235,8 +235,7 @@ typedef struct builder {
     load loads[MAX_PHNUM];
     unsigned char ph[MAX_PHNUM * sizeof(Elf64_Phdr)]; /* raw program headers */
     memdiff__linux_mounts mounts;
-    unsigned char *heads; /* HEAD_BYTES a region (region_count), read ahead */
-    unsigned char *ahead; /* per region: 1 where heads holds its first bytes */
+    const unsigned char **head; /* per region: its first HEAD_BYTES, read ahead; or NULL */
 } builder;
 
 /* Whether regions[i] may start a module: a file's first page with code mapped near it. */
@@ -260,40 +259,41 @@ static void read_ahead(builder *b)
 {
     enum { IOV = 64 };
     memdiff__proc *p = b->proc;
-    if (!p->live || p->mem_fd < 0)
+    size_t want = 0;
+    for (size_t i = 0; p->live && p->mem_fd >= 0 && i < b->region_count; i++)
+        want += (size_t)may_start_module(b, i);
+    if (!want)
         return;
+    unsigned char *heads = memdiff__arena_alloc_raw(p->scratch, want * HEAD_BYTES);
+    b->head = memdiff__arena_alloc(p->scratch, b->region_count * sizeof *b->head);
+    if (!heads || !b->head) {
+        b->head = NULL;
+        return;
+    }
     struct iovec local[IOV], remote[IOV];
     size_t idx[IOV], n = 0;
-    for (size_t i = 0; i <= b->region_count; i++) {
-        if (i < b->region_count && may_start_module(b, i) &&
-            memdiff__linux_page_present(p, b->regions[i].start) == 1) {
-            if (!b->heads) {
-                b->heads = memdiff__arena_alloc_raw(p->scratch, b->region_count * HEAD_BYTES);
-                b->ahead = memdiff__arena_alloc(p->scratch, b->region_count);
-                if (!b->heads || !b->ahead) {
-                    b->ahead = NULL;
-                    return;
-                }
-            }
-            local[n] = (struct iovec){b->heads + i * HEAD_BYTES, HEAD_BYTES};
+    for (size_t i = 0; i < b->region_count; i++) {
+        if (may_start_module(b, i) && memdiff__linux_page_present(p, b->regions[i].start) == 1) {
+            local[n] = (struct iovec){heads, HEAD_BYTES};
             remote[n] = (struct iovec){(void *)(uintptr_t)b->regions[i].start, HEAD_BYTES};
             idx[n++] = i;
+            heads += HEAD_BYTES;
         }
-        if (n == IOV || (i == b->region_count && n)) {
-            /* A failed element ends the transfer there (process_vm_readv(2): no element is
-             * split): those behind it are tried again. */
-            for (size_t from = 0; from < n;) {
-                ssize_t got = process_vm_readv(p->pid, local + from, (unsigned long)(n - from),
-                                               remote + from, (unsigned long)(n - from), 0);
-                size_t whole = got > 0 ? (size_t)got / HEAD_BYTES : 0;
-                for (size_t k = 0; k < whole; k++)
-                    b->ahead[idx[from + k]] = 1;
-                if (got < 0 && (errno == EPERM || errno == ENOSYS || errno == ESRCH))
-                    return;
-                from += whole + 1;
-            }
-            n = 0;
+        if (n < IOV && i + 1 < b->region_count)
+            continue;
+        /* A failed element ends the transfer there (process_vm_readv(2): no element is split):
+         * those behind it are tried again. */
+        for (size_t from = 0; from < n;) {
+            ssize_t got = process_vm_readv(p->pid, local + from, (unsigned long)(n - from),
+                                           remote + from, (unsigned long)(n - from), 0);
+            size_t whole = got > 0 ? (size_t)got / HEAD_BYTES : 0;
+            for (size_t k = 0; k < whole; k++)
+                b->head[idx[from + k]] = local[from + k].iov_base;
+            if (got < 0 && (errno == EPERM || errno == ENOSYS || errno == ESRCH))
+                return;
+            from += whole + 1;
         }
+        n = 0;
     }
 }
 
@@ -301,8 +301,7 @@ static void read_ahead(builder *b)
 static int from_elf(builder *b, size_t i, size_t *nseg, uint64_t *end)
 {
     const memdiff__plat_region *first = &b->regions[i];
-    reader r = {b->proc, first, b->ahead && b->ahead[i] ? b->heads + i * HEAD_BYTES : NULL, -2,
-                &b->mounts};
+    reader r = {b->proc, first, b->head ? b->head[i] : NULL, -2, &b->mounts};
     size_t nload;
     int ok = read_loads(&r, b->ph, b->loads, &nload);
     if (r.fd >= 0)
@@ -436,7 +435,6 @@ int memdiff__plat_modules(memdiff__proc *proc, memdiff__arena *arena,
     if (!b->seg)
         return MEMDIFF_ENOMEM;
 
-    b->heads = b->ahead = NULL;
     read_ahead(b);
     size_t m = 0;
     const memdiff__plat_region *last = NULL; /* first region of the last module found */
