@@ -210,6 +210,10 @@ int cli_is_system_file(const char *path);
 FILE *cli_stdin(void);
 void cli_stdin_done(FILE *f);
 
+/* A snapshot file, path "-" standard input (cli_stdin): a status, *out set on success
+ * (commands.c). */
+int cli_load_snapshot(const char *path, memdiff_snapshot **out);
+
 /* memdiff show of a system file: its report, as view says. An exit status. */
 int cli_system_show(const char *path, const cli_view *view, int json, int no_header);
 

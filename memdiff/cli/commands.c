@@ -345,16 +345,19 @@ static int compare_and_report(const args *a, const memdiff_snapshot *before,
     return rc;
 }
 
+int cli_load_snapshot(const char *path, memdiff_snapshot **out)
+{
+    if (strcmp(path, "-") != 0)
+        return memdiff_snapshot_load_file(path, out);
+    FILE *in = cli_stdin();
+    int rc = in ? memdiff_snapshot_load(in, out) : MEMDIFF_ENOMEM;
+    cli_stdin_done(in);
+    return rc;
+}
+
 static int load(const char *cmd, const char *path, memdiff_snapshot **out)
 {
-    int rc;
-    if (strcmp(path, "-") == 0) {
-        FILE *in = cli_stdin();
-        rc = in ? memdiff_snapshot_load(in, out) : MEMDIFF_ENOMEM;
-        cli_stdin_done(in);
-    } else {
-        rc = memdiff_snapshot_load_file(path, out);
-    }
+    int rc = cli_load_snapshot(path, out);
     if (rc) {
         char what[300];
         snprintf(what, sizeof what, "cannot load %s", strcmp(path, "-") ? "a snapshot" : "stdin");

@@ -117,13 +117,7 @@ int cli_cmd_show(int argc, char **argv)
         return rc;
     if (npos == 1 && !named && !cli_word_is_process(pos[0])) {
         memdiff_snapshot *s = NULL;
-        if (strcmp(pos[0], "-") == 0) {
-            FILE *in = cli_stdin();
-            rc = in ? memdiff_snapshot_load(in, &s) : MEMDIFF_ENOMEM;
-            cli_stdin_done(in);
-        } else {
-            rc = memdiff_snapshot_load_file(pos[0], &s);
-        }
+        rc = cli_load_snapshot(pos[0], &s);
         if (rc)
             return cli_error("show", rc, "cannot load the snapshot");
         rc = show_one(&a, s, 0);
