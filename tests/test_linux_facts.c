@@ -10,6 +10,7 @@
 #include <sys/utsname.h>
 #include <time.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -114,6 +115,62 @@ START_TEST(threads_of_this_process)
     memdiff__plat_close(proc);
     ck_assert_int_eq(write(b.wait[1], &c, 1), 1);
     pthread_join(t, NULL);
+}
+END_TEST
+
+/* A single-threaded process: its one thread is the process id, listed from the task
+ * directory's link count alone. A child blocked in read(). */
+START_TEST(threads_of_a_single_threaded_process)
+{
+    int go[2], ready[2];
+    ck_assert_int_eq(pipe(go), 0);
+    ck_assert_int_eq(pipe(ready), 0);
+    pid_t child = fork();
+    ck_assert_int_ge(child, 0);
+    if (child == 0) {
+        char c = 1;
+        (void)!write(ready[1], &c, 1);
+        (void)!read(go[0], &c, 1);
+        _exit(0);
+    }
+    char c;
+    ck_assert_int_eq(read(ready[0], &c, 1), 1);
+    memdiff__open_args args = {child, NULL, NULL, 0, 1};
+    memdiff__proc *proc = NULL;
+    memdiff__caps caps;
+    ck_assert_int_eq(memdiff__plat_open(&args, &arena, &proc, &caps), MEMDIFF_OK);
+    memdiff__plat_thread *th;
+    size_t n;
+    ck_assert_int_eq(memdiff__plat_threads(proc, &arena, &th, &n), MEMDIFF_OK);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_int_eq(th[0].tid, child);
+    memdiff__plat_close(proc);
+
+    /* The snapshot still names [stack] the main thread's. */
+    memdiff_options o = MEMDIFF_OPTIONS_INIT;
+    o.pid = child;
+    memdiff_snapshot *snap = NULL;
+    ck_assert_int_eq(memdiff_snapshot_take(&o, &snap), MEMDIFF_OK);
+    char want[32];
+    snprintf(want, sizeof want, "thread %d", (int)child);
+    size_t stacks = 0;
+    for (size_t i = 0; i < memdiff_snapshot_region_count(snap); i++) {
+        memdiff_region r;
+        ck_assert_int_eq(memdiff_snapshot_region(snap, i, &r), MEMDIFF_OK);
+        if (r.category == MEMDIFF_CAT_STACK) {
+            ck_assert_str_eq(r.label, want);
+            stacks++;
+        }
+    }
+    ck_assert_uint_eq(stacks, 1);
+    memdiff_snapshot_free(snap);
+    ck_assert_int_eq(write(go[1], &c, 1), 1);
+    int status;
+    ck_assert_int_eq(waitpid(child, &status, 0), child);
+    close(go[0]);
+    close(go[1]);
+    close(ready[0]);
+    close(ready[1]);
 }
 END_TEST
 
@@ -626,6 +683,7 @@ Suite *linux_facts_suite(void)
     TCase *tc = tcase_create("Process");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, threads_of_this_process);
+    tcase_add_test(tc, threads_of_a_single_threaded_process);
     tcase_add_test(tc, modules_of_this_process);
     tcase_add_test(tc, heaps_of_this_process);
     tcase_add_test(tc, no_chunk_read_in_a_module);

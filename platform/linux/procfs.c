@@ -92,7 +92,7 @@ int memdiff__linux_path(char *buf, size_t size, const char *dir, const char *nam
 int memdiff__linux_open(const char *path, int flags)
 {
     struct stat st;
-    return memdiff__linux_open_stat(path, flags, &st);
+    return memdiff__linux_open_stat(path, flags, (flags & O_DIRECTORY) ? NULL : &st);
 }
 
 int memdiff__linux_open_stat(const char *path, int flags, struct stat *st)
@@ -102,15 +102,21 @@ int memdiff__linux_open_stat(const char *path, int flags, struct stat *st)
     /* O_NONBLOCK: a FIFO's open would wait for a writer; O_NOCTTY: a terminal must not become
      * ours. Neither changes how a regular or /proc file reads. No final symlink: no /proc or
      * /sys file the backend reads is one, so one found there is not the file meant. */
-    if (fd == MEMDIFF__LINUX_OPEN_PASS) {
+    const int fd_opened_here = fd == MEMDIFF__LINUX_OPEN_PASS;
+    if (fd_opened_here) {
         do
             fd = open(path, flags | O_NONBLOCK | O_NOCTTY | O_CLOEXEC | O_NOFOLLOW);
         while (fd < 0 && errno == EINTR);
     }
     if (fd < 0)
         return -1;
+    if (!st && (flags & O_DIRECTORY) && fd_opened_here)
+        return fd; /* the open itself refuses anything but a directory */
     /* The type before anything reads from (or writes to) it: a device or FIFO put where a file
      * was expected (a fixture tree, a mount over it) is refused, not read. */
+    struct stat own;
+    if (!st)
+        st = &own;
     if (fstat(fd, st) != 0) {
         int e = errno;
         close(fd);

@@ -72,7 +72,12 @@ static uint64_t syscall_sp(const char *text, size_t len)
     return ok ? sp : 0;
 }
 
-/* The tids listed in <dir>/task into the scratch arena. */
+/* The tids listed in <dir>/task into the scratch arena.
+ *
+ * The live task directory's link count is 2 + the thread group's threads (proc_task_getattr,
+ * fs/proc/base.c: signal->nr_threads, which counts an exited leader until the group's last
+ * thread is reaped). One thread is then the leader itself, whose tid is the process id: a
+ * single-threaded process costs one fstatat, not an open, a listing and a close. */
 static int list_tids(memdiff__proc *proc, int64_t **out, size_t *count)
 {
     char path[PATH_MAX];
@@ -82,7 +87,32 @@ static int list_tids(memdiff__proc *proc, int64_t **out, size_t *count)
     if (rc)
         return rc;
     struct stat st;
-    int fd = memdiff__linux_open_stat(path, O_DIRECTORY, &st);
+    size_t whole = 0;
+    if (proc->live) {
+        int r;
+        do
+            r = fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW);
+        while (r != 0 && errno == EINTR);
+        if (r != 0)
+            return memdiff__linux_fail(errno, "stat", path);
+        if (!S_ISDIR(st.st_mode)) {
+            return memdiff__linux_fail(ENOTDIR, "stat", path);
+        }
+        if (st.st_nlink == 3) {
+            int64_t *one = memdiff__arena_alloc(proc->scratch, sizeof *one);
+            if (!one)
+                return MEMDIFF_ENOMEM;
+            one[0] = proc->pid;
+            *out = one;
+            *count = 1;
+            return MEMDIFF_OK;
+        }
+        /* A listing of that many is whole. Any other count (a listing cut short by a signal,
+         * threads come or gone since) reads on. */
+        whole = st.st_nlink > 2 ? (size_t)st.st_nlink - 2 : 0;
+    }
+    /* O_DIRECTORY: the open itself refuses anything but a directory. */
+    int fd = memdiff__linux_open(path, O_DIRECTORY);
     if (fd < 0) {
         int e = errno;
         /* A live process always has task/; a tree that lacks it did not record threads. */
@@ -90,10 +120,6 @@ static int list_tids(memdiff__proc *proc, int64_t **out, size_t *count)
             return MEMDIFF_OK;
         return memdiff__linux_fail(e, "open", path);
     }
-    /* The live task directory's link count is 2 + the thread group's threads when the open's
-     * fstat ran (proc_task_getattr, fs/proc/base.c): a listing of that many is whole. Any other
-     * count (a listing cut short by a signal, threads come or gone since) reads on. */
-    size_t whole = proc->live && st.st_nlink > 2 ? (size_t)st.st_nlink - 2 : 0;
     rc = memdiff__linux_list_ids(fd, path, proc->scratch, INT64_MAX, whole, out, count);
     close(fd);
     return rc;
