@@ -96,8 +96,10 @@ START_TEST(threads_of_this_process)
         for (size_t i = 0; i < n; i++) {
             if (th[i].tid == b.tid)
                 found = &th[i];
-            if (th[i].tid == getpid())
+            if (th[i].tid == getpid()) {
                 seen_main = 1;
+                ck_assert_uint_eq(th[i].sp, 0); /* the main thread's stack is [stack] */
+            }
             ck_assert_uint_eq(th[i].stack_lo, 0);
             ck_assert_uint_eq(th[i].stack_hi, 0);
         }
@@ -119,7 +121,8 @@ START_TEST(threads_of_this_process)
 END_TEST
 
 /* A single-threaded process: its one thread is the process id, listed from the task
- * directory's link count alone. A child blocked in read(). */
+ * directory's link count alone, and (the main thread) without a stack pointer, which the
+ * other threads' syscall files give: [stack] is its stack. A child blocked in read(). */
 START_TEST(threads_of_a_single_threaded_process)
 {
     int go[2], ready[2];
@@ -144,6 +147,7 @@ START_TEST(threads_of_a_single_threaded_process)
     ck_assert_int_eq(memdiff__plat_threads(proc, &arena, &th, &n), MEMDIFF_OK);
     ck_assert_uint_eq(n, 1);
     ck_assert_int_eq(th[0].tid, child);
+    ck_assert_uint_eq(th[0].sp, 0);
     memdiff__plat_close(proc);
 
     /* The snapshot still names [stack] the main thread's. */

@@ -6,6 +6,11 @@
  * "-1 sp pc" for one blocked outside any, and "running" for one on a CPU. The stack pointer is
  * the second-to-last field either way. The stack's extent is left to the core, which finds the
  * region holding sp (stack_lo / stack_hi stay 0: unknown).
+ *
+ * The main thread (tid = the process id) is listed without a stack pointer: its stack is the
+ * mapping maps calls [stack] (the one holding mm->start_stack), which the core takes as the
+ * main thread's whatever its sp. Not reading its syscall file saves four system calls a
+ * snapshot; a single-threaded process (below) then costs one fstatat in all.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -159,9 +164,11 @@ int memdiff__plat_threads(memdiff__proc *proc, memdiff__arena *arena,
     for (size_t i = 0; i < n; i++) {
         int exited = 0;
         uint64_t sp = 0;
-        rc = read_sp(proc, tids[i], &sp, &exited);
-        if (rc)
-            return rc;
+        if (tids[i] != proc->pid) {
+            rc = read_sp(proc, tids[i], &sp, &exited);
+            if (rc)
+                return rc;
+        }
         if (exited)
             continue; /* the thread exited meanwhile */
         memdiff__plat_thread *t = &threads[k++];
@@ -176,12 +183,12 @@ int memdiff__plat_threads(memdiff__proc *proc, memdiff__arena *arena,
     for (int pass = 0; pass < RUNNING_RETRIES; pass++) {
         int pending = 0;
         for (size_t i = 0; i < k; i++)
-            pending += threads[i].sp == 0 && threads[i].tid != me;
+            pending += threads[i].sp == 0 && threads[i].tid != me && threads[i].tid != proc->pid;
         if (!pending)
             break;
         sched_yield();
         for (size_t i = 0; i < k; i++) {
-            if (threads[i].sp != 0 || threads[i].tid == me)
+            if (threads[i].sp != 0 || threads[i].tid == me || threads[i].tid == proc->pid)
                 continue;
             int exited = 0;
             rc = read_sp(proc, threads[i].tid, &threads[i].sp, &exited);
