@@ -885,6 +885,43 @@ START_TEST(read_ahead_takes_whole_regions_behind)
 }
 END_TEST
 
+/* One mapping walked in pieces (as the core cuts a merged mapping of malloc chunks): walking
+ * the first piece at standard depth reads pagemap for the whole mapping in one pread, and the
+ * other pieces are served from it with the pages a pread of their own would give. */
+START_TEST(read_ahead_takes_the_rest_of_its_mapping)
+{
+    long ps = sysconf(_SC_PAGESIZE);
+    char *p = scn_map(12, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    p[0] = p[ps] = p[5 * ps] = p[9 * ps] = 1;
+    memdiff__caps caps;
+    memdiff__proc *proc = open_self(&caps);
+    memdiff__plat_region *regions = NULL;
+    size_t count = 0;
+    ck_assert_int_eq(memdiff__plat_regions(proc, &arena, &regions, &count), MEMDIFF_OK);
+    uint64_t a = (uint64_t)(uintptr_t)p, first = a / (uint64_t)ps, P4 = (uint64_t)ps * 4;
+    const unsigned attrs = P | X;
+
+    ck_assert_int_eq(walk(proc, a, a + P4, MEMDIFF_DEPTH_STANDARD), MEMDIFF_OK);
+    ck_assert_uint_eq(proc->stages->pagemap.ahead_first, first);
+    ck_assert_uint_ge(proc->stages->pagemap.ahead_count, 12);
+    ck_assert_uint_eq(proc->stages->pagemap.ahead_used, first + 4);
+    ck_assert_uint_eq(rec->count, 1);
+    expect_run(0, a, 2, attrs);
+    ck_assert_int_eq(walk(proc, a + P4, a + 2 * P4, MEMDIFF_DEPTH_STANDARD), MEMDIFF_OK);
+    ck_assert_uint_eq(proc->stages->pagemap.ahead_first, first); /* not read again */
+    ck_assert_uint_eq(proc->stages->pagemap.ahead_used, first + 8);
+    ck_assert_uint_eq(rec->count, 1);
+    expect_run(0, a + 5 * (uint64_t)ps, 1, attrs);
+    ck_assert_int_eq(walk(proc, a + 2 * P4, a + 3 * P4, MEMDIFF_DEPTH_STANDARD), MEMDIFF_OK);
+    ck_assert_uint_eq(proc->stages->pagemap.ahead_first, first);
+    ck_assert_uint_eq(proc->stages->pagemap.ahead_used, first + 12);
+    ck_assert_uint_eq(rec->count, 1);
+    expect_run(0, a + 9 * (uint64_t)ps, 1, attrs);
+    memdiff__plat_close(proc);
+    scn_unmap(p, 12);
+}
+END_TEST
+
 /* A new pass (the region list read again) reads pagemap again, and fast depth scans again:
  * what the last pass read or scanned ahead is dropped, not served stale. Three mappings back to
  * back (a protection keeps the second apart); walking the first at depth takes the second
@@ -2138,6 +2175,7 @@ Suite *linux_pages_suite(void)
     tcase_add_test(tc, real_zero_page);
     tcase_add_test(tc, open_without_deep_leaves_kpage_files);
     tcase_add_test(tc, read_ahead_takes_whole_regions_behind);
+    tcase_add_test(tc, read_ahead_takes_the_rest_of_its_mapping);
     tcase_add_test(tc, read_ahead_dropped_with_a_new_region_list);
     tcase_add_test(tc, scan_ahead_serves_small_regions_behind);
     tcase_add_test(tc, scan_ahead_dropped_with_a_new_region_list);

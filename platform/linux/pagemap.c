@@ -63,19 +63,23 @@ void memdiff__linux_build_table(memdiff__linux_walker *w)
 /* Read-ahead. A snapshot walks its regions in address order, one plat_pages call each, and
  * most are small and back to back (an image's four or five mappings, its .bss): one pread of a
  * small region's entries also takes those of the whole regions right behind it, up to
- * MEMDIFF__AHEAD_PAGES entries (64 MiB standard: the walk's 25 preads a snapshot -> 6). Only whole
- * regions, so that each is read from it entirely or not at all; only forward, so that no entry
- * serves twice. */
+ * MEMDIFF__AHEAD_PAGES entries (64 MiB standard: the walk's 25 preads a snapshot -> 6). A
+ * request that ends inside a mapping (a piece the core cut from it: a malloc chunk, a module's
+ * segment) takes the rest of that mapping first (python3's eight 1 MiB chunks in one merged
+ * mapping: one pread, not eight). Only whole mappings behind, so that each is read from it
+ * entirely or not at all; only forward, so that no entry serves twice. */
 
-/* The end of the regions that follow the one holding addr without a gap, as far as they fit
- * whole within MEMDIFF__AHEAD_PAGES pages of addr; addr + need pages at least. */
+/* The end of the mapping holding [addr, addr + need pages) and of the mappings that follow it
+ * without a gap, as far as they fit whole within MEMDIFF__AHEAD_PAGES pages of addr; addr +
+ * need pages at least. */
 static uint64_t ahead_reach(const memdiff__proc *p, uint64_t addr, uint64_t need)
 {
     uint64_t reach = addr + (need << p->page_shift);
     uint64_t cap = addr + ((uint64_t)MEMDIFF__AHEAD_PAGES << p->page_shift);
     size_t lo = memdiff__linux_region_holding(p, addr, reach);
-    if (lo == p->region_count || p->regions[lo].end != reach)
-        return reach; /* only from the tail of a region: the request ends where it does */
+    if (lo == p->region_count || p->regions[lo].end > cap)
+        return reach;
+    reach = p->regions[lo].end;
     for (size_t j = lo + 1;
          j < p->region_count && p->regions[j].start == reach && p->regions[j].end <= cap; j++)
         reach = p->regions[j].end;
