@@ -110,6 +110,11 @@ int bench_read_maps(pid_t pid, bench_range *ranges, size_t cap, size_t *count);
  * nonzero (0 otherwise: the timed floor only reads), -1 on error. */
 int64_t floor_pagemap(pid_t pid, int count);
 
+/* floor_pagemap on two threads: a second thread reads the upper half of each region of 64K
+ * pages or more while this one reads the lower halves and the small regions (the thread is
+ * started and joined inside the call, as memdiff's lanes are inside a snapshot). 0, or -1. */
+int64_t floor_pagemap_two_threads(pid_t pid);
+
 /* PAGEMAP_SCAN for present or swapped pages over every region; returns the present pages (-1
  * on error, -2 when the kernel has no PAGEMAP_SCAN). */
 int64_t floor_scan(pid_t pid);

@@ -3,10 +3,12 @@
  * (Documentation/admin-guide/mm/pagemap.rst), and the peer approach (smaps). Written here on
  * their own, sharing no code with memdiff, so that a slow path in memdiff cannot hide in a floor.
  *
- * Buffers are static: the benchmark is one thread, and nothing here should allocate while it is
- * being timed.
+ * Buffers are static: the benchmark is one thread (floor_pagemap_two_threads starts its second
+ * inside the call, with a buffer of its own), and nothing here should allocate while it is being
+ * timed.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -46,6 +48,7 @@ struct scan_arg {
 #define MAX_RANGES 65536u /* regions of a target */
 
 static uint64_t pm[BATCH];
+static uint64_t pm_second[BATCH]; /* floor_pagemap_two_threads' second thread */
 static uint64_t frame_buf[BATCH];
 static struct scan_region vec[SCAN_VEC];
 static bench_range ranges[MAX_RANGES];
@@ -212,6 +215,68 @@ static int count_present(const uint64_t *e, size_t n, void *ctx)
 int64_t floor_pagemap(pid_t pid, int count)
 {
     return pagemap_walk(pid, count ? count_present : NULL, NULL);
+}
+
+/* The upper halves of the large regions, read by the second thread. */
+typedef struct halves {
+    int fd;
+    size_t nr;
+    unsigned shift;
+    int failed;
+} halves;
+
+#define HALVED_PAGES BATCH /* regions of at least this many pages are read half and half */
+
+/* pages [page, last) in batches into buf: 0, or -1 */
+static int read_span(int fd, uint64_t *buf, uint64_t page, uint64_t last)
+{
+    while (page < last) {
+        size_t n = last - page < BATCH ? (size_t)(last - page) : BATCH;
+        ssize_t r = pread_full(fd, buf, n * 8, page * 8);
+        if (r < 0)
+            return -1;
+        if (r == 0)
+            break; /* above the user address space: [vsyscall] */
+        page += n;
+    }
+    return 0;
+}
+
+static void *upper_halves(void *arg)
+{
+    halves *h = arg;
+    for (size_t i = 0; i < h->nr; i++) {
+        uint64_t page = ranges[i].start >> h->shift, last = ranges[i].end >> h->shift;
+        if (last - page >= HALVED_PAGES && read_span(h->fd, pm_second, page + (last - page) / 2,
+                                                     last) != 0)
+            h->failed = 1;
+    }
+    return NULL;
+}
+
+int64_t floor_pagemap_two_threads(pid_t pid)
+{
+    size_t nr;
+    int fd = open_target(pid, &nr);
+    if (fd < 0)
+        return -1;
+    halves h = {fd, nr, page_shift(), 0};
+    pthread_t second;
+    if (pthread_create(&second, NULL, upper_halves, &h) != 0) {
+        close(fd);
+        return -1;
+    }
+    int failed = 0;
+    for (size_t i = 0; i < nr; i++) {
+        uint64_t page = ranges[i].start >> h.shift, last = ranges[i].end >> h.shift;
+        if (last - page >= HALVED_PAGES)
+            last = page + (last - page) / 2;
+        if (read_span(fd, pm, page, last) != 0)
+            failed = 1;
+    }
+    pthread_join(second, NULL);
+    close(fd);
+    return failed || h.failed ? -1 : 0;
 }
 
 int64_t floor_scan(pid_t pid)

@@ -65,6 +65,7 @@ enum {
     M_STANDARD_PSS,
     M_FAST_1T,
     M_STANDARD_1T,
+    M_PAGEMAP_2T,
     M_COUNT
 };
 
@@ -73,13 +74,14 @@ static const char *const m_names[M_COUNT] = {
     "floor: pagemap",       "floor: PAGEMAP_SCAN",     "floor: kpage sorted runs",
     "floor: kpage per frame", "peer: smaps",           "compare fast",
     "compare standard",     "memdiff standard --pss",  "memdiff fast, 1 thread",
-    "memdiff standard, 1 thread",
+    "memdiff standard, 1 thread", "floor: pagemap, 2 threads",
 };
 
 static const char *const m_keys[M_COUNT] = {
     "memdiff_fast", "memdiff_standard", "memdiff_deep", "floor_pagemap", "floor_scan",
     "floor_kpage_sorted", "floor_kpage_each", "peer_smaps", "compare_fast", "compare_standard",
     "memdiff_standard_pss", "memdiff_fast_1_thread", "memdiff_standard_1_thread",
+    "floor_pagemap_2_threads",
 };
 
 typedef struct result {
@@ -193,6 +195,10 @@ static double run_one(result *r, int m, const bench_frame_runs *runs,
         if (floor_pagemap(pid, 0) < 0)
             return -1;
         break;
+    case M_PAGEMAP_2T:
+        if (floor_pagemap_two_threads(pid) < 0)
+            return -1;
+        break;
     case M_SCAN:
         if (floor_scan(pid) < 0)
             return -1;
@@ -267,6 +273,11 @@ static void measure(result *r, int want_deep_floors)
     enabled[M_KSORTED] = enabled[M_KEACH] = want_deep_floors && have_runs;
     enabled[M_CMP_FAST] = pair[0][0] && pair[0][1];
     enabled[M_CMP_STANDARD] = pair[1][0] && pair[1][1];
+    /* The two-thread floor where memdiff reads on two threads or more: 1 GiB and up, dense or
+     * fragmented (where the issue's target against the one-thread floor applies). */
+    enabled[M_PAGEMAP_2T] = r->threads >= 2 && r->spec->map_bytes >= GIB &&
+                            (r->spec->kind == BENCH_DENSE || r->spec->kind == BENCH_ALT ||
+                             r->spec->kind == BENCH_RUNS);
 
     double *samples = malloc((size_t)reps * M_COUNT * sizeof *samples);
     double *v = malloc((size_t)reps * sizeof *v);
@@ -505,6 +516,10 @@ static void print_tables(const result *res, size_t n, const machine *mc, const c
                   lanes ? 0.65 : main_size || frag ? 1.15 : small ? 1.3 : 0, NULL);
         ratio_row(r, M_STANDARD_1T, M_PAGEMAP, main_size || frag ? 1.15 : small ? 1.3 : 0,
                   NULL);
+        /* Where the kernel stops two threads scaling: memdiff on its threads against the same
+         * reads split over two, and that floor against the one-thread floor. */
+        ratio_row(r, M_STANDARD, M_PAGEMAP_2T, 0, "(two-thread floor)");
+        ratio_row(r, M_PAGEMAP_2T, M_PAGEMAP, 0, "(floor: no target)");
         ratio_row(r, M_STANDARD, M_SMAPS, main_size || frag ? 1.0 : 0, NULL);
         ratio_row(r, M_STANDARD_1T, M_SMAPS, main_size || frag ? 1.0 : 0, NULL);
         ratio_row(r, M_PAGEMAP, M_SMAPS, 0, "(floor: no target)");
