@@ -269,15 +269,15 @@ int memdiff__linux_fail(int err, const char *what, const char *path);
 int memdiff__linux_path(char *buf, size_t size, const char *dir, const char *name);
 
 /* The one open of every file the backend reads or writes: open(path, flags | O_NONBLOCK |
- * O_NOCTTY | O_CLOEXEC | O_NOFOLLOW), retried on EINTR. The file must be a directory when
- * flags hold O_DIRECTORY (open(2)'s own check), else a regular file (an fstat: every /proc and
- * /sys file the backend uses is one), checked before any read or write. flags: O_RDONLY, O_WRONLY or O_RDWR,
- * and O_DIRECTORY or O_PATH. Returns the fd, or -1 with errno set: a file of another type sets
- * a private value above every errno that memdiff__linux_errno_text names ("a FIFO, not a
- * regular file") and memdiff__linux_status makes MEMDIFF_EIO; a directory expected, ENOTDIR.
- * No final symlink is followed (ELOOP, or with O_PATH the link itself, refused as no file).
- * A FIFO's open never waits; with O_PATH no FIFO's or device's open is called at all, which
- * is what a path another process chooses needs (the module probe: memdiff__linux_reopen). */
+ * O_NOCTTY | O_CLOEXEC | O_NOFOLLOW), retried on EINTR. The file must be a directory when flags
+ * hold O_DIRECTORY (open(2)'s own check), else a regular file (an fstat: every /proc and /sys
+ * file the backend uses is one), checked before any read or write. flags: O_RDONLY, O_WRONLY or
+ * O_RDWR, and O_DIRECTORY or O_PATH. Returns the fd, or -1 with errno set: a file of another type
+ * sets a private value above every errno that memdiff__linux_errno_text names ("a FIFO, not a
+ * regular file") and memdiff__linux_status makes MEMDIFF_EIO; a directory expected, ENOTDIR. No
+ * final symlink is followed (ELOOP, or with O_PATH the link itself, refused as no file). A FIFO's
+ * open never waits; with O_PATH no FIFO's or device's open is called at all, which is what a path
+ * another process chooses needs (the module probe: memdiff__linux_reopen). */
 int memdiff__linux_open(const char *path, int flags);
 
 /* memdiff__linux_open, with the fstat of the file opened in *st. st NULL is for O_DIRECTORY

@@ -100,9 +100,8 @@ static int list_tids(memdiff__proc *proc, int64_t **out, size_t *count)
         while (r != 0 && errno == EINTR);
         if (r != 0)
             return memdiff__linux_fail(errno, "stat", path);
-        if (!S_ISDIR(st.st_mode)) {
+        if (!S_ISDIR(st.st_mode))
             return memdiff__linux_fail(ENOTDIR, "stat", path);
-        }
         if (st.st_nlink == 3) {
             int64_t *one = memdiff__arena_alloc(proc->scratch, sizeof *one);
             if (!one)
