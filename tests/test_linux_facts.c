@@ -15,6 +15,7 @@
 
 #include "internal.h"
 #include "linux.h"
+#include "scenario_util.h"
 #include "suites.h"
 
 /* glibc's own allocator, reached past any interposed malloc (AddressSanitizer replaces malloc,
@@ -35,12 +36,18 @@ static void teardown(void)
     memdiff__arena_release(&arena);
 }
 
-static memdiff__proc *open_root(const char *root, memdiff__caps *caps)
+/* Process pid (0: this one) under the proc root (NULL: the live /proc), on one thread. */
+static memdiff__proc *open_pid(int pid, const char *root, memdiff__caps *caps)
 {
-    memdiff__open_args args = {0, root, NULL, 0, 1};
+    memdiff__open_args args = {pid, root, NULL, 0, 1};
     memdiff__proc *proc = NULL;
     ck_assert_int_eq(memdiff__plat_open(&args, &arena, &proc, caps), MEMDIFF_OK);
     return proc;
+}
+
+static memdiff__proc *open_root(const char *root, memdiff__caps *caps)
+{
+    return open_pid(0, root, caps);
 }
 
 static const memdiff__plat_region *region_at(const memdiff__plat_region *r, size_t n, uint64_t a)
@@ -122,26 +129,17 @@ END_TEST
 
 /* A single-threaded process: its one thread is the process id, listed from the task
  * directory's link count alone, and (the main thread) without a stack pointer, which the
- * other threads' syscall files give: [stack] is its stack. A child blocked in read(). */
+ * other threads' syscall files give: [stack] is its stack. A shell blocked in read. */
 START_TEST(threads_of_a_single_threaded_process)
 {
-    int go[2], ready[2];
-    ck_assert_int_eq(pipe(go), 0);
-    ck_assert_int_eq(pipe(ready), 0);
-    pid_t child = fork();
-    ck_assert_int_ge(child, 0);
-    if (child == 0) {
-        char c = 1;
-        (void)!write(ready[1], &c, 1);
-        (void)!read(go[0], &c, 1);
-        _exit(0);
-    }
+    char *const argv[] = {"/bin/sh", "-c", "echo r; read x", NULL};
+    int to_child, from_child;
+    pid_t child = scn_spawn_piped(argv, &to_child, &from_child);
+    ck_assert_int_gt(child, 0);
     char c;
-    ck_assert_int_eq(read(ready[0], &c, 1), 1);
-    memdiff__open_args args = {child, NULL, NULL, 0, 1};
-    memdiff__proc *proc = NULL;
+    ck_assert_int_eq(read(from_child, &c, 1), 1); /* exec'd: the shell has started */
     memdiff__caps caps;
-    ck_assert_int_eq(memdiff__plat_open(&args, &arena, &proc, &caps), MEMDIFF_OK);
+    memdiff__proc *proc = open_pid(child, NULL, &caps);
     memdiff__plat_thread *th;
     size_t n;
     ck_assert_int_eq(memdiff__plat_threads(proc, &arena, &th, &n), MEMDIFF_OK);
@@ -168,13 +166,9 @@ START_TEST(threads_of_a_single_threaded_process)
     }
     ck_assert_uint_eq(stacks, 1);
     memdiff_snapshot_free(snap);
-    ck_assert_int_eq(write(go[1], &c, 1), 1);
-    int status;
-    ck_assert_int_eq(waitpid(child, &status, 0), child);
-    close(go[0]);
-    close(go[1]);
-    close(ready[0]);
-    close(ready[1]);
+    close(to_child); /* end of input: the shell's read returns, and it exits */
+    ck_assert_int_eq(waitpid(child, NULL, 0), child);
+    close(from_child);
 }
 END_TEST
 
