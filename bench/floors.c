@@ -8,8 +8,8 @@
  * timed.
  */
 #include <errno.h>
-#include <pthread.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -169,6 +169,30 @@ static int open_target(pid_t pid, size_t *nr)
     return open_proc(pid, "pagemap");
 }
 
+/* Pagemap entries of pages [page, last) in batches into buf, each batch to each (may be NULL):
+ * the sum of what each returned, or -1. */
+static int64_t read_span(int fd, uint64_t *buf, uint64_t page, uint64_t last, batch_fn each,
+                         void *ctx)
+{
+    int64_t total = 0;
+    while (page < last) {
+        size_t n = last - page < BATCH ? (size_t)(last - page) : BATCH;
+        ssize_t r = pread_full(fd, buf, n * 8, page * 8);
+        if (r < 0)
+            return -1;
+        if (r == 0)
+            break; /* above the user address space: [vsyscall] */
+        if (each) {
+            int64_t c = each(buf, (size_t)r / 8, ctx);
+            if (c < 0)
+                return -1;
+            total += c;
+        }
+        page += n;
+    }
+    return total;
+}
+
 static int64_t pagemap_walk(pid_t pid, batch_fn each, void *ctx)
 {
     size_t nr;
@@ -177,27 +201,9 @@ static int64_t pagemap_walk(pid_t pid, batch_fn each, void *ctx)
         return -1;
     unsigned shift = page_shift();
     int64_t total = 0;
-    for (size_t i = 0; i < nr; i++) {
-        uint64_t page = ranges[i].start >> shift, last = ranges[i].end >> shift;
-        while (page < last) {
-            size_t n = last - page < BATCH ? (size_t)(last - page) : BATCH;
-            ssize_t r = pread_full(fd, pm, n * 8, page * 8);
-            if (r < 0) {
-                close(fd);
-                return -1;
-            }
-            if (r == 0)
-                break; /* above the user address space: [vsyscall] */
-            if (each) {
-                int64_t c = each(pm, (size_t)r / 8, ctx);
-                if (c < 0) {
-                    close(fd);
-                    return -1;
-                }
-                total += c;
-            }
-            page += n;
-        }
+    for (size_t i = 0; i < nr && total >= 0; i++) {
+        int64_t c = read_span(fd, pm, ranges[i].start >> shift, ranges[i].end >> shift, each, ctx);
+        total = c < 0 ? -1 : total + c;
     }
     close(fd);
     return total;
@@ -227,28 +233,13 @@ typedef struct halves {
 
 #define HALVED_PAGES BATCH /* regions of at least this many pages are read half and half */
 
-/* pages [page, last) in batches into buf: 0, or -1 */
-static int read_span(int fd, uint64_t *buf, uint64_t page, uint64_t last)
-{
-    while (page < last) {
-        size_t n = last - page < BATCH ? (size_t)(last - page) : BATCH;
-        ssize_t r = pread_full(fd, buf, n * 8, page * 8);
-        if (r < 0)
-            return -1;
-        if (r == 0)
-            break; /* above the user address space: [vsyscall] */
-        page += n;
-    }
-    return 0;
-}
-
 static void *upper_halves(void *arg)
 {
     halves *h = arg;
     for (size_t i = 0; i < h->nr; i++) {
         uint64_t page = ranges[i].start >> h->shift, last = ranges[i].end >> h->shift;
-        if (last - page >= HALVED_PAGES && read_span(h->fd, pm_second, page + (last - page) / 2,
-                                                     last) != 0)
+        if (last - page >= HALVED_PAGES &&
+            read_span(h->fd, pm_second, page + (last - page) / 2, last, NULL, NULL) < 0)
             h->failed = 1;
     }
     return NULL;
@@ -271,7 +262,7 @@ int64_t floor_pagemap_two_threads(pid_t pid)
         uint64_t page = ranges[i].start >> h.shift, last = ranges[i].end >> h.shift;
         if (last - page >= HALVED_PAGES)
             last = page + (last - page) / 2;
-        if (read_span(fd, pm, page, last) != 0)
+        if (read_span(fd, pm, page, last, NULL, NULL) < 0)
             failed = 1;
     }
     pthread_join(second, NULL);
