@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -291,6 +292,77 @@ START_TEST(busy_machine_reads_alone)
 }
 END_TEST
 
+/* ---- when the lanes exit ------------------------------------------------------------------ */
+
+static int count_run(void *ctx, uint64_t start, uint64_t npages, unsigned attrs,
+                     const uint64_t *pfn)
+{
+    (void)start, (void)attrs, (void)pfn;
+    *(uint64_t *)ctx += npages;
+    return MEMDIFF_OK;
+}
+
+/* Threads of this process: its task directory's link count less two (proc(5)). */
+static long own_threads(void)
+{
+    struct stat st;
+    ck_assert_int_eq(stat("/proc/self/task", &st), 0);
+    return (long)st.st_nlink - 2;
+}
+
+/* Until this process has `want` threads again, for at most two seconds: whether it has. */
+static int threads_back_to(long want)
+{
+    for (int i = 0; i < 2000 && own_threads() != want; i++)
+        usleep(1000);
+    return own_threads() == want;
+}
+
+/* Lanes are told to exit when the walk has passed the last region large enough for them, not
+ * when the process is closed: the rest of the snapshot (the small regions above, modules,
+ * heaps, totals) does not wait for them to be joined. A walk after that (a pass again) starts
+ * new lanes, and reads the same pages. */
+START_TEST(lanes_exit_after_the_last_large_region)
+{
+    if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+        return; /* lanes need a second processor */
+    pid_t pid = start_target(NULL);
+    memdiff__arena arena = MEMDIFF__ARENA_INIT;
+    memdiff__open_args args = {pid, NULL, NULL, MEMDIFF__OPEN_NO_DEEP, 2};
+    memdiff__caps caps;
+    memdiff__proc *proc = NULL;
+    ck_assert_int_eq(memdiff__plat_open(&args, &arena, &proc, &caps), MEMDIFF_OK);
+    memdiff__plat_region *r;
+    size_t nr, big = 0;
+    ck_assert_int_eq(memdiff__plat_regions(proc, &arena, &r, &nr), MEMDIFF_OK);
+    for (size_t i = 1; i < nr; i++)
+        if (r[i].end - r[i].start > r[big].end - r[big].start)
+            big = i;
+    ck_assert_uint_eq(r[big].end - r[big].start, (uint64_t)LANES_MIB << 20);
+    const long alone = own_threads();
+    uint64_t first = 0, again = 0;
+    memdiff__page_sink sink = {count_run, &first, NULL, NULL};
+    ck_assert_int_eq(memdiff__plat_pages(proc, r[big].start, r[big].end, MEMDIFF_DEPTH_STANDARD,
+                                         &sink),
+                     MEMDIFF_OK);
+    ck_assert_uint_eq(memdiff__plat_pages_threads(proc), 2);
+    ck_assert_msg(threads_back_to(alone), "the lane is still running after the last large "
+                                          "region: %ld threads, %ld before",
+                  own_threads(), alone);
+    sink.ctx = &again;
+    ck_assert_int_eq(memdiff__plat_pages(proc, r[big].start, r[big].end, MEMDIFF_DEPTH_STANDARD,
+                                         &sink),
+                     MEMDIFF_OK);
+    ck_assert_uint_eq(memdiff__plat_pages_threads(proc), 2);
+    ck_assert_uint_gt(first, (uint64_t)LANES_MIB << 20 >> 12 >> 1);
+    ck_assert_uint_eq(again, first);
+    ck_assert(threads_back_to(alone));
+    memdiff__plat_close(proc);
+    memdiff__arena_release(&arena);
+    stop_target();
+}
+END_TEST
+
 /* A small process is read on the calling thread alone: no region of four chunks. */
 START_TEST(small_process_reads_alone)
 {
@@ -316,6 +388,7 @@ Suite *lanes_suite(void)
     tcase_add_test(tc, threads_zero_is_the_processors);
     tcase_add_test(tc, own_address_space_reads_alone);
     tcase_add_test(tc, small_process_reads_alone);
+    tcase_add_test(tc, lanes_exit_after_the_last_large_region);
     tcase_add_test(tc, busy_machine_reads_alone);
     tcase_add_test(tc, idle_processors_from_tasks_running_now);
     suite_add_tcase(s, tc);

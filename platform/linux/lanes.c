@@ -19,8 +19,11 @@
  * threads are), on a stack from the snapshot's scratch arena, with every signal blocked, using no
  * thread-local storage (it has none of its own): raw system calls only (pread64, ioctl, futex),
  * no errno, no C library call. pthread_create would allocate (the thread's DTV: calloc) in the
- * process the caller may be measuring. Lanes start at the first chunked region of a snapshot and
- * end (joined) when the process is closed: no thread of memdiff's outlives the call. Other
+ * process the caller may be measuring. Lanes start once the first plan of a snapshot is out (a
+ * lane started before it would sleep, and cost a wake), exit once the walk has passed the last
+ * region large enough for a plan (memdiff__linux_lanes_walked: the rest of the snapshot does
+ * not wait for them), and are joined when the process is closed: no thread of memdiff's
+ * outlives the call. Other
  * architectures than x86-64 and AArch64 walk on one thread.
  *
  * Scheduling: one 64-bit claim word holds the plan's generation, the highest chunk that may be
@@ -77,6 +80,7 @@ struct memdiff__linux_lanes {
     unsigned want;        /* lanes asked for, the calling thread included (>= 2) */
     unsigned started;     /* lane threads running */
     int failed;           /* a lane could not be started: the walk reads alone */
+    int retired;          /* told to exit (memdiff__linux_lanes_walked), not yet joined */
     int probing;          /* the plan's first chunk is read by the walk, timed; no lane yet */
     unsigned char *stacks;
     _Atomic int tids[MEMDIFF__LINUX_LANES_MAX]; /* 0 once a lane has exited (CLEARTID) */
@@ -324,7 +328,9 @@ static unsigned idle_processors(const memdiff__proc *p, unsigned want)
 
 static int start_lanes(memdiff__proc *p, struct memdiff__linux_lanes *L)
 {
-    L->stacks = memdiff__arena_alloc_raw(p->scratch, (size_t)(L->want - 1) * STACK_BYTES);
+    /* Lanes started again after a join take the stacks of those before them. */
+    if (!L->stacks)
+        L->stacks = memdiff__arena_alloc_raw(p->scratch, (size_t)(L->want - 1) * STACK_BYTES);
     if (!L->stacks)
         return MEMDIFF_ENOMEM;
     /* Every signal blocked in the new threads: they inherit the mask of this one, set for the
@@ -430,24 +436,55 @@ static void drain(struct memdiff__linux_lanes *L)
     L->ended = 1;
 }
 
+/* Tells the lanes to exit once the chunks claimed are read; no plan is served from then on. */
+static void retire(struct memdiff__linux_lanes *L)
+{
+    drain(L);
+    atomic_store_explicit(&L->quit, 1, memory_order_release);
+    wake_lanes(L);
+    L->retired = 1;
+}
+
+/* Until every lane told to exit has exited (its tid cleared: CLONE_CHILD_CLEARTID). */
+static void join(struct memdiff__linux_lanes *L)
+{
+    for (unsigned k = 0; k < L->started; k++) {
+        int t;
+        while ((t = atomic_load_explicit(&L->tids[k], memory_order_acquire)) != 0)
+            futex_wait_shared(&L->tids[k], t);
+    }
+}
+
 void memdiff__linux_lanes_stop(memdiff__proc *p)
 {
     struct memdiff__linux_lanes *L = p->lanes;
     if (!L)
         return;
     if (L->started) {
-        drain(L);
-        atomic_store_explicit(&L->quit, 1, memory_order_release);
-        wake_lanes(L);
-        for (unsigned k = 0; k < L->started; k++) {
-            int t;
-            while ((t = atomic_load_explicit(&L->tids[k], memory_order_acquire)) != 0)
-                futex_wait_shared(&L->tids[k], t);
-        }
+        if (!L->retired)
+            retire(L);
+        join(L);
     }
     p->lanes_used = memdiff__plat_pages_threads(p);
     L->started = 0;
     p->lanes = NULL;
+}
+
+/* Whether a region above end is large enough for a plan (memdiff__linux_lanes_plan's test). */
+static int plan_above(const memdiff__proc *p, uint64_t end)
+{
+    for (size_t i = p->region_count; i-- > 0 && p->regions[i].end > end;)
+        if (((p->regions[i].end - MEMDIFF__MAX(p->regions[i].start, end)) >> p->page_shift) >=
+            (uint64_t)LANES_MIN_CHUNKS * CHUNK_PAGES)
+            return 1;
+    return 0;
+}
+
+void memdiff__linux_lanes_walked(memdiff__proc *p, uint64_t end)
+{
+    struct memdiff__linux_lanes *L = p->lanes;
+    if (L && L->started && !L->retired && !plan_above(p, end))
+        retire(L);
 }
 
 unsigned memdiff__plat_pages_threads(const memdiff__proc *p)
@@ -467,9 +504,11 @@ int memdiff__linux_lanes_plan(memdiff__proc *p, int mode, uint64_t start, uint64
     struct memdiff__linux_lanes *L = lanes_of(p);
     if (!L)
         return 0;
-    if (!L->started && (start_lanes(p, L) || !L->started)) {
-        L->failed = 1;
-        return 0;
+    if (L->retired) { /* a walk again after the last plan (a new pass): new lanes */
+        join(L);
+        L->started = 0;
+        L->retired = 0;
+        atomic_store_explicit(&L->quit, 0, memory_order_relaxed);
     }
     if (mode == MEMDIFF__LANES_PAGEMAP && !L->entries &&
         !(L->entries = memdiff__arena_alloc_raw(p->scratch,
@@ -501,7 +540,15 @@ int memdiff__linux_lanes_plan(memdiff__proc *p, int mode, uint64_t start, uint64
     uint64_t c = atomic_load_explicit(&L->claim, memory_order_acquire);
     atomic_store_explicit(&L->claim, CLAIM(GEN_OF(c) + 1, MEMDIFF__MIN(n, SLOTS), 0),
                           memory_order_release);
-    wake_lanes(L);
+    if (L->started) {
+        wake_lanes(L);
+    } else if (start_lanes(p, L) || !L->started) {
+        /* Started once the plan is out: a new lane finds its first chunk, not a wait and a
+         * wake. None started: the plan ends before anything of it is claimed. */
+        L->failed = 1;
+        drain(L);
+        return 0;
+    }
     p->lanes_plans++;
     return 1;
 }

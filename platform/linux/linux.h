@@ -224,6 +224,12 @@ int memdiff__linux_lanes_plan(memdiff__proc *p, int mode, uint64_t start, uint64
 /* Ends the plan (the walk goes elsewhere); chunks being read are read to the end. */
 void memdiff__linux_lanes_cancel(memdiff__proc *p);
 
+/* The walk is done below end (memdiff__plat_pages' end): where no region above it is large
+ * enough for a plan, the lanes are told to exit now, so that they are gone by the time the
+ * process closes, and the rest of the snapshot does not wait for them to be joined. A plan
+ * after that (a walk again) starts them again. */
+void memdiff__linux_lanes_walked(memdiff__proc *p, uint64_t end);
+
 /* A pagemap plan: copies the entries of the pages [addr, addr + n) read ahead into dst, reads
  * from addr following one another; returns how many pages from addr it gave (the rest: the
  * caller reads itself, e.g. after a short read). 0 without a plan at addr. */

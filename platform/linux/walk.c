@@ -473,6 +473,7 @@ int memdiff__plat_pages(memdiff__proc *proc, uint64_t start, uint64_t end, memdi
         rc = walk_adaptive(&w, start, end);
     }
     memdiff__linux_lanes_cancel(proc);
+    memdiff__linux_lanes_walked(proc, end);
     if (!rc)
         rc = memdiff__linux_flush(&w);
     if (!rc)
