@@ -363,6 +363,30 @@ START_TEST(lanes_exit_after_the_last_large_region)
 }
 END_TEST
 
+/* At fast depth the walk scans a large region's first pages itself, timed, before any lane
+ * starts: a region not worth lanes (here by the test's say-so; in use huge pages or an empty
+ * reservation, whose scan costs a few us where small pages cost tens) starts none, and costs no
+ * clone(). Standard depth's plan starts them, and ends after its own first chunk. */
+START_TEST(fast_starts_no_lane_where_not_worth_it)
+{
+    pid_t pid = start_target(NULL);
+    memdiff__linux_lanes_test_worth(0);
+    memdiff_snapshot *fast = take(pid, MEMDIFF_DEPTH_FAST, 2);
+    memdiff_snapshot_info in;
+    ck_assert_int_eq(memdiff_snapshot_get_info(fast, &in), MEMDIFF_OK);
+    ck_assert_uint_eq(in.threads, 1);
+    memdiff__linux_lanes_test_worth(1);
+    memdiff_snapshot *two = take(pid, MEMDIFF_DEPTH_FAST, 2);
+    ck_assert_int_eq(memdiff_snapshot_get_info(two, &in), MEMDIFF_OK);
+    if (sysconf(_SC_NPROCESSORS_ONLN) >= 2)
+        ck_assert_uint_eq(in.threads, 2);
+    same_storage(fast, two, 1);
+    memdiff_snapshot_free(fast);
+    memdiff_snapshot_free(two);
+    stop_target();
+}
+END_TEST
+
 /* A small process is read on the calling thread alone: no region of four chunks. */
 START_TEST(small_process_reads_alone)
 {
@@ -389,6 +413,7 @@ Suite *lanes_suite(void)
     tcase_add_test(tc, own_address_space_reads_alone);
     tcase_add_test(tc, small_process_reads_alone);
     tcase_add_test(tc, lanes_exit_after_the_last_large_region);
+    tcase_add_test(tc, fast_starts_no_lane_where_not_worth_it);
     tcase_add_test(tc, busy_machine_reads_alone);
     tcase_add_test(tc, idle_processors_from_tasks_running_now);
     suite_add_tcase(s, tc);

@@ -376,6 +376,19 @@ static int lanes_worth(uint64_t pages, uint64_t ns)
     return pages && ns >= (uint64_t)LANES_WORTH_NS * pages / CHUNK_PAGES;
 }
 
+int memdiff__linux_lanes_worth(const memdiff__proc *p, uint64_t pages, uint64_t ns)
+{
+    (void)p;
+    return lanes_worth(pages, ns);
+}
+
+int memdiff__linux_lanes_may(const memdiff__proc *p, uint64_t start, uint64_t end)
+{
+    return LANES_SUPPORTED && p->lanes_want != 1 && p->live && !p->lanes_refused &&
+           !p->scan_refuse_at_call && p->pagemap_fd >= 0 && !(p->lanes && p->lanes->failed) &&
+           ((end - start) >> p->page_shift) >= (uint64_t)LANES_MIN_CHUNKS * CHUNK_PAGES;
+}
+
 /* The lanes of p, started on first use; NULL where the walk reads alone. */
 static struct memdiff__linux_lanes *lanes_of(memdiff__proc *p)
 {

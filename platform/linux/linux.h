@@ -219,6 +219,16 @@ int memdiff__linux_lanes_setup(memdiff__proc *p, unsigned want);
  * region's scan: 5 us a chunk; 1 GiB of small pages: 100 us), the plan ends there. */
 int memdiff__linux_lanes_active(const memdiff__proc *p);
 
+/* Whether lanes could read [start, end) of p (large enough, another process's live memory, lanes
+ * allowed and not refused), from what p knows: no system call. The pages of the first
+ * MEMDIFF__LINUX_LANES_PROBE of such a region are read by the walk, timed, before a plan at
+ * fast depth (memdiff__linux_lanes_worth). */
+int memdiff__linux_lanes_may(const memdiff__proc *p, uint64_t start, uint64_t end);
+#define MEMDIFF__LINUX_LANES_PROBE 1024u
+
+/* Whether pages that cost the kernel ns to read are worth lanes (40 us a chunk's worth). */
+int memdiff__linux_lanes_worth(const memdiff__proc *p, uint64_t pages, uint64_t ns);
+
 /* Plans the chunks of [start, end) for the lanes to read ahead: pagemap, or PAGEMAP_SCAN with
  * anyof and ret. 1 when planned; 0 when the walk reads it alone (a region too small, the
  * caller's own address space, no lanes). Replaces a plan not yet done. */

@@ -323,14 +323,27 @@ static int walk_fast(memdiff__linux_walker *w, uint64_t start, uint64_t end, int
     uint64_t cur = start;
     int found = 0;
     *fallback = 0;
-    /* Lanes scan with what the kernel is known to answer (the guard category once asked). */
-    if ((p->scan_guard_ok || p->scan_no_guard) &&
-        memdiff__linux_lanes_plan(p, MEMDIFF__LANES_SCAN, start, end,
-                                  PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
-                                  memdiff__linux_scan_ret(p, ret)))
-        rc = scan_lanes(w, ret, &found, fallback, &cur, end);
-    else
-        rc = scan_span(w, &cur, end, ret, &found, fallback);
+    /* A region lanes could read is scanned for its first pages first, timed: one whose scan
+     * costs less than lanes would save (huge pages, an empty reservation: a few us where small
+     * pages cost tens) is scanned on alone, and no lane is started for it. Lanes scan with what
+     * the kernel is known to answer (the guard category, asked by then). */
+    const int may = memdiff__linux_lanes_may(p, start, end);
+    const uint64_t first = may ? MEMDIFF__MIN(end, start + ((uint64_t)MEMDIFF__LINUX_LANES_PROBE
+                                                             << p->page_shift))
+                               : end;
+    const uint64_t t0 = may ? memdiff__os_monotonic_ns() : 0;
+    rc = scan_span(w, &cur, first, ret, &found, fallback);
+    if (!rc && !*fallback && cur < end) {
+        if (may && (p->scan_guard_ok || p->scan_no_guard) &&
+            memdiff__linux_lanes_worth(p, (first - start) >> p->page_shift,
+                                       memdiff__os_monotonic_ns() - t0) &&
+            memdiff__linux_lanes_plan(p, MEMDIFF__LANES_SCAN, cur, end,
+                                      PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
+                                      memdiff__linux_scan_ret(p, ret)))
+            rc = scan_lanes(w, ret, &found, fallback, &cur, end);
+        else
+            rc = scan_span(w, &cur, end, ret, &found, fallback);
+    }
     if (rc || *fallback) {
         *cur_out = cur;
         return rc;
