@@ -90,6 +90,7 @@ typedef struct result {
     int ok;
     int have[M_COUNT];
     double median_ms[M_COUNT];
+    int reps;        /* repetitions of each measurement (reps_for) */
     double *samples; /* [m * reps + rep], ms, or -1 where that repetition has none */
     int64_t present_pages;
     size_t frame_runs; /* runs of consecutive frames among the present pages (root) */
@@ -232,6 +233,15 @@ static double run_one(result *r, int m, const bench_frame_runs *runs,
     return bench_now_ms() - t0;
 }
 
+/* Repetitions for a target: SMALL_REPS times --reps below 1 GiB, where each measurement takes
+ * under a millisecond and the host's jitter is the larger part of it (at 11, "standard" and
+ * "standard, 1 thread", the same work on 64 MiB, came out 1.46 and 1.27 in one run). */
+#define SMALL_REPS 5
+static int reps_for(const result *r)
+{
+    return r->spec->map_bytes < GIB ? reps * SMALL_REPS : reps;
+}
+
 static void measure(result *r, int want_deep_floors)
 {
     pid_t pid = r->t.pid;
@@ -279,16 +289,17 @@ static void measure(result *r, int want_deep_floors)
                             (r->spec->kind == BENCH_DENSE || r->spec->kind == BENCH_ALT ||
                              r->spec->kind == BENCH_RUNS);
 
-    double *samples = malloc((size_t)reps * M_COUNT * sizeof *samples);
-    double *v = malloc((size_t)reps * sizeof *v);
+    const int n_reps = r->reps = reps_for(r); /* this target's */
+    double *samples = malloc((size_t)n_reps * M_COUNT * sizeof *samples);
+    double *v = malloc((size_t)n_reps * sizeof *v);
     if (!samples || !v) {
         perror("malloc");
         exit(1);
     }
-    for (int i = 0; i < reps * M_COUNT; i++)
+    for (int i = 0; i < n_reps * M_COUNT; i++)
         samples[i] = -1;
     uint64_t rng = UINT64_C(0x9e3779b97f4a7c15); /* fixed: a run's orders can be repeated */
-    for (int rep = 0; rep < reps; rep++) {
+    for (int rep = 0; rep < n_reps; rep++) {
         int order[M_COUNT];
         bench_shuffle(order, M_COUNT, &rng);
         for (int j = 0; j < M_COUNT; j++) {
@@ -302,14 +313,14 @@ static void measure(result *r, int want_deep_floors)
                 enabled[m] = 0;
                 continue;
             }
-            samples[m * reps + rep] = ms;
+            samples[m * n_reps + rep] = ms;
         }
     }
     for (int m = 0; m < M_COUNT; m++) {
         int n = 0;
-        for (int rep = 0; rep < reps; rep++)
-            if (samples[m * reps + rep] >= 0)
-                v[n++] = samples[m * reps + rep];
+        for (int rep = 0; rep < n_reps; rep++)
+            if (samples[m * n_reps + rep] >= 0)
+                v[n++] = samples[m * n_reps + rep];
         if (!n)
             continue;
         r->have[m] = 1;
@@ -397,7 +408,7 @@ double bench_paired_ratio(const double *a, const double *b, int n)
 
 static double paired_ratio(const result *r, int a, int b)
 {
-    return bench_paired_ratio(r->samples + a * reps, r->samples + b * reps, reps);
+    return bench_paired_ratio(r->samples + a * r->reps, r->samples + b * r->reps, r->reps);
 }
 
 /* A row of the ratio table: measurement a against b, with the target when the issue states
@@ -447,8 +458,8 @@ static void print_header(const machine *mc, const char *cmd)
     printf("## memdiff_bench\n\n");
     printf("Machine: %ld CPUs, %s, %s; %s RAM; THP %s; %s.\n", mc->nproc, mc->cpu, mc->kernel,
            mc->mem, mc->thp, mc->root ? "run as root" : "run without root");
-    printf("Command: `%s` (%d repetitions, interleaved, %s; medians).\n\n", cmd, reps,
-           cold ? "cold" : "each after an untimed run of itself");
+    printf("Command: `%s` (%d repetitions, %d below 1 GiB; interleaved, %s; medians).\n\n",
+           cmd, reps, reps * SMALL_REPS, cold ? "cold" : "each after an untimed run of itself");
 }
 
 static void print_tables(const result *res, size_t n, const machine *mc, const char *cmd)
@@ -571,7 +582,9 @@ static void print_json(const result *res, size_t n, const machine *mc, const cha
     printf("{\n  \"machine\": {\"nproc\": %ld, \"cpu\": \"%s\", \"kernel\": \"%s\", "
            "\"memory\": \"%s\", \"thp\": \"%s\", \"root\": %s},\n",
            mc->nproc, mc->cpu, mc->kernel, mc->mem, mc->thp, mc->root ? "true" : "false");
-    printf("  \"command\": \"%s\",\n  \"repetitions\": %d,\n  \"targets\": [", cmd, reps);
+    printf("  \"command\": \"%s\",\n  \"repetitions\": %d,\n  \"repetitions_below_1gib\": %d,\n"
+           "  \"targets\": [",
+           cmd, reps, reps * SMALL_REPS);
     int first = 1;
     for (size_t i = 0; i < n; i++) {
         const result *r = &res[i];
@@ -640,7 +653,8 @@ static void usage(FILE *f)
                "  --cold       no untimed run of each measurement before its timed one (the\n"
                "               timed run then finds what the one before left in the caches)\n"
                "  --json       results as one JSON object instead of tables\n"
-               "  --reps N     repetitions per measurement (default 11, at least 3)\n"
+               "  --reps N     repetitions per measurement (default 11, at least 3; five\n"
+               "               times as many for targets under 1 GiB)\n"
                "  --only S     targets whose name contains S (e.g. \"alternate\"); \"system\":\n"
                "               200 processes against smem and the floors (not in a default\n"
                "               run: about a minute; tables only)\n"
