@@ -270,25 +270,32 @@ START_TEST(idle_processors_from_tasks_running_now)
 }
 END_TEST
 
+/* Snapshots of the target with the lanes' seam `set` at `alone` (one thread expected), then at
+ * `two` (two where the machine has them): they store the same. */
+static void alone_then_two(memdiff_depth depth, void (*set)(int), int alone, int two)
+{
+    pid_t pid = start_target(NULL);
+    set(alone);
+    memdiff_snapshot *one = take(pid, depth, 2);
+    memdiff_snapshot_info in;
+    ck_assert_int_eq(memdiff_snapshot_get_info(one, &in), MEMDIFF_OK);
+    ck_assert_uint_eq(in.threads, 1);
+    set(two);
+    memdiff_snapshot *both = take(pid, depth, 2);
+    ck_assert_int_eq(memdiff_snapshot_get_info(both, &in), MEMDIFF_OK);
+    if (sysconf(_SC_NPROCESSORS_ONLN) >= 2)
+        ck_assert_uint_eq(in.threads, 2);
+    same_storage(one, both, 1);
+    memdiff_snapshot_free(one);
+    memdiff_snapshot_free(both);
+    stop_target();
+}
+
 /* A busy machine (no processor idle but the caller's) reads on the calling thread alone, and
  * stores the same. */
 START_TEST(busy_machine_reads_alone)
 {
-    pid_t pid = start_target(NULL);
-    memdiff__linux_lanes_test_idle(1);
-    memdiff_snapshot *one = take(pid, MEMDIFF_DEPTH_STANDARD, 2);
-    memdiff_snapshot_info in;
-    ck_assert_int_eq(memdiff_snapshot_get_info(one, &in), MEMDIFF_OK);
-    ck_assert_uint_eq(in.threads, 1);
-    memdiff__linux_lanes_test_idle(2);
-    memdiff_snapshot *two = take(pid, MEMDIFF_DEPTH_STANDARD, 2);
-    ck_assert_int_eq(memdiff_snapshot_get_info(two, &in), MEMDIFF_OK);
-    if (sysconf(_SC_NPROCESSORS_ONLN) >= 2)
-        ck_assert_uint_eq(in.threads, 2);
-    same_storage(one, two, 1);
-    memdiff_snapshot_free(one);
-    memdiff_snapshot_free(two);
-    stop_target();
+    alone_then_two(MEMDIFF_DEPTH_STANDARD, memdiff__linux_lanes_test_idle, 1, 2);
 }
 END_TEST
 
@@ -366,24 +373,10 @@ END_TEST
 /* At fast depth the walk scans a large region's first pages itself, timed, before any lane
  * starts: a region not worth lanes (here by the test's say-so; in use huge pages or an empty
  * reservation, whose scan costs a few us where small pages cost tens) starts none, and costs no
- * clone(). Standard depth's plan starts them, and ends after its own first chunk. */
+ * clone(). */
 START_TEST(fast_starts_no_lane_where_not_worth_it)
 {
-    pid_t pid = start_target(NULL);
-    memdiff__linux_lanes_test_worth(0);
-    memdiff_snapshot *fast = take(pid, MEMDIFF_DEPTH_FAST, 2);
-    memdiff_snapshot_info in;
-    ck_assert_int_eq(memdiff_snapshot_get_info(fast, &in), MEMDIFF_OK);
-    ck_assert_uint_eq(in.threads, 1);
-    memdiff__linux_lanes_test_worth(1);
-    memdiff_snapshot *two = take(pid, MEMDIFF_DEPTH_FAST, 2);
-    ck_assert_int_eq(memdiff_snapshot_get_info(two, &in), MEMDIFF_OK);
-    if (sysconf(_SC_NPROCESSORS_ONLN) >= 2)
-        ck_assert_uint_eq(in.threads, 2);
-    same_storage(fast, two, 1);
-    memdiff_snapshot_free(fast);
-    memdiff_snapshot_free(two);
-    stop_target();
+    alone_then_two(MEMDIFF_DEPTH_FAST, memdiff__linux_lanes_test_worth, 0, 1);
 }
 END_TEST
 
