@@ -512,7 +512,11 @@ unsigned memdiff__plat_pages_threads(const memdiff__proc *p)
 int memdiff__linux_lanes_plan(memdiff__proc *p, int mode, uint64_t start, uint64_t end,
                               uint64_t anyof, uint64_t ret)
 {
-    if (((end - start) >> p->page_shift) < (uint64_t)LANES_MIN_CHUNKS * CHUNK_PAGES)
+    /* A region of LANES_MIN_CHUNKS chunks; at fast depth the rest of one after the pages the
+     * walk scanned first (memdiff__linux_lanes_may took the whole region's measure). */
+    if (((end - start) >> p->page_shift) <
+        (uint64_t)LANES_MIN_CHUNKS * CHUNK_PAGES -
+            (mode == MEMDIFF__LANES_SCAN ? MEMDIFF__LINUX_LANES_PROBE : 0u))
         return 0;
     struct memdiff__linux_lanes *L = lanes_of(p);
     if (!L)
