@@ -27,4 +27,13 @@
 #define MEMDIFF__NOINLINE
 #endif
 
+/* n bytes of the calling function's frame, on the thread's own stack (never a sanitizer's fake
+ * stack), freed when it returns. */
+#if defined(_MSC_VER)
+#include <malloc.h>
+#define MEMDIFF__STACK_ALLOC(n) _alloca(n)
+#else
+#define MEMDIFF__STACK_ALLOC(n) __builtin_alloca(n)
+#endif
+
 #endif /* MEMDIFF_BASE_ATTRS_H */
