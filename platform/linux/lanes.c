@@ -56,6 +56,7 @@
  * of us), a claim and a wake each would cost more than reading it on the walk's thread. */
 #define LANES_WORTH_NS 40000u
 #define LANES_MIN_CHUNKS 4u   /* a region of fewer chunks is read on the calling thread */
+#define LANES_MIN_PAGES ((uint64_t)LANES_MIN_CHUNKS * CHUNK_PAGES)
 #define SCAN_CAP 8192u        /* ranges a chunk's scan may return: alternate pages of a chunk */
 #define SLOTS 8u              /* chunks claimed and not yet taken by the walk */
 #define STACK_BYTES 65536u    /* a lane's stack: its loop and the system calls' frames */
@@ -368,7 +369,7 @@ void memdiff__linux_lanes_test_worth(int worth)
     atomic_store(&worth_override, worth);
 }
 
-static int lanes_worth(uint64_t pages, uint64_t ns)
+int memdiff__linux_lanes_worth(uint64_t pages, uint64_t ns)
 {
     int forced = atomic_load(&worth_override);
     if (forced >= 0)
@@ -376,17 +377,11 @@ static int lanes_worth(uint64_t pages, uint64_t ns)
     return pages && ns >= (uint64_t)LANES_WORTH_NS * pages / CHUNK_PAGES;
 }
 
-int memdiff__linux_lanes_worth(const memdiff__proc *p, uint64_t pages, uint64_t ns)
-{
-    (void)p;
-    return lanes_worth(pages, ns);
-}
-
 int memdiff__linux_lanes_may(const memdiff__proc *p, uint64_t start, uint64_t end)
 {
     return LANES_SUPPORTED && p->lanes_want != 1 && p->live && !p->lanes_refused &&
            !p->scan_refuse_at_call && p->pagemap_fd >= 0 && !(p->lanes && p->lanes->failed) &&
-           ((end - start) >> p->page_shift) >= (uint64_t)LANES_MIN_CHUNKS * CHUNK_PAGES;
+           ((end - start) >> p->page_shift) >= LANES_MIN_PAGES;
 }
 
 /* The lanes of p, started on first use; NULL where the walk reads alone. */
@@ -488,7 +483,7 @@ static int plan_above(const memdiff__proc *p, uint64_t end)
 {
     for (size_t i = p->region_count; i-- > 0 && p->regions[i].end > end;)
         if (((p->regions[i].end - MEMDIFF__MAX(p->regions[i].start, end)) >> p->page_shift) >=
-            (uint64_t)LANES_MIN_CHUNKS * CHUNK_PAGES)
+            LANES_MIN_PAGES)
             return 1;
     return 0;
 }
@@ -515,8 +510,7 @@ int memdiff__linux_lanes_plan(memdiff__proc *p, int mode, uint64_t start, uint64
     /* A region of LANES_MIN_CHUNKS chunks; at fast depth the rest of one after the pages the
      * walk scanned first (memdiff__linux_lanes_may took the whole region's measure). */
     if (((end - start) >> p->page_shift) <
-        (uint64_t)LANES_MIN_CHUNKS * CHUNK_PAGES -
-            (mode == MEMDIFF__LANES_SCAN ? MEMDIFF__LINUX_LANES_PROBE : 0u))
+        LANES_MIN_PAGES - (mode == MEMDIFF__LANES_SCAN ? MEMDIFF__LINUX_LANES_PROBE : 0u))
         return 0;
     struct memdiff__linux_lanes *L = lanes_of(p);
     if (!L)
@@ -577,7 +571,7 @@ static void probed(memdiff__proc *p, struct memdiff__linux_lanes *L, uint64_t ns
 {
     (void)p;
     L->probing = 0;
-    if (!lanes_worth(CHUNK_PAGES, ns))
+    if (!memdiff__linux_lanes_worth(CHUNK_PAGES, ns))
         drain(L);
 }
 

@@ -230,7 +230,7 @@ int memdiff__linux_lanes_may(const memdiff__proc *p, uint64_t start, uint64_t en
 #define MEMDIFF__LINUX_LANES_PROBE 2048u
 
 /* Whether pages that cost the kernel ns to read are worth lanes (40 us a chunk's worth). */
-int memdiff__linux_lanes_worth(const memdiff__proc *p, uint64_t pages, uint64_t ns);
+int memdiff__linux_lanes_worth(uint64_t pages, uint64_t ns);
 
 /* Plans the chunks of [start, end) for the lanes to read ahead: pagemap, or PAGEMAP_SCAN with
  * anyof and ret. 1 when planned; 0 when the walk reads it alone (a region too small, the

@@ -335,7 +335,7 @@ static int walk_fast(memdiff__linux_walker *w, uint64_t start, uint64_t end, int
     rc = scan_span(w, &cur, first, ret, &found, fallback);
     if (!rc && !*fallback && cur < end) {
         if (may && (p->scan_guard_ok || p->scan_no_guard) &&
-            memdiff__linux_lanes_worth(p, (first - start) >> p->page_shift,
+            memdiff__linux_lanes_worth((first - start) >> p->page_shift,
                                        memdiff__os_monotonic_ns() - t0) &&
             memdiff__linux_lanes_plan(p, MEMDIFF__LANES_SCAN, cur, end,
                                       PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
