@@ -4,8 +4,12 @@
  * the test, whose writes would make them private between two snapshots.
  *
  * Without arguments it maps LANES_MIB MiB (MADV_NOHUGEPAGE) in three parts: every page written;
- * every other page; runs of 1 to 70 pages with gaps of 1 to 9 (a fixed cycle). "small" maps
- * nothing. Then it writes 'r' to standard output and waits to be killed.
+ * every other page; runs of 1 to 70 pages with gaps of 1 to 9 (a fixed cycle). Then, where the
+ * kernel has them (Linux 6.13: MADV_GUARD_INSTALL), 4 guard pages every GUARD_EVERY MiB of the
+ * first half, so that every chunk a lane scans there holds a range the walk must leave out
+ * (PAGE_IS_GUARD): those chunks' ranges fail the lane's check, and the walk sorts them out
+ * itself, while the chunks of the second half pass it.
+ * "small" maps nothing. Then it writes 'r' to standard output and waits to be killed.
  */
 #define _GNU_SOURCE
 #include <stddef.h>
@@ -14,6 +18,10 @@
 #include <unistd.h>
 
 #define LANES_MIB 768
+#define GUARD_EVERY 24 /* MiB: less than a lanes chunk (64 MiB), wherever its edges fall */
+#ifndef MADV_GUARD_INSTALL
+#define MADV_GUARD_INSTALL 102
+#endif
 
 int main(int argc, char **argv)
 {
@@ -36,6 +44,8 @@ int main(int argc, char **argv)
             at += gap * ps;
             k++;
         }
+        for (size_t g = (size_t)GUARD_EVERY << 20; g < len / 2; g += (size_t)GUARD_EVERY << 20)
+            (void)madvise(m + g + 8 * ps, 4 * ps, MADV_GUARD_INSTALL); /* EINVAL before 6.13 */
     }
     if (write(1, "r", 1) != 1)
         return 1;

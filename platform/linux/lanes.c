@@ -74,6 +74,7 @@ struct lane_slot {
     _Atomic uint32_t state; /* SLOT_*; the futex the walk waits on (SLOT_WAITED) */
     int64_t result;         /* pagemap: bytes read; scan: ranges; or -errno */
     uint64_t walk_end;      /* scan: the kernel's walk_end */
+    int plain;              /* scan: memdiff__linux_lanes_scan's verdict on the ranges */
 };
 
 struct memdiff__linux_lanes {
@@ -104,9 +105,7 @@ struct memdiff__linux_lanes {
     struct lane_slot slots[SLOTS];
 };
 
-/* Code a lane runs: no sanitizer instrumentation, whose runtime keeps per-thread state a lane
- * does not have. */
-#define LANE_CODE __attribute__((no_sanitize_address, no_sanitize("undefined")))
+#define LANE_CODE MEMDIFF__LINUX_LANE_CODE
 
 /* ---- raw system calls: a lane has no thread-local storage, hence no errno ----------------- */
 
@@ -216,6 +215,15 @@ LANE_CODE static void do_chunk(struct memdiff__linux_lanes *L, size_t i)
         } while (r == -EINTR);
         s->result = r;
         s->walk_end = arg.walk_end;
+        /* Checked here, while this processor's cache holds the ranges: the walk, which would
+         * make the pass itself, decodes them only (a fragmented chunk: 8192 ranges). */
+        int moving = 0;
+        s->plain = r >= 0 && memdiff__linux_ranges_plain(
+                                 vec, (size_t)(r < (long)SCAN_CAP ? r : (long)SCAN_CAP), lo, hi,
+                                 ((uint64_t)1 << L->shift) - 1, L->ret & ~(uint64_t)PAGE_IS_GUARD,
+                                 &moving)
+                       ? 1 + moving
+                       : 0;
     }
     if (atomic_exchange_explicit(&s->state, SLOT_DONE, memory_order_acq_rel) == SLOT_WAITED)
         futex_wake(&s->state, 1);
@@ -688,7 +696,7 @@ size_t memdiff__linux_lanes_pagemap(memdiff__proc *p, uint64_t addr, uint64_t *d
 }
 
 int memdiff__linux_lanes_scan(memdiff__proc *p, size_t i, const struct page_region **ranges,
-                              uint64_t *lo, uint64_t *hi, uint64_t *walk_end)
+                              uint64_t *lo, uint64_t *hi, uint64_t *walk_end, int *plain)
 {
     struct memdiff__linux_lanes *L = p->lanes;
     uint64_t t0 = L->probing ? memdiff__os_monotonic_ns() : 0;
@@ -699,6 +707,7 @@ int memdiff__linux_lanes_scan(memdiff__proc *p, size_t i, const struct page_regi
     *hi = chunk_end(L, i);
     *ranges = L->ranges + (size_t)(i % SLOTS) * SCAN_CAP;
     *walk_end = s ? s->walk_end : 0;
+    *plain = s ? s->plain : 0;
     if (!s)
         return -EAGAIN;
     return s->result < 0 ? (int)s->result : (int)MEMDIFF__MIN(s->result, (int64_t)SCAN_CAP);

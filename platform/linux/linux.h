@@ -76,6 +76,30 @@ struct pm_scan_arg {
 #define PAGE_IS_GUARD (1 << 8) /* Linux 6.15: a guard region's page (MADV_GUARD_INSTALL) */
 #endif
 
+/* Code a lane may run (lanes.c): no sanitizer instrumentation, whose runtime keeps per-thread
+ * state a lane does not have. */
+#define MEMDIFF__LINUX_LANE_CODE __attribute__((no_sanitize_address, no_sanitize("undefined")))
+
+/* Whether the ranges vec[0..n) of a scan over [start, end) are as the kernel documents them:
+ * ascending, page aligned (page_mask), inside the request, with no category but ret's (none a
+ * guard region's). *moving: one holds swapped pages. One pass without a branch a range, where a
+ * scan of fragmented memory returns thousands; made where the ranges were read, by the walk
+ * (scan.c) or by a lane, which runs it while the cache holds them (lanes.c). */
+MEMDIFF__LINUX_LANE_CODE static inline int memdiff__linux_ranges_plain(
+    const struct page_region *vec, size_t n, uint64_t start, uint64_t end, uint64_t page_mask,
+    uint64_t ret, int *moving)
+{
+    uint64_t floor = start, bad = 0, cats = 0;
+    for (size_t i = 0; i < n; i++) {
+        bad |= (uint64_t)(vec[i].start < floor) | (uint64_t)(vec[i].start >= vec[i].end) |
+               ((vec[i].start | vec[i].end) & page_mask);
+        cats |= vec[i].categories;
+        floor = vec[i].end;
+    }
+    *moving = (cats & PAGE_IS_SWAPPED) != 0;
+    return !bad && floor <= end && !(cats & ~ret);
+}
+
 /* ---- pagemap entry bits (Documentation/admin-guide/mm/pagemap.rst) ----------------------- */
 #define MEMDIFF__PM_PFN_MASK ((UINT64_C(1) << 55) - 1) /* bits 0-54: PFN when present */
 #define MEMDIFF__PM_SOFT_DIRTY (UINT64_C(1) << 55)
@@ -253,11 +277,13 @@ void memdiff__linux_lanes_walked(memdiff__proc *p, uint64_t end);
 size_t memdiff__linux_lanes_pagemap(memdiff__proc *p, uint64_t addr, uint64_t *dst, size_t n);
 
 /* A scan plan: its chunk count, and chunk i (taken in order) - its pages [lo, hi), the ranges as
- * the kernel gave them (to be checked: memdiff__linux_scan_accept), walk_end; the number of
- * ranges, or -errno. memdiff__linux_lanes_scan_done when the ranges are used. */
+ * the kernel gave them (to be checked: memdiff__linux_scan_accept), walk_end, and *plain: 1 when
+ * they passed memdiff__linux_ranges_plain where they were read, 2 when so and one holds swapped
+ * pages, 0 when not; the number of ranges, or -errno. memdiff__linux_lanes_scan_done when the
+ * ranges are used. */
 size_t memdiff__linux_lanes_chunks(const memdiff__proc *p);
 int memdiff__linux_lanes_scan(memdiff__proc *p, size_t i, const struct page_region **ranges,
-                              uint64_t *lo, uint64_t *hi, uint64_t *walk_end);
+                              uint64_t *lo, uint64_t *hi, uint64_t *walk_end, int *plain);
 void memdiff__linux_lanes_scan_done(memdiff__proc *p, size_t i);
 
 /* Tests only: processors taken as idle when lanes start, in place of what /proc/loadavg says

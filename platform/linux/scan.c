@@ -46,24 +46,6 @@ static int scan_call(const memdiff__proc *p, struct pm_scan_arg *arg, struct pag
     return n < 0 ? -errno : n;
 }
 
-/* Whether the ranges vec[0..n) of a scan over [start, end) are all as keep_ranges would keep
- * them (ascending, page aligned, inside the request, no category but ret's: none a guard
- * region's): one pass without a branch a range or a copy, where a scan of fragmented memory
- * returns thousands. *moving: one holds swapped pages. */
-static int ranges_plain(const struct page_region *vec, size_t n, uint64_t start, uint64_t end,
-                        uint64_t page_mask, uint64_t ret, int *moving)
-{
-    uint64_t floor = start, bad = 0, cats = 0;
-    for (size_t i = 0; i < n; i++) {
-        bad |= (uint64_t)(vec[i].start < floor) | (uint64_t)(vec[i].start >= vec[i].end) |
-               ((vec[i].start | vec[i].end) & page_mask);
-        cats |= vec[i].categories;
-        floor = vec[i].end;
-    }
-    *moving = (cats & PAGE_IS_SWAPPED) != 0;
-    return !bad && floor <= end && !(cats & ~ret);
-}
-
 /* One PAGEMAP_SCAN call over [start, end) into vec. Returns the number of ranges (at most cap,
  * well-formed, inside the request and ascending) with *next set to where the following call
  * starts, or -errno. A scan for swapped pages also asks which are a guard region's and leaves
@@ -75,7 +57,7 @@ static int ranges_plain(const struct page_region *vec, size_t n, uint64_t start,
 static size_t keep_ranges(const memdiff__proc *p, struct page_region *vec, size_t n,
                           uint64_t start, uint64_t end, uint64_t ret, uint64_t guard, int *moving)
 {
-    if (ranges_plain(vec, n, start, end, p->page_size - 1, ret, moving))
+    if (memdiff__linux_ranges_plain(vec, n, start, end, p->page_size - 1, ret, moving))
         return n; /* kept as the kernel wrote them */
     uint64_t floor = start;
     size_t k = 0;
@@ -149,11 +131,13 @@ int memdiff__linux_scan_into(memdiff__proc *p, struct page_region *vec, size_t c
 }
 
 int memdiff__linux_scan_accept(memdiff__proc *p, struct page_region *vec, int n, uint64_t start,
-                               uint64_t end, uint64_t ret, uint64_t walk_end, uint64_t *next)
+                               uint64_t end, uint64_t ret, uint64_t walk_end, int plain,
+                               uint64_t *next)
 {
-    int moving;
+    int moving = plain == 2;
     uint64_t guard = ret & PAGE_IS_GUARD;
-    size_t k = keep_ranges(p, vec, (size_t)n, start, end, ret & ~guard, guard, &moving);
+    size_t k = plain ? (size_t)n
+                     : keep_ranges(p, vec, (size_t)n, start, end, ret & ~guard, guard, &moving);
     if (moving && memdiff__linux_swap_free_now(p))
         return -1; /* maybe caught moving: memdiff__linux_scan_into's waits decide */
     *next = next_start(vec, k, (size_t)n, walk_end, start, end);

@@ -284,11 +284,12 @@ static int scan_lanes(memdiff__linux_walker *w, uint64_t ret, int *found, int *f
         }
         const struct page_region *r;
         uint64_t lo, hi, walk_end, next = 0;
-        int n = memdiff__linux_lanes_scan(p, i, &r, &lo, &hi, &walk_end);
+        int plain;
+        int n = memdiff__linux_lanes_scan(p, i, &r, &lo, &hi, &walk_end, &plain);
         int k = n < 0 ? -1
                       : memdiff__linux_scan_accept(p, (struct page_region *)r, n, lo, hi,
                                                    memdiff__linux_scan_ret(p, ret), walk_end,
-                                                   &next);
+                                                   plain, &next);
         if (k >= 0) {
             rc = feed_ranges(w, r, (size_t)k);
             *found = *found || k > 0;

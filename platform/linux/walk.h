@@ -162,10 +162,12 @@ int memdiff__linux_scan_once(memdiff__linux_walker *w, uint64_t start, uint64_t 
 int memdiff__linux_scan_failure(memdiff__proc *p, int n, uint64_t start, uint64_t end);
 
 /* The ranges vec[0..n) a scan of [start, end) with ret returned elsewhere (a lane's), checked
- * as memdiff__linux_scan_into checks its own: the number kept, *next where a following call
- * starts; -1 when the scan must be made again here (it found swapped pages that may be moving). */
+ * as memdiff__linux_scan_into checks its own (plain: memdiff__linux_lanes_scan's verdict, which
+ * spares the pass where it is 1 or 2): the number kept, *next where a following call starts; -1
+ * when the scan must be made again here (it found swapped pages that may be moving). */
 int memdiff__linux_scan_accept(memdiff__proc *p, struct page_region *vec, int n, uint64_t start,
-                               uint64_t end, uint64_t ret, uint64_t walk_end, uint64_t *next);
+                               uint64_t end, uint64_t ret, uint64_t walk_end, int plain,
+                               uint64_t *next);
 
 /* The return mask of a scan for present or swapped pages: ret, and PAGE_IS_GUARD where the
  * kernel is known to take it. */
