@@ -67,6 +67,10 @@ typedef struct bench_target {
  * printed). */
 int bench_target_start(const bench_target_spec *spec, bench_target *out);
 
+/* The python3 the python3 target runs: $MEMDIFF_BENCH_PYTHON, else /usr/bin/python3 where it
+ * can be run, else "python3" as PATH finds it. */
+const char *bench_python(void);
+
 /* Releases the child and reaps it. */
 void bench_target_stop(bench_target *t);
 
@@ -105,6 +109,8 @@ typedef struct bench_range {
 
 /* The regions of pid from /proc/PID/maps, into ranges[0..*count) (at most cap). 0 or -1. */
 int bench_read_maps(pid_t pid, bench_range *ranges, size_t cap, size_t *count);
+/* The number of mappings of pid (lines of its maps), or 0 when unread. */
+size_t bench_mappings(pid_t pid);
 
 /* Batched pagemap: 512 KiB preads over every region. Returns the present pages when count is
  * nonzero (0 otherwise: the timed floor only reads), -1 on error. */

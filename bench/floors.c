@@ -142,6 +142,12 @@ int bench_read_maps(pid_t pid, bench_range *out, size_t cap, size_t *count)
     return 0;
 }
 
+size_t bench_mappings(pid_t pid)
+{
+    size_t n = 0;
+    return bench_read_maps(pid, ranges, MAX_RANGES, &n) ? 0 : n;
+}
+
 static ssize_t pread_full(int fd, void *buf, size_t len, uint64_t off)
 {
     size_t got = 0;

@@ -94,6 +94,7 @@ typedef struct result {
     double *samples; /* [m * reps + rep], ms, or -1 where that repetition has none */
     int64_t present_pages;
     size_t frame_runs; /* runs of consecutive frames among the present pages (root) */
+    size_t mappings;   /* lines of its maps */
     int scan_missing;
     memdiff_depth got_depth[3];
     uint64_t storage_bytes[3];
@@ -250,6 +251,7 @@ static void measure(result *r, int want_deep_floors)
     int have_runs = bench_frame_runs_prepare(pid, 0, &runs) == 0 && runs.frames > 0;
     r->frame_runs = runs.n;
     r->present_pages = floor_pagemap(pid, 1);
+    r->mappings = bench_mappings(pid);
     r->scan_missing = floor_scan(pid) == -2;
 
     /* Storage, and the depth each request got (a non-root run degrades deep and standard). */
@@ -468,16 +470,21 @@ static void print_tables(const result *res, size_t n, const machine *mc, const c
 
     printf("### Targets\n\n");
     printf("| target | mapping | resident (VmRSS) | present pages | runs of consecutive frames | "
-           "AnonHugePages |\n");
-    printf("|---|---|---|---|---|---|\n");
+           "AnonHugePages | mappings |\n");
+    printf("|---|---|---|---|---|---|---|\n");
+    int python = 0;
     for (size_t i = 0; i < n; i++) {
         const result *r = &res[i];
         if (!r->ok)
             continue;
-        printf("| %s | %" PRIu64 " MiB | %" PRIu64 " MiB | %" PRId64 " | %zu | %" PRIu64 " MiB |\n",
+        printf("| %s | %" PRIu64 " MiB | %" PRIu64 " MiB | %" PRId64 " | %zu | %" PRIu64
+               " MiB | %zu |\n",
                r->spec->name, r->spec->map_bytes / MIB, r->t.rss_bytes / MIB, r->present_pages,
-               r->frame_runs, r->t.anon_huge / MIB);
+               r->frame_runs, r->t.anon_huge / MIB, r->mappings);
+        python = python || r->spec->kind == BENCH_PYTHON;
     }
+    if (python)
+        printf("\npython3: `%s` (MEMDIFF_BENCH_PYTHON chooses another).\n", bench_python());
 
     printf("\n### Medians (ms) and ns per present page\n\n");
     printf("| target |");
@@ -592,9 +599,17 @@ static void print_json(const result *res, size_t n, const machine *mc, const cha
             continue;
         printf("%s\n    {\"name\": \"%s\", \"map_bytes\": %" PRIu64 ", \"rss_bytes\": %" PRIu64
                ", \"anon_huge_bytes\": %" PRIu64 ", \"present_pages\": %" PRId64
-               ", \"mapped_pages\": %" PRIu64 ", \"threads\": %u,\n     \"median_ms\": {",
+               ", \"mapped_pages\": %" PRIu64 ", \"mappings\": %zu, \"threads\": %u,",
                first ? "" : ",", r->spec->name, r->spec->map_bytes, r->t.rss_bytes, r->t.anon_huge,
-               r->present_pages, r->mapped_pages, r->threads);
+               r->present_pages, r->mapped_pages, r->mappings, r->threads);
+        if (r->spec->kind == BENCH_PYTHON) {
+            printf(" \"python\": \"");
+            for (const char *c = bench_python(); *c; c++)
+                printf((unsigned char)*c < 0x20 ? "\\u%04x" : *c == '"' || *c == '\\' ? "\\%c" : "%c",
+                       *c);
+            printf("\",");
+        }
+        printf("\n     \"median_ms\": {");
         first = 0;
         int f2 = 1;
         for (int m = 0; m < M_COUNT; m++) {

@@ -137,9 +137,22 @@ static _Noreturn void exec_python(uint64_t map_bytes, int ready, int hold)
              "while os.read(%d, 1):\n"
              "    pass\n",
              map_bytes, ready, map_bytes, ready, hold);
+    const char *python = bench_python();
     char *args[] = {"python3", "-c", script, NULL};
-    execvp("python3", args);
+    execvp(python, args);
     fail(ready, "exec python3");
+}
+
+const char *bench_python(void)
+{
+    const char *chosen = getenv("MEMDIFF_BENCH_PYTHON");
+    if (chosen && *chosen)
+        return chosen;
+    /* The system's interpreter where there is one (a clean Debian machine's: one binary with
+     * libpython in it, some 40 mappings), not whichever a PATH finds first (a pyenv build maps
+     * libpython and its modules apart: some 100): the floors of a small process follow its
+     * mappings, memdiff's fixed costs do not. */
+    return access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
 }
 
 void bench_target_main(int argc, char **argv)
