@@ -251,6 +251,9 @@ typedef struct memdiff_snapshot_info {
     memdiff_process_totals totals;
     unsigned threads;        /* threads that read its pages (1: the calling thread alone; a
                                 loaded snapshot: 0, not recorded) */
+    unsigned attempts;       /* times it was taken: 1, or 2 when what a shortcut of the first
+                                walk rested on changed during it (docs/api.md, "Take a
+                                snapshot"); a loaded snapshot: 0, not recorded */
 } memdiff_snapshot_info;
 
 /* Fills *info; strings point into the snapshot. Errors: MEMDIFF_EINVAL. */

@@ -423,7 +423,7 @@ static int take_retrying(const memdiff_options *o, unsigned flags, memdiff_snaps
 {
     /* MEMDIFF_ECHANGED from the backend: what a shortcut of its walk rested on changed during
      * it (platform.h, MEMDIFF__OPEN_EXACT); once more without shortcuts, which cannot fail so. */
-    for (;;) {
+    for (unsigned attempts = 1;; attempts++) {
         /* The snapshot lives inside its own arena: one release frees everything, and keeps the
          * chunks for the next snapshot (memdiff_trim). */
         memdiff__arena a = MEMDIFF__ARENA_INIT;
@@ -443,6 +443,7 @@ static int take_retrying(const memdiff_options *o, unsigned flags, memdiff_snaps
             }
             return rc;
         }
+        s->info.attempts = attempts;
         *out = s;
         return MEMDIFF_OK;
     }

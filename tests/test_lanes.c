@@ -161,6 +161,8 @@ static void compare_threads(memdiff_depth depth)
         ck_assert_int_eq(memdiff_snapshot_get_info(one, &i1), MEMDIFF_OK);
         ck_assert_int_eq(memdiff_snapshot_get_info(two, &i2), MEMDIFF_OK);
         ck_assert_uint_eq(i1.threads, 1);
+        ck_assert_uint_eq(i1.attempts, 1); /* a stopped process: nothing changes under it */
+        ck_assert_uint_eq(i2.attempts, 1);
         /* Two where the machine has two processors (sched_getaffinity: CI's has 2). */
         if (cpus >= 2)
             ck_assert_uint_eq(i2.threads, 2);

@@ -2026,6 +2026,7 @@ static int retake_body(void)
     memdiff_snapshot_info info;
     NEED(memdiff_snapshot_get_info(snap, &info) == MEMDIFF_OK);
     NEED(info.depth == MEMDIFF_DEPTH_STANDARD && !(info.sources & MEMDIFF_SRC_FRAMES));
+    NEED(info.attempts == 2);
     memdiff_region r;
     NEED(memdiff_snapshot_find(snap, (uint64_t)(uintptr_t)p, &r) == MEMDIFF_OK);
     memdiff_snapshot_free(snap);
