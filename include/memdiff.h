@@ -249,8 +249,10 @@ typedef struct memdiff_snapshot_info {
                                 count of resident pages); else 0 (docs/api.md) */
     uint64_t storage_bytes;  /* bytes of memory this snapshot occupies */
     memdiff_process_totals totals;
-    unsigned threads;        /* threads that read its pages (1: the calling thread alone; a
-                                loaded snapshot: 0, not recorded) */
+    unsigned threads;        /* threads that read its pages (1: the calling thread alone; fewer
+                                than memdiff_options.threads allows where no region is large
+                                enough, processors were busy or a region read too cheaply:
+                                docs/api.md, "Threads"; a loaded snapshot: 0, not recorded) */
     unsigned attempts;       /* times it was taken: 1, or 2 when what a shortcut of the first
                                 walk rested on changed during it (docs/api.md, "Take a
                                 snapshot"); a loaded snapshot: 0, not recorded */
