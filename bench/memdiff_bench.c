@@ -95,6 +95,8 @@ typedef struct result {
     int64_t present_pages;
     size_t frame_runs; /* runs of consecutive frames among the present pages (root) */
     size_t mappings;   /* lines of its maps */
+    int runs_timed[M_COUNT];   /* timed snapshots of each measurement */
+    int runs_lanes[M_COUNT];   /* of them, read on two threads or more (info.threads) */
     int scan_missing;
     memdiff_depth got_depth[3];
     uint64_t storage_bytes[3];
@@ -170,7 +172,7 @@ static memdiff_snapshot *snap(pid_t pid, memdiff_depth depth)
 
 /* One timed run of measurement m; returns ms, or -1 on failure. */
 static double run_one(result *r, int m, const bench_frame_runs *runs,
-                      memdiff_snapshot *const pair[2][2])
+                      memdiff_snapshot *const pair[2][2], int timed)
 {
     pid_t pid = r->t.pid;
     double t0 = bench_now_ms(), t1;
@@ -190,6 +192,11 @@ static double run_one(result *r, int m, const bench_frame_runs *runs,
         t1 = bench_now_ms();
         if (!s)
             return -1;
+        memdiff_snapshot_info info;
+        if (timed && memdiff_snapshot_get_info(s, &info) == MEMDIFF_OK) {
+            r->runs_timed[m]++;
+            r->runs_lanes[m] += info.threads >= 2;
+        }
         memdiff_snapshot_free(s);
         return t1 - t0;
     }
@@ -308,9 +315,9 @@ static void measure(result *r, int want_deep_floors)
             int m = order[j];
             if (!enabled[m])
                 continue;
-            double ms = cold ? 0 : run_one(r, m, &runs, pair); /* the warm-up, untimed */
+            double ms = cold ? 0 : run_one(r, m, &runs, pair, 0); /* the warm-up, untimed */
             if (ms >= 0)
-                ms = run_one(r, m, &runs, pair);
+                ms = run_one(r, m, &runs, pair, 1);
             if (ms < 0) {
                 enabled[m] = 0;
                 continue;
@@ -511,6 +518,20 @@ static void print_tables(const result *res, size_t n, const machine *mc, const c
         printf("\n");
     }
 
+    /* Whether lanes ran in each timed snapshot: a slow two-thread median with few of them
+     * says the lanes did not start (a busy machine), one with all of them that they were slow
+     * (the other processor taken from the guest). */
+    int said = 0;
+    for (size_t i = 0; i < n; i++) {
+        const result *r = &res[i];
+        if (!r->ok || r->threads < 2)
+            continue;
+        printf("%s%s: read on two threads or more in %d of %d fast and %d of %d standard "
+               "snapshots.\n",
+               said++ ? "" : "\n", r->spec->name, r->runs_lanes[M_FAST], r->runs_timed[M_FAST],
+               r->runs_lanes[M_STANDARD], r->runs_timed[M_STANDARD]);
+    }
+
     printf("\n### Ratios\n\nRatio: the median over the repetitions of each repetition's own "
            "ratio (both sides measured in the same repetition, so that changes of the machine's "
            "load between repetitions cancel); ms: the medians of each side.\n\n");
@@ -609,6 +630,9 @@ static void print_json(const result *res, size_t n, const machine *mc, const cha
                        *c);
             printf("\",");
         }
+        printf(" \"lane_snapshots\": {\"fast\": [%d, %d], \"standard\": [%d, %d]},",
+               r->runs_lanes[M_FAST], r->runs_timed[M_FAST], r->runs_lanes[M_STANDARD],
+               r->runs_timed[M_STANDARD]);
         printf("\n     \"median_ms\": {");
         first = 0;
         int f2 = 1;
