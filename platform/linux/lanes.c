@@ -385,10 +385,16 @@ int memdiff__linux_lanes_worth(uint64_t pages, uint64_t ns)
     return pages && ns >= (uint64_t)LANES_WORTH_NS * pages / CHUNK_PAGES;
 }
 
-int memdiff__linux_lanes_may(const memdiff__proc *p, uint64_t start, uint64_t end)
+/* Whether p may be read on lanes at all, from what p knows: no system call. */
+static int lanes_allowed(const memdiff__proc *p)
 {
     return LANES_SUPPORTED && p->lanes_want != 1 && p->live && !p->lanes_refused &&
-           !p->scan_refuse_at_call && p->pagemap_fd >= 0 && !(p->lanes && p->lanes->failed) &&
+           !p->scan_refuse_at_call && p->pagemap_fd >= 0;
+}
+
+int memdiff__linux_lanes_may(const memdiff__proc *p, uint64_t start, uint64_t end)
+{
+    return lanes_allowed(p) && !(p->lanes && p->lanes->failed) &&
            ((end - start) >> p->page_shift) >= LANES_MIN_PAGES;
 }
 
@@ -397,8 +403,7 @@ static struct memdiff__linux_lanes *lanes_of(memdiff__proc *p)
 {
     if (p->lanes)
         return p->lanes->failed ? NULL : p->lanes;
-    if (!LANES_SUPPORTED || p->lanes_want == 1 || !p->live || p->lanes_refused ||
-        p->scan_refuse_at_call || p->pagemap_fd < 0)
+    if (!lanes_allowed(p))
         return NULL;
     /* As many as asked (0: all), never more than the processors the caller may run on: asked
      * here, for a region worth it, not in every snapshot. */
