@@ -519,8 +519,8 @@ static void print_tables(const result *res, size_t n, const machine *mc, const c
     }
 
     /* Whether lanes ran in each timed snapshot: a slow two-thread median with few of them
-     * says the lanes did not start (a busy machine), one with all of them that they were slow
-     * (the other processor taken from the guest). */
+     * says the lanes did not start (a busy machine), one with all of them that they ran and
+     * were slow. */
     int said = 0;
     for (size_t i = 0; i < n; i++) {
         const result *r = &res[i];
