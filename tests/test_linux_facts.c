@@ -475,13 +475,13 @@ END_TEST
 
 /* Whether the chunk search finds a chunk behind other memory: a mapping of its own (between
  * PROT_NONE pages) holds `before` resident pages of other memory, stride pages apart (each holds
- * 1, no header), one absent page, then a chunk of 16 resident pages (prev_size 0, size 16 pages |
- * IS_MMAPPED). 1 when it finds exactly that chunk, 0 when none there; the memory before it is
- * never a chunk. */
-static int chunk_found_behind(memdiff__proc *proc, size_t before, size_t stride)
+ * 1, no header), `gap` absent pages, then a chunk of 16 resident pages (prev_size 0, size 16
+ * pages | IS_MMAPPED). 1 when it finds exactly that chunk, 0 when none there; the memory before
+ * it is never a chunk. */
+static int chunk_found_after(memdiff__proc *proc, size_t before, size_t stride, size_t gap)
 {
     const size_t ps = (size_t)sysconf(_SC_PAGESIZE);
-    const size_t at = (before - 1) * stride + 2, pages = at + 16;
+    const size_t at = (before - 1) * stride + 1 + gap, pages = at + 16;
     unsigned char *g = mmap(NULL, (pages + 2) * ps, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     ck_assert_ptr_ne(g, MAP_FAILED);
     unsigned char *m = g + ps, *chunk = m + at * ps;
@@ -512,6 +512,11 @@ static int chunk_found_behind(memdiff__proc *proc, size_t before, size_t stride)
     return c != NULL;
 }
 
+static int chunk_found_behind(memdiff__proc *proc, size_t before, size_t stride)
+{
+    return chunk_found_after(proc, before, stride, 1);
+}
+
 /* The chunk search gives up on a region after MEMDIFF__LINUX_CHUNK_MISSES resident islands that
  * hold no chunk header: a chunk merged behind that many islands of other memory (one-page islands,
  * every other page) is found, one behind one island more is not (it stays Private). */
@@ -522,6 +527,22 @@ START_TEST(chunk_search_gives_up_after_its_misses)
     const int scan = (caps.sources & MEMDIFF__SRC_PAGEMAP_SCAN) != 0;
     ck_assert_int_eq(chunk_found_behind(proc, MEMDIFF__LINUX_CHUNK_MISSES, 2), scan);
     ck_assert_int_eq(chunk_found_behind(proc, MEMDIFF__LINUX_CHUNK_MISSES + 1, 2), 0);
+    memdiff__plat_close(proc);
+}
+END_TEST
+
+/* The islands are tried in order of the hole before them, longest first: a chunk behind 20
+ * islands of other memory (every other page) is found when two absent pages come before it, the
+ * longest hole there; behind one absent page, as long as every other hole, it is the 21st in
+ * address order, past the misses allowed, and is not. */
+START_TEST(chunk_search_tries_the_longest_hole_first)
+{
+    memdiff__caps caps;
+    memdiff__proc *proc = open_root(NULL, &caps);
+    const int scan = (caps.sources & MEMDIFF__SRC_PAGEMAP_SCAN) != 0;
+    const size_t before = 2 * MEMDIFF__LINUX_CHUNK_MISSES + 4;
+    ck_assert_int_eq(chunk_found_after(proc, before, 2, 2), scan);
+    ck_assert_int_eq(chunk_found_after(proc, before, 2, 1), 0);
     memdiff__plat_close(proc);
 }
 END_TEST
@@ -688,6 +709,7 @@ Suite *linux_facts_suite(void)
     tcase_add_test(tc, chunk_behind_other_memory_in_one_mapping);
     tcase_add_test(tc, chunk_search_gives_up_after_its_misses);
     tcase_add_test(tc, chunk_search_looks_past_islands_up_to_a_bound);
+    tcase_add_test(tc, chunk_search_tries_the_longest_hole_first);
     tcase_add_test(tc, kernel_thread_is_refused);
     tcase_add_test(tc, totals_of_this_process);
     tcase_add_test(tc, os_helpers);

@@ -184,35 +184,105 @@ static uint64_t first_page(memdiff__proc *p, uint64_t from, uint64_t to, int pre
     return n == 1 && vec[0].start >= from && vec[0].start < to ? vec[0].start : to;
 }
 
-/* Where the next chunk may start after pos when pos holds none: the start of the next resident
- * island of the region. A chunk's first page is always resident (malloc wrote its header), and
- * the kernel merges an older chunk with a newer mapping of another kind placed just below it, so
- * the chunk starts where the newer mapping's resident pages end. Two PAGEMAP_SCAN calls answer
- * it: the first hole from pos, then the first present page after it. The kernel walks every page
- * table entry of the island it passes (a few ns each), so the hole is looked for within
- * MEMDIFF__LINUX_ISLAND_PAGES of pos only: an island that long (a large resident mapping, which
- * the snapshot reads anyway) ends the search, and a chunk merged above it stays unsplit. Without
- * the scan the walk stops (the blind spot in docs/categories.md). */
-static uint64_t next_island(const ctx *c, uint64_t pos, uint64_t end, int pos_absent)
+/* A resident island that may start a chunk behind other memory: its first page, and the length
+ * of the hole (absent pages) right before it. */
+typedef struct island {
+    uint64_t start, hole;
+} island;
+#define ISLANDS 64u /* islands listed by one scan */
+
+/* The islands that begin in (from, end) after the holes of [from, limit), from one PAGEMAP_SCAN
+ * for those holes: asking for absent pages, the kernel outputs nothing for the present ones it
+ * passes (the cheaper walk). A hole that reaches limit goes on to the first present page after
+ * it (a second scan, which stops there), however far. In order of the hole before them, longest
+ * first, address order among equals: a chunk lies right behind a newer mapping (mmap places
+ * each below the last), and memory of other kinds (python's object arenas, a buffer written from
+ * its start) leaves the tail of its mapping absent, so the chunk behind it follows a longer hole
+ * than the islands inside that memory do. *more: where the next list begins (end when there is
+ * none to list). */
+static size_t islands_from(memdiff__proc *p, uint64_t from, uint64_t limit, uint64_t end,
+                           island *out, uint64_t *more)
+{
+    struct page_region vec[ISLANDS];
+    size_t k, count = 0;
+    int n = memdiff__linux_holes_kept(p, from, limit, vec, ISLANDS, &limit);
+    if (n >= 0) {
+        k = (size_t)n; /* a window kept answers: no scan */
+        *more = limit;
+    } else {
+        struct pm_scan_arg arg;
+        memset(&arg, 0, sizeof arg);
+        arg.size = sizeof arg;
+        arg.start = from;
+        arg.end = limit;
+        arg.vec = (uint64_t)(uintptr_t)vec;
+        arg.vec_len = ISLANDS;
+        arg.category_inverted = PAGE_IS_PRESENT;
+        arg.category_mask = PAGE_IS_PRESENT;
+        arg.return_mask = PAGE_IS_PRESENT;
+        n = ioctl(p->pagemap_fd, PAGEMAP_SCAN, &arg);
+        if (n <= 0 || n > (int)ISLANDS) {
+            *more = end;
+            return 0;
+        }
+        k = (size_t)n;
+        *more = limit;
+        if (k == ISLANDS)
+            *more = vec[--k].start; /* the last hole may go on: the next list begins with it */
+    }
+    uint64_t after = from;
+    for (size_t i = 0; i < k; i++) {
+        if (vec[i].start < after || vec[i].end <= vec[i].start || vec[i].end > limit)
+            return 0; /* not ascending holes of [from, limit): nothing to go by */
+        after = vec[i].end;
+        island x = {vec[i].end, vec[i].end - vec[i].start};
+        if (x.start == limit) {
+            x.start = limit < end ? first_page(p, limit, end, 1) : end;
+            x.hole = x.start - vec[i].start;
+            *more = x.start;
+            if (x.start == end)
+                break;
+        }
+        size_t j = count++;
+        for (; j > 0 && out[j - 1].hole < x.hole; j--)
+            out[j] = out[j - 1];
+        out[j] = x;
+    }
+    return count;
+}
+
+/* The islands to try after pos, which holds no chunk (pos_absent: its page is absent, so it is
+ * the first hole): those of MEMDIFF__LINUX_ISLAND_PAGES pages from the first hole, which must come
+ * within that many pages of pos. The kernel walks every page table entry of an island it passes
+ * (a few ns each): an island that long (a large resident mapping, which the snapshot reads anyway)
+ * ends the search, and a chunk merged above it stays unsplit. Without the scan the search ends
+ * (the blind spot in docs/categories.md). */
+static size_t islands_after(const ctx *c, uint64_t pos, uint64_t end, int pos_absent,
+                            island *out, uint64_t *more)
 {
     memdiff__proc *p = c->proc;
+    *more = end;
     if (!(p->sources & MEMDIFF__SRC_PAGEMAP_SCAN) || p->pagemap_fd < 0)
-        return end;
+        return 0;
     uint64_t window = (uint64_t)MEMDIFF__LINUX_ISLAND_PAGES * p->page_size;
     uint64_t limit = end - pos > window ? pos + window : end;
-    /* pos's page known absent (read_mem said so): it is the hole, one scan fewer. */
     uint64_t hole = pos_absent ? pos : first_page(p, pos, limit, 0);
     if (hole == limit)
-        return end;
-    return first_page(p, hole, end, 1);
+        return 0;
+    limit = end - hole > window ? hole + window : end;
+    return islands_from(p, hole, limit, end, out, more);
 }
 
 /* Chunks of their own mapping in read-write region r: back to back from its start, and at the
- * start of each later resident island (bounded: a region is not scanned page by page). */
+ * start of resident islands after it (islands_after; bounded: a region is not read page by
+ * page). */
 static int find_chunks(ctx *c, const memdiff__plat_region *r)
 {
     const uint64_t ps = c->proc->page_size;
     const unsigned w = c->word;
+    island cand[ISLANDS];
+    size_t ncand = 0, tried = 0;
+    uint64_t more = r->end; /* where the islands listed end */
     uint64_t pos = r->start;
     unsigned misses = 0;
     while (pos < r->end) {
@@ -238,16 +308,28 @@ static int find_chunks(ctx *c, const memdiff__plat_region *r)
                 continue;
             len = prev_size + chunk;
         }
-        if (!len) {
-            if (++misses > MEMDIFF__LINUX_CHUNK_MISSES)
-                break;
-            pos = next_island(c, pos, r->end, absent);
+        if (len) {
+            int rc = add(c, pos, pos + len, MEMDIFF__HEAP_MMAP_CHUNK, pos, "malloc mmap chunk");
+            if (rc)
+                return rc;
+            pos += len;
+            ncand = tried = 0; /* the islands listed lie below the chunk's end, or after it */
+            more = r->end;
             continue;
         }
-        int rc = add(c, pos, pos + len, MEMDIFF__HEAP_MMAP_CHUNK, pos, "malloc mmap chunk");
-        if (rc)
-            return rc;
-        pos += len;
+        if (++misses > MEMDIFF__LINUX_CHUNK_MISSES)
+            break;
+        if (tried == ncand) {
+            /* none listed (a chain of chunks ended at pos), or all tried: the next list */
+            int first = ncand == 0;
+            tried = 0;
+            ncand = first ? islands_after(c, pos, r->end, absent, cand, &more)
+                   : more < r->end ? islands_after(c, more, r->end, 0, cand, &more)
+                                   : 0;
+            if (ncand == 0)
+                break;
+        }
+        pos = cand[tried++].start;
     }
     return MEMDIFF_OK;
 }

@@ -135,12 +135,13 @@ MEMDIFF__LINUX_LANE_CODE static inline int memdiff__linux_ranges_plain(
 #define MEMDIFF__LINUX_LANES_CHUNK 16384u
 /* Resident islands of a region that heaps.c tries in vain before its chunk search there ends:
  * where memory is fragmented (every other page resident, python's object arenas) each costs a
- * 16-byte read of process memory (1.5 to 2.7 us); a chunk behind more islands of other memory
- * in the same mapping stays Private. */
+ * 16-byte read of process memory (1.5 to 2.7 us); a chunk tried after more islands of other
+ * memory in the same mapping (they are tried longest hole before them first) stays Private. */
 #define MEMDIFF__LINUX_CHUNK_MISSES 8u
-/* The longest resident island heaps.c looks past for a chunk behind it: the kernel walks each
- * page table entry of it (about 3 ns each), and a large mapping resident throughout would cost
- * the search a second walk of it (4096 pages: 7 us of a 0.19 ms snapshot of 64 MiB). */
+/* The longest resident island heaps.c looks past for a chunk behind it, and the span of the
+ * islands it lists at a time: the kernel walks each page table entry of it (about 2 to 3 ns
+ * each), and a large mapping resident throughout would cost the search a second walk of it
+ * (4096 pages: 7 us of a 0.19 ms snapshot of 64 MiB). */
 #define MEMDIFF__LINUX_ISLAND_PAGES 1024u
 /* Pages the short runs gathered into one call of the sink's run_bits may span (emit.h). */
 #define MEMDIFF__LINUX_GATHER 4096u
@@ -494,6 +495,13 @@ int memdiff__linux_page_present(memdiff__proc *proc, uint64_t addr);
  * enough to tell. */
 int memdiff__linux_first_page_known(memdiff__proc *proc, uint64_t from, uint64_t to, int present,
                                     uint64_t *at);
+
+/* The holes (absent pages) of [from, to) as far as a window kept so far reaches, without a scan:
+ * up to cap of them into vec, ascending; *end: where what they tell ends (to, the window's end,
+ * or the start of the last hole when cap were found). Their count, or -1 when no window kept
+ * holds from. */
+int memdiff__linux_holes_kept(memdiff__proc *proc, uint64_t from, uint64_t to,
+                              struct page_region *vec, size_t cap, uint64_t *end);
 
 /* ---- frames (radix.c) ------------------------------------------------------------------- */
 

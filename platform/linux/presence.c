@@ -189,6 +189,33 @@ int memdiff__linux_first_page_known(memdiff__proc *proc, uint64_t from, uint64_t
     return 0;
 }
 
+int memdiff__linux_holes_kept(memdiff__proc *proc, uint64_t from, uint64_t to,
+                              struct page_region *vec, size_t cap, uint64_t *end)
+{
+    struct memdiff__linux_presence *s = presence_state(proc);
+    size_t w = s ? window_at(s, from) : 0;
+    if (!s || w == s->window_count)
+        return -1;
+    const uint64_t hi = MEMDIFF__MIN(to, s->windows[w].end);
+    uint64_t cur = from;
+    size_t n = 0;
+    *end = hi;
+    for (size_t i = presence_at(s, from); cur < hi; i++) {
+        uint64_t next = i < s->range_count ? MEMDIFF__MIN(s->ranges[i].start, hi) : hi;
+        if (next > cur) {
+            if (n == cap) {
+                *end = cur; /* the hole from cur is left for the next call */
+                break;
+            }
+            vec[n++] = (struct page_region){cur, next, 0};
+        }
+        if (i >= s->range_count)
+            break;
+        cur = MEMDIFF__MAX(cur, s->ranges[i].end);
+    }
+    return (int)n;
+}
+
 int memdiff__linux_read_mem(memdiff__proc *proc, uint64_t addr, void *buf, size_t len)
 {
     enum { MAX_PAGES = 17 };
