@@ -547,6 +547,67 @@ START_TEST(chunk_search_tries_the_longest_hole_first)
 }
 END_TEST
 
+/* A chain of chunks back to back in a mapping of more than 1024 pages (where presence windows
+ * are 64 pages a question), each chunk with its second page absent, then other memory and a
+ * chunk behind it: after the second chunk the presence of the next 16 chunks comes from one scan
+ * for their holes (memdiff__linux_presence_ahead). Every chunk is found with its exact bounds,
+ * and nothing the search looked at was faulted in: the absent pages are still absent
+ * (mincore). */
+START_TEST(chunk_chain_found_without_faulting_pages_in)
+{
+    enum { CHAIN = 40, CHUNK = 32, OTHER = 10, LAST = 4 };
+    const size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+    const size_t other = CHAIN * CHUNK, last = other + OTHER, pages = last + LAST;
+    unsigned char *g = mmap(NULL, (pages + 2) * ps, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne(g, MAP_FAILED);
+    unsigned char *m = g + ps;
+    ck_assert_int_eq(mprotect(m, pages * ps, PROT_READ | PROT_WRITE), 0);
+    for (size_t k = 0; k < CHAIN; k++) {
+        size_t header[2] = {0, (CHUNK * ps) | 2u};
+        memcpy(m + k * CHUNK * ps, header, sizeof header);
+        for (size_t i = 2; i < CHUNK; i++)
+            m[(k * CHUNK + i) * ps] = 1; /* page 1 of each chunk stays absent */
+    }
+    m[other * ps] = 1; /* other memory: its first page resident, then 9 absent */
+    size_t header[2] = {0, (LAST * ps) | 2u};
+    memcpy(m + last * ps, header, sizeof header);
+
+    memdiff__caps caps;
+    memdiff__proc *proc = open_root(NULL, &caps);
+    memdiff__plat_region *r;
+    size_t nr, n;
+    ck_assert_int_eq(memdiff__plat_regions(proc, &arena, &r, &nr), MEMDIFF_OK);
+    const memdiff__plat_region *mine = region_at(r, nr, (uint64_t)(uintptr_t)m);
+    ck_assert_ptr_nonnull(mine);
+    ck_assert_uint_eq(mine->end - mine->start, pages * ps);
+    memdiff__plat_heap *h;
+    ck_assert_int_eq(memdiff__plat_heaps(proc, &arena, r, nr, &h, &n), MEMDIFF_OK);
+    for (size_t k = 0; k < CHAIN; k++) {
+        const memdiff__plat_heap *c = heap_at(h, n, m + k * CHUNK * ps);
+        ck_assert_ptr_nonnull(c);
+        ck_assert_int_eq(c->kind, MEMDIFF__HEAP_MMAP_CHUNK);
+        ck_assert_uint_eq(c->start, (uint64_t)(uintptr_t)(m + k * CHUNK * ps));
+        ck_assert_uint_eq(c->end, (uint64_t)(uintptr_t)(m + (k + 1) * CHUNK * ps));
+    }
+    ck_assert_ptr_null(heap_at(h, n, m + other * ps));
+    const memdiff__plat_heap *c = heap_at(h, n, m + last * ps);
+    if (caps.sources & MEMDIFF__SRC_PAGEMAP_SCAN) {
+        ck_assert_ptr_nonnull(c);
+        ck_assert_uint_eq(c->start, (uint64_t)(uintptr_t)(m + last * ps));
+        ck_assert_uint_eq(c->end, (uint64_t)(uintptr_t)(m + pages * ps));
+    }
+    memdiff__plat_close(proc);
+    unsigned char vec[CHAIN * CHUNK + OTHER + LAST];
+    ck_assert_int_eq(mincore(m, pages * ps, vec), 0);
+    for (size_t i = 0; i < pages; i++) {
+        int written = i < other ? i % CHUNK != 1 : i == other || i == last;
+        ck_assert_msg((vec[i] & 1) == written, "page %zu: resident %d, written %d", i, vec[i] & 1,
+                      written);
+    }
+    munmap(g, (pages + 2) * ps);
+}
+END_TEST
+
 /* The chunk search looks past a resident island of fewer than MEMDIFF__LINUX_ISLAND_PAGES pages
  * for a chunk behind it, and not past one that long. */
 START_TEST(chunk_search_looks_past_islands_up_to_a_bound)
@@ -710,6 +771,7 @@ Suite *linux_facts_suite(void)
     tcase_add_test(tc, chunk_search_gives_up_after_its_misses);
     tcase_add_test(tc, chunk_search_looks_past_islands_up_to_a_bound);
     tcase_add_test(tc, chunk_search_tries_the_longest_hole_first);
+    tcase_add_test(tc, chunk_chain_found_without_faulting_pages_in);
     tcase_add_test(tc, kernel_thread_is_refused);
     tcase_add_test(tc, totals_of_this_process);
     tcase_add_test(tc, os_helpers);

@@ -490,6 +490,13 @@ int memdiff__linux_read_mem(memdiff__proc *proc, uint64_t addr, void *buf, size_
  * Swapped pages count as not present. */
 int memdiff__linux_page_present(memdiff__proc *proc, uint64_t addr);
 
+/* Makes presence known ahead, for pages [addr, addr + pages) of addr's mapping, where a chain
+ * of questions will go (malloc's chunks, back to back): one PAGEMAP_SCAN for the holes there,
+ * which costs the kernel less a present page it passes than the windows of
+ * memdiff__linux_page_present (it outputs nothing for them), kept as a window. Nothing when a
+ * window kept holds addr, or the pages go past its mapping. */
+void memdiff__linux_presence_ahead(memdiff__proc *proc, uint64_t addr, uint64_t pages);
+
 /* The first page of [from, to) that is present (present 1) or not (present 0), from the window
  * that holds from: 1 with *at set (to when there is none), or 0 when it does not reach far
  * enough to tell. */

@@ -10,6 +10,7 @@
  * ranges, emptied when the region list is read again.
  */
 #include <string.h>
+#include <sys/ioctl.h>
 
 #include "walk.h"
 
@@ -63,6 +64,43 @@ static void reverse_ranges(struct page_region *r, size_t n)
     }
 }
 
+/* Files window [start, next), not overlapping any kept, whose present ranges are the fresh[0..n)
+ * kept behind all others (s->ranges + s->range_count): rotates them into address order. Returns
+ * the window's index. */
+static size_t file_window(struct memdiff__linux_presence *s, uint64_t start, uint64_t next,
+                          size_t n)
+{
+    const size_t w = ending_above(s->windows, s->window_count, start);
+    struct page_region *fresh = s->ranges + s->range_count;
+    /* Kept ranges from at on lie above the window: rotate the new ones in front of them. */
+    const size_t at = presence_at(s, start), total = s->range_count + n;
+    reverse_ranges(s->ranges + at, s->range_count - at);
+    reverse_ranges(fresh, n);
+    reverse_ranges(s->ranges + at, total - at);
+    s->range_count = total;
+    memmove(s->windows + w + 1, s->windows + w, (s->window_count - w) * sizeof *s->windows);
+    s->windows[w] = (struct page_region){start, next, 0};
+    s->window_count++;
+    return w;
+}
+
+/* Room for n more ranges and one more window; 0 when there is none. */
+static int window_room(memdiff__proc *p, struct memdiff__linux_presence *s, size_t n)
+{
+    struct page_region *pv = memdiff__arena_room_raw(p->scratch, s->ranges, &s->range_cap,
+                                                     s->range_count + n - 1, sizeof *pv, n);
+    if (!pv)
+        return 0;
+    /* one doubling gives the room: range_count <= range_cap, n <= range_cap */
+    s->ranges = pv;
+    struct page_region *wv = memdiff__arena_room_raw(p->scratch, s->windows, &s->window_cap,
+                                                     s->window_count, sizeof *wv, 16);
+    if (!wv)
+        return 0;
+    s->windows = wv;
+    return 1;
+}
+
 /* Scans a new window from addr's page (not covered by any), up to the next window kept, and
  * files its ranges and itself in address order. Returns its index, or window_count when it
  * cannot. */
@@ -88,41 +126,18 @@ static size_t presence_scan(memdiff__proc *p, struct memdiff__linux_presence *s,
         pages += rp;
         end = p->regions[j].end;
     }
-    /* start is in no window: the first one above it (w) bounds this one, and this one goes
-     * in at w. */
+    /* start is in no window: the first one above it bounds this one */
     const size_t w = ending_above(s->windows, s->window_count, start);
     if (w < s->window_count && s->windows[w].start < end)
         end = s->windows[w].start; /* known from there on */
-    struct page_region *pv =
-        memdiff__arena_room_raw(p->scratch, s->ranges, &s->range_cap,
-                                s->range_count + PRESENCE_VEC - 1, sizeof *pv, PRESENCE_VEC);
-    if (!pv)
+    if (!window_room(p, s, PRESENCE_VEC))
         return s->window_count;
-    /* one doubling gives the room: range_count <= range_cap, PRESENCE_VEC <= range_cap */
-    s->ranges = pv;
-    struct page_region *wv = memdiff__arena_room_raw(p->scratch, s->windows, &s->window_cap,
-                                                     s->window_count, sizeof *wv, 16);
-    if (!wv)
-        return s->window_count;
-    s->windows = wv;
-    /* The new ranges go behind all kept ones, then into place. */
-    struct page_region *fresh = s->ranges + s->range_count;
     uint64_t next;
-    int n = memdiff__linux_scan_into(p, fresh, PRESENCE_VEC, start, end, PAGE_IS_PRESENT,
-                                     PAGE_IS_PRESENT, 0, &next);
+    int n = memdiff__linux_scan_into(p, s->ranges + s->range_count, PRESENCE_VEC, start, end,
+                                     PAGE_IS_PRESENT, PAGE_IS_PRESENT, 0, &next);
     if (n < 0)
         return s->window_count;
-    /* Kept ranges from at on lie above the window: rotate the new ones in front of them. */
-    const size_t at = presence_at(s, start), total = s->range_count + (size_t)n;
-    reverse_ranges(s->ranges + at, s->range_count - at);
-    reverse_ranges(fresh, (size_t)n);
-    reverse_ranges(s->ranges + at, total - at);
-    s->range_count = total;
-    memmove(s->windows + w + 1, s->windows + w, (s->window_count - w) * sizeof *s->windows);
-    /* next: short of end when the vector filled */
-    s->windows[w] = (struct page_region){start, next, 0};
-    s->window_count++;
-    return w;
+    return file_window(s, start, next, (size_t)n); /* next: short of end when the vector filled */
 }
 
 /* The process's presence state, emptied when the region list was read again (a new pass);
@@ -153,6 +168,53 @@ int memdiff__linux_page_present(memdiff__proc *proc, uint64_t addr)
         return -1;
     size_t i = presence_at(s, addr);
     return i < s->range_count && s->ranges[i].start <= addr;
+}
+
+void memdiff__linux_presence_ahead(memdiff__proc *proc, uint64_t addr, uint64_t pages)
+{
+    struct memdiff__linux_presence *s = presence_state(proc);
+    if (!s || window_at(s, addr) < s->window_count || !(proc->sources & MEMDIFF__SRC_PAGEMAP_SCAN) ||
+        proc->scan_refused || !proc->regions || proc->pagemap_fd < 0 || addr >> 63)
+        return;
+    const uint64_t start = addr >> proc->page_shift << proc->page_shift;
+    size_t r = memdiff__linux_region_holding(proc, start, start);
+    if (r == proc->region_count || pages > (proc->regions[r].end - start) >> proc->page_shift)
+        return; /* past its region: holes of the gap behind it are not told */
+    uint64_t end = start + (pages << proc->page_shift);
+    const size_t w = ending_above(s->windows, s->window_count, start);
+    if (w < s->window_count && s->windows[w].start < end)
+        end = s->windows[w].start;
+    struct page_region holes[PRESENCE_VEC];
+    struct pm_scan_arg arg;
+    memset(&arg, 0, sizeof arg);
+    arg.size = sizeof arg;
+    arg.start = start;
+    arg.end = end;
+    arg.vec = (uint64_t)(uintptr_t)holes;
+    arg.vec_len = PRESENCE_VEC;
+    arg.category_inverted = PAGE_IS_PRESENT;
+    arg.category_mask = PAGE_IS_PRESENT;
+    arg.return_mask = PAGE_IS_PRESENT;
+    int n = ioctl(proc->pagemap_fd, PAGEMAP_SCAN, &arg);
+    if (n < 0 || n > (int)PRESENCE_VEC || !window_room(proc, s, PRESENCE_VEC + 1))
+        return;
+    size_t k = (size_t)n;
+    if (k == PRESENCE_VEC)
+        end = holes[--k].start; /* the last hole may go on: the window ends where it begins */
+    /* The present ranges are what lies between the holes. */
+    struct page_region *fresh = s->ranges + s->range_count;
+    size_t m = 0;
+    uint64_t cur = start;
+    for (size_t i = 0; i < k; i++) {
+        if (holes[i].start < cur || holes[i].end <= holes[i].start || holes[i].end > end)
+            return; /* not ascending holes of the window: nothing kept */
+        if (holes[i].start > cur)
+            fresh[m++] = (struct page_region){cur, holes[i].start, PAGE_IS_PRESENT};
+        cur = holes[i].end;
+    }
+    if (cur < end)
+        fresh[m++] = (struct page_region){cur, end, PAGE_IS_PRESENT};
+    file_window(s, start, end, m);
 }
 
 int memdiff__linux_first_page_known(memdiff__proc *proc, uint64_t from, uint64_t to, int present,
