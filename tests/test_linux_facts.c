@@ -434,6 +434,52 @@ START_TEST(heaps_of_this_process)
 }
 END_TEST
 
+/* Whether an arena heap is found at a 64 MiB boundary h: a heap_info there (a first heap: its
+ * arena right behind it, 2 pages read-write of 2), in a read-write mapping from a page below h
+ * (so that h is its last aligned address, not its start) to 2 pages above, followed by
+ * PROT_NONE up to `reserved` bytes from h. */
+static int heap_found_at_boundary(size_t reserved)
+{
+    const size_t ps = (size_t)sysconf(_SC_PAGESIZE), max = (size_t)64 << 20;
+    unsigned char *g = mmap(NULL, 2 * max, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne(g, MAP_FAILED);
+    unsigned char *h = (unsigned char *)(((uintptr_t)g + max) & ~(uintptr_t)(max - 1));
+    ck_assert_int_eq(mprotect(h - ps, 3 * ps, PROT_READ | PROT_WRITE), 0);
+    if (h + reserved < g + 2 * max)
+        ck_assert_int_eq(munmap(h + reserved, (size_t)(g + 2 * max - (h + reserved))), 0);
+    h[-(ptrdiff_t)ps] = 1;
+    uint64_t info[4] = {(uint64_t)(uintptr_t)(h + 48), 0, 2 * ps, 2 * ps};
+    memcpy(h, info, sizeof info);
+    memdiff__caps caps;
+    memdiff__proc *proc = open_root(NULL, &caps);
+    memdiff__plat_region *r;
+    size_t nr, n;
+    ck_assert_int_eq(memdiff__plat_regions(proc, &arena, &r, &nr), MEMDIFF_OK);
+    memdiff__plat_heap *hp;
+    ck_assert_int_eq(memdiff__plat_heaps(proc, &arena, r, nr, &hp, &n), MEMDIFF_OK);
+    const memdiff__plat_heap *a = heap_at(hp, n, h);
+    if (a) {
+        ck_assert_int_eq(a->kind, MEMDIFF__HEAP_ARENA);
+        ck_assert_uint_eq(a->start, (uint64_t)(uintptr_t)h);
+        ck_assert_uint_eq(a->end, (uint64_t)(uintptr_t)h + max);
+    }
+    memdiff__plat_close(proc);
+    munmap(g, 2 * max);
+    return a != NULL;
+}
+
+/* A live heap keeps its whole reservation of HEAP_MAX_SIZE mapped (glibc's arena.c): a heap_info
+ * at a boundary with 64 MiB of mappings from it is an arena, the same bytes where the mappings
+ * end 32 MiB from it are not (and are not read). */
+START_TEST(arena_only_where_its_reservation_is_whole)
+{
+    if (sizeof(void *) != 8)
+        return; /* HEAP_MAX_SIZE is 1 MiB on 32-bit */
+    ck_assert_int_eq(heap_found_at_boundary((size_t)64 << 20), 1);
+    ck_assert_int_eq(heap_found_at_boundary((size_t)32 << 20), 0);
+}
+END_TEST
+
 /* The kernel merges a chunk's mapping with a newer anonymous mapping placed right below it. The
  * layout is built by hand so that it is exact: one mapping of 32 pages whose upper 16 hold an
  * mmapped-chunk header (prev_size 0, size 16 pages | IS_MMAPPED) and are resident, and whose
@@ -766,6 +812,7 @@ Suite *linux_facts_suite(void)
     tcase_add_test(tc, threads_of_a_single_threaded_process);
     tcase_add_test(tc, modules_of_this_process);
     tcase_add_test(tc, heaps_of_this_process);
+    tcase_add_test(tc, arena_only_where_its_reservation_is_whole);
     tcase_add_test(tc, no_chunk_read_in_a_module);
     tcase_add_test(tc, chunk_behind_other_memory_in_one_mapping);
     tcase_add_test(tc, chunk_search_gives_up_after_its_misses);

@@ -90,12 +90,24 @@ static int header_offset_ok(const ctx *c, uint64_t off)
     return off >= 4u * c->word && off <= MAX_HEAP_INFO_BYTES && off % c->word == 0;
 }
 
-/* A heap_info at h, in region i? Then the heap's whole reservation is added as an arena range. */
+/* A heap_info at h, in region i? Then the heap's whole reservation is added as an arena range. A
+ * live heap keeps all of its reservation mapped (glibc's arena.c: grown by mprotect, shrunk by a
+ * PROT_NONE mmap over its top, unmapped whole): where the contiguous anonymous mappings from h
+ * end short of HEAP_MAX_SIZE no heap starts at h, and nothing is read (a presence scan and a
+ * read of process memory fewer: the last aligned address of a large mapping). */
 static int try_heap(ctx *c, size_t i, uint64_t h, int *found)
 {
     unsigned char buf[5 * 8];
     const unsigned w = c->word;
     *found = 0;
+    uint64_t end = h + c->heap_max;
+    uint64_t reach = c->regions[i].end;
+    for (size_t j = i + 1; j < c->region_count && c->regions[j].start == reach &&
+                           anon_private(&c->regions[j]) && reach < end;
+         j++)
+        reach = c->regions[j].end;
+    if (reach < end)
+        return MEMDIFF_OK;
     if (memdiff__linux_read_mem(c->proc, h, buf, 4u * w) != MEMDIFF_OK)
         return MEMDIFF_OK;
     uint64_t ar_ptr = word_at(buf, w), prev = word_at(buf + w, w);
@@ -110,16 +122,6 @@ static int try_heap(ctx *c, size_t i, uint64_t h, int *found)
         if ((prev & mask) != 0 || prev == h || !header_offset_ok(c, ar_ptr & mask))
             return MEMDIFF_OK;
     }
-    /* The reservation: this heap's read-write part and the PROT_NONE rest, as far as the
-     * contiguous anonymous mappings from h go, at most HEAP_MAX_SIZE. */
-    uint64_t end = h + c->heap_max;
-    uint64_t reach = c->regions[i].end;
-    for (size_t j = i + 1; j < c->region_count && c->regions[j].start == reach &&
-                           anon_private(&c->regions[j]) && reach < end;
-         j++)
-        reach = c->regions[j].end;
-    if (reach < end)
-        end = reach;
     char label[64];
     snprintf(label, sizeof label, "malloc arena 0x%llx", (unsigned long long)ar_ptr);
     const char *l = memdiff__arena_strndup(c->arena, label, strlen(label));
