@@ -1024,6 +1024,90 @@ START_TEST(scan_ahead_serves_small_regions_behind)
 }
 END_TEST
 
+/* Fast depth of another process (presence_walk, set here by hand on a snapshot of this one):
+ * attribution's presence windows ask the walk's categories, and the walk takes small regions'
+ * ranges from them instead of scanning again. Four small regions, each with its own file rule
+ * (a private file mapping: a file page and a page copied on write; private anonymous memory
+ * with a page only read; shared anonymous memory; an empty one), then a large one (2048 pages, every other one
+ * written). One presence question at the first region, one inside the large one, then the next
+ * scan is refused (scan_refuse_at_call): the small regions are served by the walk page for page
+ * as a walk without the region list delivers them, and the first scan made is the large
+ * region's, which meets the refusal: its presence window (64 pages inside it) is attribution's
+ * alone. A walk that scanned a small region would meet the refusal there instead. */
+START_TEST(walk_takes_presence_windows_of_small_regions)
+{
+    long ps = sysconf(_SC_PAGESIZE);
+    const uint64_t P4 = (uint64_t)ps * 4;
+    enum { SMALL = 16, LARGE = 2048 };
+    memdiff__proc *proc = open_self_with_scan("walk_takes_presence_windows_of_small_regions");
+    if (!proc)
+        return;
+    char path[] = "/tmp/memdiff-presence-walk-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    unlink(path);
+    ck_assert_int_eq(ftruncate(fd, (off_t)P4), 0);
+    char *p = scn_map(SMALL + LARGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_eq(mmap(p, P4, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, fd, 0), p);
+    ck_assert_ptr_eq(mmap(p + 2 * P4, P4, PROT_READ | PROT_WRITE,
+                          MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED, -1, 0),
+                     p + 2 * P4);
+    close(fd);
+    volatile char sink = p[0]; /* a file page */
+    sink = p[5 * ps];          /* the zero page, where the kernel maps one */
+    (void)sink;
+    p[2 * ps] = 1;             /* copied on write: anonymous */
+    p[4 * ps] = p[6 * ps] = 1; /* private anonymous */
+    ck_assert_int_eq(mprotect(p + 6 * ps, (size_t)ps * 2, PROT_READ), 0);
+    p[8 * ps] = p[11 * ps] = 1; /* shared anonymous */
+    ck_assert_int_eq(mprotect(p + 3 * P4, P4, PROT_READ), 0); /* a region of its own, empty */
+    char *big = p + (size_t)SMALL * (size_t)ps;
+    for (size_t i = 0; i < LARGE; i += 2)
+        big[i * (size_t)ps] = 1;
+
+    const uint64_t a = (uint64_t)(uintptr_t)p;
+    const uint64_t cut[6] = {a,          a + P4,     a + P4 + 2 * (uint64_t)ps,
+                             a + 2 * P4, a + 3 * P4, a + 4 * P4};
+    unsigned want[SMALL], got[SMALL];
+    uint64_t frames[SMALL];
+    for (int r = 0; r < 5; r++) {
+        ck_assert_int_eq(walk(proc, cut[r], cut[r + 1], MEMDIFF_DEPTH_FAST), MEMDIFF_OK);
+        per_page(cut[r], (uint64_t)ps, (size_t)((cut[r + 1] - cut[r]) / (uint64_t)ps),
+                 want + (cut[r] - a) / (uint64_t)ps, frames);
+    }
+    ck_assert_uint_eq(want[0], P | F);
+    ck_assert_uint_eq(want[2], P);
+    ck_assert_uint_eq(want[4], P);
+    ck_assert_uint_ne(want[5] & P, 0); /* Z too where the kernel maps the zero page */
+    ck_assert_uint_eq(want[8], P | F);
+    ck_assert_uint_eq(want[12], 0);
+
+    memdiff__plat_region *regions = NULL;
+    size_t count = 0;
+    ck_assert_int_eq(memdiff__plat_regions(proc, &arena, &regions, &count), MEMDIFF_OK);
+    proc->presence_walk = 1;
+    ck_assert_int_eq(memdiff__linux_page_present(proc, a), 1);
+    const uint64_t b = (uint64_t)(uintptr_t)big;
+    ck_assert_int_eq(memdiff__linux_page_present(proc, b + 2 * (uint64_t)ps * 600), 1);
+    proc->scan_refuse_at_call = 1; /* the next scan is refused */
+    for (int r = 0; r < 5; r++) {
+        ck_assert_int_eq(walk(proc, cut[r], cut[r + 1], MEMDIFF_DEPTH_FAST), MEMDIFF_OK);
+        per_page(cut[r], (uint64_t)ps, (size_t)((cut[r + 1] - cut[r]) / (uint64_t)ps),
+                 got + (cut[r] - a) / (uint64_t)ps, frames);
+    }
+    ck_assert(!proc->scan_refused);
+    ck_assert_int_eq(proc->scan_refuse_at_call, 1); /* no scan was made for the small regions */
+    for (int i = 0; i < SMALL; i++)
+        ck_assert_msg(got[i] == want[i], "page %d: attrs 0x%x, want 0x%x", i, got[i], want[i]);
+    /* The large region: its window of 64 pages is attribution's alone; the walk scans, and is
+     * refused (the pagemap path reads it then). */
+    ck_assert_int_eq(walk(proc, b, b + (uint64_t)ps * LARGE, MEMDIFF_DEPTH_FAST), MEMDIFF_OK);
+    ck_assert(proc->scan_refused);
+    memdiff__plat_close(proc);
+    scn_unmap(p, SMALL + LARGE);
+}
+END_TEST
+
 /* What attribution asks of page presence (is this page present? where is the first page, or
  * hole, from here?) is answered from one scan kept for the next questions: the answers equal
  * this process's own pagemap, page by page, and after the first question none needs a scan of
@@ -2160,6 +2244,7 @@ Suite *linux_pages_suite(void)
     tcase_add_test(tc, read_ahead_takes_the_rest_of_its_mapping);
     tcase_add_test(tc, read_ahead_dropped_with_a_new_region_list);
     tcase_add_test(tc, scan_ahead_serves_small_regions_behind);
+    tcase_add_test(tc, walk_takes_presence_windows_of_small_regions);
     tcase_add_test(tc, scan_ahead_dropped_with_a_new_region_list);
     tcase_add_test(tc, presence_answers_from_one_scan);
     tcase_add_test(tc, real_stretches_match_arrays);

@@ -149,9 +149,11 @@ MEMDIFF__LINUX_LANE_CODE static inline int memdiff__linux_ranges_plain(
 struct memdiff__linux_stages;   /* the page walk's stages (walk.h) */
 struct memdiff__linux_idle;     /* the page_idle bits' buffers (refs.c) */
 
-/* What presence.c keeps for attribution: the present ranges of every PAGEMAP_SCAN made for it
- * (ranges[0..range_count), by address) and the windows they cover (windows[0..window_count), by
- * address, none overlapping, categories unused); emptied when the region list is read again. */
+/* What presence.c keeps for attribution: the ranges of every PAGEMAP_SCAN made for it
+ * (ranges[0..range_count), by address: present pages, and where proc->presence_walk swapped ones
+ * too, with the fast walk's categories) and the windows they cover (windows[0..window_count), by
+ * address, none overlapping; a window's categories: those its ranges were asked for, which tell
+ * whether the walk may take them); emptied when the region list is read again. */
 struct memdiff__linux_presence {
     struct page_region *ranges;
     size_t range_count, range_cap;
@@ -171,6 +173,10 @@ struct memdiff__proc {
     /* MEMDIFF__OPEN_NO_FRAMES left frames unasked, zero_pfn with them: learned by
      * memdiff__linux_learn_zero_page if a walk needs it after all. */
     int frames_unasked;
+    /* Fast depth of another process: presence.c's windows ask the walk's categories
+     * (MEMDIFF__LINUX_PRESENCE_WALK), and the walk takes its small regions' ranges from them
+     * instead of scanning them again (memdiff__linux_presence_walk). */
+    int presence_walk;
     const char *proc_root;    /* copies in scratch */
     const char *sys_root;
     char dir[PATH_MAX];       /* "<proc_root>/<pid>" or "<proc_root>/self" */
@@ -489,6 +495,21 @@ int memdiff__linux_read_mem(memdiff__proc *proc, uint64_t addr, void *buf, size_
  * one ioctl instead of a pread each); -1 when no scan can tell (none, refused, not mapped).
  * Swapped pages count as not present. */
 int memdiff__linux_page_present(memdiff__proc *proc, uint64_t addr);
+
+/* The categories a window kept for the walk was asked for: the fast walk's, PAGE_IS_FILE always
+ * (a window may hold regions whose rule asks it). */
+#define MEMDIFF__LINUX_PRESENCE_WALK                                                          \
+    (PAGE_IS_PRESENT | PAGE_IS_SWAPPED | PAGE_IS_PFNZERO | PAGE_IS_HUGE | PAGE_IS_FILE)
+
+/* The ranges of the windows kept for the walk (proc->presence_walk) from `from` on, as far as
+ * such windows reach without a gap: up to cap of them into vec, cut to start at from; *next:
+ * where what they tell ends. Their count, or -1 when no such window holds from. */
+int memdiff__linux_presence_walk(memdiff__proc *proc, uint64_t from, struct page_region *vec,
+                                 size_t cap, uint64_t *next);
+
+/* Where the first window kept for the walk above from begins (UINT64_MAX: none): a scan of the
+ * walk stops there, and takes what follows from memdiff__linux_presence_walk. */
+uint64_t memdiff__linux_presence_walk_after(memdiff__proc *proc, uint64_t from);
 
 /* Makes presence known ahead, for pages [addr, addr + pages) of addr's mapping, where a chain
  * of questions will go (malloc's chunks, back to back): one PAGEMAP_SCAN for the holes there,

@@ -68,7 +68,7 @@ static void reverse_ranges(struct page_region *r, size_t n)
  * kept behind all others (s->ranges + s->range_count): rotates them into address order. Returns
  * the window's index. */
 static size_t file_window(struct memdiff__linux_presence *s, uint64_t start, uint64_t next,
-                          size_t n)
+                          size_t n, uint64_t asked)
 {
     const size_t w = ending_above(s->windows, s->window_count, start);
     struct page_region *fresh = s->ranges + s->range_count;
@@ -79,7 +79,7 @@ static size_t file_window(struct memdiff__linux_presence *s, uint64_t start, uin
     reverse_ranges(s->ranges + at, total - at);
     s->range_count = total;
     memmove(s->windows + w + 1, s->windows + w, (s->window_count - w) * sizeof *s->windows);
-    s->windows[w] = (struct page_region){start, next, 0};
+    s->windows[w] = (struct page_region){start, next, asked};
     s->window_count++;
     return w;
 }
@@ -115,12 +115,15 @@ static size_t presence_scan(memdiff__proc *p, struct memdiff__linux_presence *s,
     if (lo == p->region_count)
         return s->window_count;
     uint64_t pages = 0, end = start;
+    int alone = 0; /* a window of PRESENCE_ALONE pages inside one large region */
     for (size_t j = lo; j < p->region_count && !(p->regions[j].start >> 63); j++) {
         uint64_t from = MEMDIFF__MAX(p->regions[j].start, start);
         uint64_t rp = (p->regions[j].end - from) >> shift;
         if (pages + rp > PRESENCE_PAGES) {
-            if (j == lo)
+            if (j == lo) {
                 end = from + ((uint64_t)PRESENCE_ALONE << shift);
+                alone = 1;
+            }
             break;
         }
         pages += rp;
@@ -133,11 +136,14 @@ static size_t presence_scan(memdiff__proc *p, struct memdiff__linux_presence *s,
     if (!window_room(p, s, PRESENCE_VEC))
         return s->window_count;
     uint64_t next;
+    /* A window inside a large region is not the walk's: it reads such a region on its own,
+     * split where attribution split it. */
+    const uint64_t ret = p->presence_walk && !alone ? MEMDIFF__LINUX_PRESENCE_WALK : PAGE_IS_PRESENT;
     int n = memdiff__linux_scan_into(p, s->ranges + s->range_count, PRESENCE_VEC, start, end,
-                                     PAGE_IS_PRESENT, PAGE_IS_PRESENT, 0, &next);
+                                     ret & (PAGE_IS_PRESENT | PAGE_IS_SWAPPED), ret, 0, &next);
     if (n < 0)
         return s->window_count;
-    return file_window(s, start, next, (size_t)n); /* next: short of end when the vector filled */
+    return file_window(s, start, next, (size_t)n, ret); /* next: short of end if the vector filled */
 }
 
 /* The process's presence state, emptied when the region list was read again (a new pass);
@@ -167,7 +173,8 @@ int memdiff__linux_page_present(memdiff__proc *proc, uint64_t addr)
     if (!s || presence_covers(proc, s, addr) == s->window_count)
         return -1;
     size_t i = presence_at(s, addr);
-    return i < s->range_count && s->ranges[i].start <= addr;
+    return i < s->range_count && s->ranges[i].start <= addr &&
+           (s->ranges[i].categories & PAGE_IS_PRESENT);
 }
 
 void memdiff__linux_presence_ahead(memdiff__proc *proc, uint64_t addr, uint64_t pages)
@@ -214,7 +221,7 @@ void memdiff__linux_presence_ahead(memdiff__proc *proc, uint64_t addr, uint64_t 
     }
     if (cur < end)
         fresh[m++] = (struct page_region){cur, end, PAGE_IS_PRESENT};
-    file_window(s, start, end, m);
+    file_window(s, start, end, m, PAGE_IS_PRESENT);
 }
 
 int memdiff__linux_first_page_known(memdiff__proc *proc, uint64_t from, uint64_t to, int present,
@@ -234,10 +241,15 @@ int memdiff__linux_first_page_known(memdiff__proc *proc, uint64_t from, uint64_t
     uint64_t cur = from;
     size_t i = presence_at(s, from);
     if (present) {
+        /* the first present range (swapped ones are holes) */
+        while (i < s->range_count && !(s->ranges[i].categories & PAGE_IS_PRESENT))
+            i++;
         cur = i < s->range_count ? MEMDIFF__MAX(s->ranges[i].start, from) : hi;
     } else {
-        /* the first hole: skip ranges that cover cur */
-        for (; i < s->range_count && s->ranges[i].start <= cur; i++)
+        /* the first hole: skip present ranges that cover cur */
+        for (; i < s->range_count && s->ranges[i].start <= cur &&
+               (s->ranges[i].categories & PAGE_IS_PRESENT);
+             i++)
             cur = MEMDIFF__MAX(cur, s->ranges[i].end);
     }
     if (cur < MEMDIFF__MIN(to, hi)) {
@@ -249,6 +261,46 @@ int memdiff__linux_first_page_known(memdiff__proc *proc, uint64_t from, uint64_t
         return 1;
     }
     return 0;
+}
+
+int memdiff__linux_presence_walk(memdiff__proc *proc, uint64_t from, struct page_region *vec,
+                                 size_t cap, uint64_t *next)
+{
+    struct memdiff__linux_presence *s = proc->presence;
+    if (!s || s->regions_read != proc->regions_read)
+        return -1;
+    size_t w = window_at(s, from);
+    if (w == s->window_count || s->windows[w].categories != MEMDIFF__LINUX_PRESENCE_WALK)
+        return -1;
+    uint64_t hi = s->windows[w].end;
+    for (; w + 1 < s->window_count && s->windows[w + 1].start == hi &&
+           s->windows[w + 1].categories == MEMDIFF__LINUX_PRESENCE_WALK;
+         w++)
+        hi = s->windows[w + 1].end;
+    size_t n = 0;
+    for (size_t i = presence_at(s, from); i < s->range_count && s->ranges[i].start < hi; i++) {
+        if (n == cap) {
+            hi = vec[n - 1].end; /* what follows is left to a scan */
+            break;
+        }
+        vec[n] = s->ranges[i];
+        vec[n].start = MEMDIFF__MAX(vec[n].start, from);
+        n++;
+    }
+    *next = hi;
+    return (int)n;
+}
+
+uint64_t memdiff__linux_presence_walk_after(memdiff__proc *proc, uint64_t from)
+{
+    struct memdiff__linux_presence *s = proc->presence;
+    if (!s || s->regions_read != proc->regions_read)
+        return UINT64_MAX;
+    for (size_t w = ending_above(s->windows, s->window_count, from); w < s->window_count; w++)
+        if (s->windows[w].start > from &&
+            s->windows[w].categories == MEMDIFF__LINUX_PRESENCE_WALK)
+            return s->windows[w].start;
+    return UINT64_MAX;
 }
 
 int memdiff__linux_holes_kept(memdiff__proc *proc, uint64_t from, uint64_t to,
@@ -263,6 +315,8 @@ int memdiff__linux_holes_kept(memdiff__proc *proc, uint64_t from, uint64_t to,
     size_t n = 0;
     *end = hi;
     for (size_t i = presence_at(s, from); cur < hi; i++) {
+        while (i < s->range_count && !(s->ranges[i].categories & PAGE_IS_PRESENT))
+            i++; /* swapped pages: part of a hole */
         uint64_t next = i < s->range_count ? MEMDIFF__MIN(s->ranges[i].start, hi) : hi;
         if (next > cur) {
             if (n == cap) {

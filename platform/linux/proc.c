@@ -365,6 +365,9 @@ int memdiff__plat_open(const memdiff__open_args *args, memdiff__arena *scratch,
     if ((args->flags & MEMDIFF__OPEN_NO_FRAMES) && (src & MEMDIFF__SRC_PAGEMAP_SCAN)) {
         /* Fast depth: the scan names the zero page; frames are neither stored nor asked. */
         proc->frames_unasked = 1;
+        /* presence windows then also serve the walk: the calling process's own memory goes on
+         * changing between attribution and the walk (its stack), another's is read as at once */
+        proc->presence_walk = !proc->self;
         caps->pfn_why = NOT_ASKED_WHY;
     } else if (proc->pagemap_fd >= 0 && caller_has_sys_admin(proc_root, live)) {
         int z = zero_pfn(proc, proc_root, live, (args->flags & MEMDIFF__OPEN_FRAMES_SHOWN) != 0,

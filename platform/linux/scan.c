@@ -373,16 +373,38 @@ int memdiff__linux_scan_window(memdiff__linux_walker *w, uint64_t start, uint64_
     size_t lo = memdiff__linux_region_holding(p, start, end);
     if (lo == p->region_count)
         return MEMDIFF_OK;
+    struct memdiff__linux_scan *s = w->scan;
+    if (p->presence_walk) {
+        /* attribution's windows asked the same of the same regions: no second scan */
+        if (!s->window &&
+            !(s->window = memdiff__arena_alloc_raw(p->scratch, WINDOW_VEC * sizeof *s->window)))
+            return MEMDIFF_ENOMEM;
+        uint64_t next;
+        int n = memdiff__linux_presence_walk(p, start, s->window, WINDOW_VEC, &next);
+        if (n >= 0 && next >= end) {
+            int rc = n == 0 ? memdiff__linux_exited_if_empty(p, start) : MEMDIFF_OK;
+            if (rc)
+                return rc;
+            s->window_count = (size_t)n;
+            s->window_pos = 0;
+            s->window_start = start;
+            s->window_end = next;
+            return MEMDIFF_OK;
+        }
+    }
     uint64_t pages = (p->regions[lo].end - start) >> shift, wend = p->regions[lo].end;
     int ask = w->file == MEMDIFF__FILE_ASK;
     int plain_big = !ask && pages > WINDOW_PLAIN_PAGES; /* a region the file bit would cost */
+    /* regions from there on come from attribution's windows */
+    const uint64_t kept = p->presence_walk ? memdiff__linux_presence_walk_after(p, start)
+                                           : UINT64_MAX;
     size_t j = lo + 1;
     for (; j < p->region_count; j++) {
         const memdiff__plat_region *r = &p->regions[j];
         uint64_t rp = (r->end - r->start) >> shift;
         int r_ask = memdiff__linux_region_file_rule(p, r->start, r->end) == MEMDIFF__FILE_ASK;
-        if (r->start >> 63 || pages + rp > MEMDIFF__AHEAD_PAGES || (r_ask && plain_big) ||
-            (!r_ask && rp > WINDOW_PLAIN_PAGES && ask))
+        if (r->start >> 63 || r->start >= kept || pages + rp > MEMDIFF__AHEAD_PAGES ||
+            (r_ask && plain_big) || (!r_ask && rp > WINDOW_PLAIN_PAGES && ask))
             break;
         plain_big = plain_big || (!r_ask && rp > WINDOW_PLAIN_PAGES);
         ask = ask || r_ask;
@@ -391,7 +413,6 @@ int memdiff__linux_scan_window(memdiff__linux_walker *w, uint64_t start, uint64_
     }
     if (j == lo + 1)
         return MEMDIFF_OK; /* nothing joins: the region scans itself */
-    struct memdiff__linux_scan *s = w->scan;
     if (!s->window &&
         !(s->window = memdiff__arena_alloc_raw(p->scratch, WINDOW_VEC * sizeof *s->window)))
         return MEMDIFF_ENOMEM;
