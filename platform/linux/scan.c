@@ -321,7 +321,10 @@ int memdiff__linux_space_gone(memdiff__proc *p, const char *how)
  * -> 13; presence.c's scans then took it to 5). The window asks PAGE_IS_FILE when a region
  * in it needs the kernel's word (MEMDIFF__FILE_ASK); one whose rule makes that needless joins such
  * a window only while it is small (WINDOW_PLAIN_PAGES), as the file bit costs the kernel each
- * present page's struct page. Only forward: no range serves twice. */
+ * present page's struct page. Only forward: no range serves twice. In a fast snapshot of another
+ * process the window comes from attribution's presence windows where they hold the region
+ * (memdiff__linux_presence_walk: they asked the same categories a moment before), and a window
+ * scanned here ends where they begin. */
 #define WINDOW_VEC 512u
 #define WINDOW_PLAIN_PAGES 64u
 
