@@ -32,6 +32,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "internal.h"
 #include "linux.h"
 #include "memdiff.h"
 #include "scenario_util.h"
@@ -518,6 +519,98 @@ START_TEST(snapshot_racing_exec_is_taken_again)
 }
 END_TEST
 
+/* An exec at a known point. The target blocks in `read`; the snapshot's hook (after attribution,
+ * before the page walk) lets it go and waits until its exec closed the other pipe's write end.
+ * The first take then walks the regions it listed with the address space they came from torn
+ * down: whatever it read before, and nothing after. It must not pass that off as the process:
+ * the snapshot is taken again (attempts 2), of the program exec'd (sleep). Two targets: a shell,
+ * small enough that every mapping of it lies in the presence windows attribution scans (which at
+ * fast depth also serve the walk, so that nothing is read after the exec but the totals), and a
+ * fork of this program holding a 1 MiB malloc chunk, which the walk scans after the exec (the
+ * kernel answers ESRCH). */
+static int exec_go = -1, exec_done = -1;
+
+static void exec_now(void)
+{
+    memdiff__test_while_taking(NULL); /* once */
+    char c = '\n', d; /* a line for the shell's read */
+    ck_assert_int_eq(write(exec_go, &c, 1), 1);
+    ck_assert_int_eq(read(exec_done, &d, 1), 0); /* EOF: the exec closed its end */
+}
+
+static void exec_during_snapshot(int shell, memdiff_depth depth)
+{
+    int go[2], done[2];
+    ck_assert_int_eq(pipe(go), 0);
+    ck_assert_int_eq(pipe(done), 0);
+    fflush(NULL);
+    pid_t p = fork();
+    ck_assert_int_ge(p, 0);
+    if (p == 0) {
+        dup2(go[0], 0);
+        dup2(done[1], 3);
+        close(go[0]);
+        close(go[1]);
+        close(done[0]);
+        close(done[1]);
+        if (shell)
+            execl("/bin/sh", "sh", "-c", "read x; exec sleep 30 3>&-", (char *)NULL);
+        char *m = malloc(1 << 20), c;
+        if (!m || fcntl(3, F_SETFD, FD_CLOEXEC) != 0)
+            _exit(126);
+        memset(m, 1, 1 << 20);
+        if (read(0, &c, 1) != 1)
+            _exit(125);
+        execl("/bin/sleep", "sleep", "30", (char *)NULL);
+        _exit(127);
+    }
+    close(go[0]);
+    close(done[1]);
+    exec_go = go[1];
+    exec_done = done[0];
+    char exe[64], link[PATH_MAX] = "";
+    snprintf(exe, sizeof exe, "/proc/%d/exe", (int)p);
+    for (int i = 0; shell && i < 2000; i++) { /* until the child is the shell */
+        ssize_t n = readlink(exe, link, sizeof link - 1);
+        link[n > 0 ? n : 0] = 0;
+        if (n > 0 && strstr(link, "memdiff_tests") == NULL)
+            break;
+        usleep(1000);
+    }
+    ck_assert_ptr_null(strstr(link, "memdiff_tests"));
+    usleep(20000); /* loaded, its memory written, in read() */
+    memdiff_options o = MEMDIFF_OPTIONS_INIT;
+    o.pid = p;
+    o.depth = depth;
+    memdiff_snapshot *snap = NULL;
+    memdiff__test_while_taking(exec_now);
+    int rc = memdiff_snapshot_take(&o, &snap);
+    memdiff__test_while_taking(NULL);
+    ck_assert_msg(rc == MEMDIFF_OK, "%s: %s", memdiff_status_name(rc), memdiff_last_error());
+    memdiff_snapshot_info info;
+    ck_assert_int_eq(memdiff_snapshot_get_info(snap, &info), MEMDIFF_OK);
+    int sleep_image = 0;
+    memdiff_region r;
+    for (size_t i = 0; memdiff_snapshot_region(snap, i, &r) == MEMDIFF_OK; i++)
+        sleep_image = sleep_image || (r.label && strstr(r.label, "sleep"));
+    ck_assert_msg(sleep_image && info.attempts == 2,
+                  "%s, depth %d: attempts %u, a region of the program exec'd: %d",
+                  shell ? "shell" : "fork", depth, info.attempts, sleep_image);
+    memdiff_snapshot_free(snap);
+    kill(p, SIGKILL);
+    waitpid(p, NULL, 0);
+    close(go[1]);
+    close(done[0]);
+}
+
+START_TEST(exec_between_attribution_and_walk_is_taken_again)
+{
+    for (int shell = 0; shell <= 1; shell++)
+        for (int depth = MEMDIFF_DEPTH_FAST; depth <= MEMDIFF_DEPTH_STANDARD; depth++)
+            exec_during_snapshot(shell, (memdiff_depth)depth);
+}
+END_TEST
+
 Suite *hostile_suite(void)
 {
     Suite *s = suite_create("hostile");
@@ -535,6 +628,7 @@ Suite *hostile_suite(void)
     tc = tcase_create("Races");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, snapshot_racing_exec_is_taken_again);
+    tcase_add_test(tc, exec_between_attribution_and_walk_is_taken_again);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -414,6 +414,21 @@ int memdiff__plat_totals(memdiff__proc *proc, memdiff_process_totals *out)
                                   "%s/meminfo: PMD-mapped or hugetlb pages appeared during the "
                                   "snapshot, which read some pages as if there were none",
                                   proc->proc_root);
+    /* The address space the pagemap file was opened on must still be there: a process that
+     * exec'd during the snapshot left its region list, and whatever was read of it before, from
+     * the one torn down, and the rest read empty (pagemap_read() reads nothing once that mm is
+     * gone). One entry tells. */
+    uint64_t e;
+    if (proc->live && !proc->self && proc->pagemap_fd >= 0 && proc->region_count > 0 &&
+        memdiff__linux_pread_full(proc->pagemap_fd, &e, sizeof e,
+                                  (proc->regions[0].start >> proc->page_shift) * 8) == 0)
+        return memdiff__linux_alive(proc)
+                   ? memdiff__set_error(MEMDIFF_ECHANGED,
+                                        "%s/pagemap: the address space it was opened on is gone "
+                                        "(the process exec'd a program during the snapshot)",
+                                        proc->dir)
+                   : memdiff__set_error(MEMDIFF_ESRCH, "%s: the process exited during the "
+                                        "snapshot", proc->dir);
     int rc = memdiff__linux_path(path, sizeof path, proc->dir, "status");
     if (rc)
         return rc;

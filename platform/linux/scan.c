@@ -161,9 +161,13 @@ static int scan_error(const memdiff__proc *p, int e, uint64_t start, uint64_t en
 /* A scan over [start, end) that failed with n (-errno): MEMDIFF_OK when the caller is to go on
  * without it, because the kernel refused the scan (EINVAL, ENOTTY, EOPNOTSUPP: off for the
  * process from then on) or this range (EFAULT, above what access_ok() takes: pagemap answers
- * there); else the error's status. */
+ * there); for ESRCH (the address space the file was opened on is gone) MEMDIFF_ESRCH when the
+ * process exited, MEMDIFF_ECHANGED when it exec'd (memdiff__linux_space_gone); else the error's
+ * status. */
 int memdiff__linux_scan_failure(memdiff__proc *p, int n, uint64_t start, uint64_t end)
 {
+    if (-n == ESRCH) /* the mm the file was opened on is gone: exited, or exec'd */
+        return memdiff__linux_space_gone(p, "PAGEMAP_SCAN");
     if (-n != EFAULT && !scan_refused(-n))
         return scan_error(p, -n, start, end);
     p->scan_refused = p->scan_refused || scan_refused(-n);
