@@ -948,6 +948,48 @@ START_TEST(scan_ahead_dropped_with_a_new_region_list)
 }
 END_TEST
 
+/* Walks the regions [cut[r], cut[r + 1]) for r < n at fast depth, one call each, and puts the
+ * attributes of their pages, from cut[0] on, into attrs. */
+static void walk_regions(memdiff__proc *proc, const uint64_t *cut, int n, unsigned *attrs)
+{
+    const uint64_t ps = (uint64_t)sysconf(_SC_PAGESIZE);
+    uint64_t frames[64];
+    for (int r = 0; r < n; r++) {
+        ck_assert_int_eq(walk(proc, cut[r], cut[r + 1], MEMDIFF_DEPTH_FAST), MEMDIFF_OK);
+        ck_assert_uint_le((cut[r + 1] - cut[r]) / ps, 64);
+        per_page(cut[r], ps, (size_t)((cut[r + 1] - cut[r]) / ps), attrs + (cut[r] - cut[0]) / ps,
+                 frames);
+    }
+}
+
+/* Four small regions in a row at the start of a mapping of `pages` (12 or more) pages of
+ * private anonymous memory, each with its own file rule: a private file mapping of 4 pages
+ * (page 0 read: a file page; page 2 written: copied on write), private anonymous memory of 2
+ * (page 4 written), the same read-only (page 6 written before), shared anonymous memory of 4
+ * (pages 8 and 11 written). */
+static char *small_regions(size_t pages)
+{
+    const size_t ps = (size_t)sysconf(_SC_PAGESIZE), P4 = ps * 4;
+    char path[] = "/tmp/memdiff-small-regions-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    unlink(path);
+    ck_assert_int_eq(ftruncate(fd, (off_t)P4), 0);
+    char *p = scn_map(pages, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_eq(mmap(p, P4, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, fd, 0), p);
+    ck_assert_ptr_eq(mmap(p + 2 * P4, P4, PROT_READ | PROT_WRITE,
+                          MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED, -1, 0),
+                     p + 2 * P4);
+    close(fd);
+    volatile char sink = p[0];  /* a file page */
+    (void)sink;
+    p[2 * ps] = 1;              /* copied on write: anonymous */
+    p[4 * ps] = p[6 * ps] = 1;  /* private anonymous */
+    ck_assert_int_eq(mprotect(p + 6 * ps, ps * 2, PROT_READ), 0);
+    p[8 * ps] = p[11 * ps] = 1; /* shared anonymous */
+    return p;
+}
+
 /* Fast depth's scan ahead: four small regions in a row, each with its own file rule (a private
  * file mapping: the kernel's word; private anonymous memory, twice: never a file page; shared
  * anonymous memory: always one). Walking the first scans the others too; they are then served
@@ -961,34 +1003,14 @@ START_TEST(scan_ahead_serves_small_regions_behind)
     memdiff__proc *proc = open_self_with_scan("scan_ahead_serves_small_regions_behind");
     if (!proc)
         return;
-    char path[] = "/tmp/memdiff-scan-ahead-XXXXXX";
-    int fd = mkstemp(path);
-    ck_assert_int_ge(fd, 0);
-    unlink(path);
-    ck_assert_int_eq(ftruncate(fd, (off_t)P4), 0);
-    char *p = scn_map(12, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    ck_assert_ptr_eq(mmap(p, P4, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, fd, 0), p);
-    ck_assert_ptr_eq(mmap(p + 2 * P4, P4, PROT_READ | PROT_WRITE,
-                          MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED, -1, 0),
-                     p + 2 * P4);
-    close(fd);
-    volatile char sink = p[0];  /* a file page */
-    (void)sink;
-    p[2 * ps] = 1;              /* copied on write: anonymous */
-    p[4 * ps] = p[6 * ps] = 1;  /* private anonymous */
-    ck_assert_int_eq(mprotect(p + 6 * ps, (size_t)ps * 2, PROT_READ), 0);
-    p[8 * ps] = p[11 * ps] = 1; /* shared anonymous */
+    char *p = small_regions(12);
 
     const uint64_t a = (uint64_t)(uintptr_t)p;
     const uint64_t cut[5] = {a, a + P4, a + P4 + 2 * (uint64_t)ps, a + 2 * P4, a + 3 * P4};
     unsigned want[12], got[12];
     uint64_t frames[12];
     /* Without the region list: each region scanned by itself, the file bit asked everywhere. */
-    for (int r = 0; r < 4; r++) {
-        ck_assert_int_eq(walk(proc, cut[r], cut[r + 1], MEMDIFF_DEPTH_FAST), MEMDIFF_OK);
-        per_page(cut[r], (uint64_t)ps, (size_t)((cut[r + 1] - cut[r]) / (uint64_t)ps),
-                 want + (cut[r] - a) / (uint64_t)ps, frames);
-    }
+    walk_regions(proc, cut, 4, want);
     ck_assert_uint_eq(want[0], P | F);
     ck_assert_uint_eq(want[2], P);
     ck_assert_uint_eq(want[4], P);
@@ -1042,24 +1064,9 @@ START_TEST(walk_takes_presence_windows_of_small_regions)
     memdiff__proc *proc = open_self_with_scan("walk_takes_presence_windows_of_small_regions");
     if (!proc)
         return;
-    char path[] = "/tmp/memdiff-presence-walk-XXXXXX";
-    int fd = mkstemp(path);
-    ck_assert_int_ge(fd, 0);
-    unlink(path);
-    ck_assert_int_eq(ftruncate(fd, (off_t)P4), 0);
-    char *p = scn_map(SMALL + LARGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    ck_assert_ptr_eq(mmap(p, P4, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, fd, 0), p);
-    ck_assert_ptr_eq(mmap(p + 2 * P4, P4, PROT_READ | PROT_WRITE,
-                          MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED, -1, 0),
-                     p + 2 * P4);
-    close(fd);
-    volatile char sink = p[0]; /* a file page */
-    sink = p[5 * ps];          /* the zero page, where the kernel maps one */
+    char *p = small_regions(SMALL + LARGE);
+    volatile char sink = p[5 * ps]; /* the zero page, where the kernel maps one */
     (void)sink;
-    p[2 * ps] = 1;             /* copied on write: anonymous */
-    p[4 * ps] = p[6 * ps] = 1; /* private anonymous */
-    ck_assert_int_eq(mprotect(p + 6 * ps, (size_t)ps * 2, PROT_READ), 0);
-    p[8 * ps] = p[11 * ps] = 1; /* shared anonymous */
     ck_assert_int_eq(mprotect(p + 3 * P4, P4, PROT_READ), 0); /* a region of its own, empty */
     char *big = p + (size_t)SMALL * (size_t)ps;
     for (size_t i = 0; i < LARGE; i += 2)
@@ -1069,12 +1076,7 @@ START_TEST(walk_takes_presence_windows_of_small_regions)
     const uint64_t cut[6] = {a,          a + P4,     a + P4 + 2 * (uint64_t)ps,
                              a + 2 * P4, a + 3 * P4, a + 4 * P4};
     unsigned want[SMALL], got[SMALL];
-    uint64_t frames[SMALL];
-    for (int r = 0; r < 5; r++) {
-        ck_assert_int_eq(walk(proc, cut[r], cut[r + 1], MEMDIFF_DEPTH_FAST), MEMDIFF_OK);
-        per_page(cut[r], (uint64_t)ps, (size_t)((cut[r + 1] - cut[r]) / (uint64_t)ps),
-                 want + (cut[r] - a) / (uint64_t)ps, frames);
-    }
+    walk_regions(proc, cut, 5, want);
     ck_assert_uint_eq(want[0], P | F);
     ck_assert_uint_eq(want[2], P);
     ck_assert_uint_eq(want[4], P);
@@ -1090,11 +1092,7 @@ START_TEST(walk_takes_presence_windows_of_small_regions)
     const uint64_t b = (uint64_t)(uintptr_t)big;
     ck_assert_int_eq(memdiff__linux_page_present(proc, b + 2 * (uint64_t)ps * 600), 1);
     proc->scan_refuse_at_call = 1; /* the next scan is refused */
-    for (int r = 0; r < 5; r++) {
-        ck_assert_int_eq(walk(proc, cut[r], cut[r + 1], MEMDIFF_DEPTH_FAST), MEMDIFF_OK);
-        per_page(cut[r], (uint64_t)ps, (size_t)((cut[r + 1] - cut[r]) / (uint64_t)ps),
-                 got + (cut[r] - a) / (uint64_t)ps, frames);
-    }
+    walk_regions(proc, cut, 5, got);
     ck_assert(!proc->scan_refused);
     ck_assert_int_eq(proc->scan_refuse_at_call, 1); /* no scan was made for the small regions */
     for (int i = 0; i < SMALL; i++)

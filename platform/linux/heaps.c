@@ -23,7 +23,6 @@
  * takes a process's word size from its address space (any mapping above 4 GiB: 64-bit).
  */
 #include <stdio.h>
-#include <sys/ioctl.h>
 #include <string.h>
 
 #include "linux.h"
@@ -171,18 +170,7 @@ static uint64_t first_page(memdiff__proc *p, uint64_t from, uint64_t to, int pre
     if (memdiff__linux_first_page_known(p, from, to, present, &at))
         return at; /* the scan kept for attribution reaches far enough */
     struct page_region vec[1];
-    struct pm_scan_arg arg;
-    memset(&arg, 0, sizeof arg);
-    arg.size = sizeof arg;
-    arg.start = from;
-    arg.end = to;
-    arg.vec = (uint64_t)(uintptr_t)vec;
-    arg.vec_len = 1;
-    arg.max_pages = 1;
-    arg.category_inverted = present ? 0 : PAGE_IS_PRESENT;
-    arg.category_mask = PAGE_IS_PRESENT;
-    arg.return_mask = PAGE_IS_PRESENT;
-    int n = ioctl(p->pagemap_fd, PAGEMAP_SCAN, &arg);
+    int n = memdiff__linux_scan_presence(p, vec, 1, from, to, !present, 1);
     return n == 1 && vec[0].start >= from && vec[0].start < to ? vec[0].start : to;
 }
 
@@ -212,17 +200,7 @@ static size_t islands_from(memdiff__proc *p, uint64_t from, uint64_t limit, uint
         k = (size_t)n; /* a window kept answers: no scan */
         *more = limit;
     } else {
-        struct pm_scan_arg arg;
-        memset(&arg, 0, sizeof arg);
-        arg.size = sizeof arg;
-        arg.start = from;
-        arg.end = limit;
-        arg.vec = (uint64_t)(uintptr_t)vec;
-        arg.vec_len = ISLANDS;
-        arg.category_inverted = PAGE_IS_PRESENT;
-        arg.category_mask = PAGE_IS_PRESENT;
-        arg.return_mask = PAGE_IS_PRESENT;
-        n = ioctl(p->pagemap_fd, PAGEMAP_SCAN, &arg);
+        n = memdiff__linux_scan_presence(p, vec, ISLANDS, from, limit, 1, 0);
         if (n <= 0 || n > (int)ISLANDS) {
             *more = end;
             return 0;

@@ -511,6 +511,13 @@ int memdiff__linux_presence_walk(memdiff__proc *proc, uint64_t from, struct page
  * walk stops there, and takes what follows from memdiff__linux_presence_walk. */
 uint64_t memdiff__linux_presence_walk_after(memdiff__proc *proc, uint64_t from);
 
+/* One PAGEMAP_SCAN (scan.c) for the pages of [start, end) that are present (absent 0) or not
+ * (absent 1): up to cap ranges into vec and max_pages pages of them (0: no bound). Asking for
+ * absent pages, the kernel outputs nothing for the present ones it passes, the cheaper walk.
+ * The count, or -errno; the ranges as the kernel gave them, which the caller checks. */
+int memdiff__linux_scan_presence(const memdiff__proc *p, struct page_region *vec, size_t cap,
+                                 uint64_t start, uint64_t end, int absent, uint64_t max_pages);
+
 /* Makes presence known ahead, for pages [addr, addr + pages) of addr's mapping, where a chain
  * of questions will go (malloc's chunks, back to back): one PAGEMAP_SCAN for the holes there,
  * which costs the kernel less a present page it passes than the windows of

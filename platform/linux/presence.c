@@ -10,7 +10,6 @@
  * ranges, emptied when the region list is read again.
  */
 #include <string.h>
-#include <sys/ioctl.h>
 
 #include "walk.h"
 
@@ -192,17 +191,7 @@ void memdiff__linux_presence_ahead(memdiff__proc *proc, uint64_t addr, uint64_t 
     if (w < s->window_count && s->windows[w].start < end)
         end = s->windows[w].start;
     struct page_region holes[PRESENCE_VEC];
-    struct pm_scan_arg arg;
-    memset(&arg, 0, sizeof arg);
-    arg.size = sizeof arg;
-    arg.start = start;
-    arg.end = end;
-    arg.vec = (uint64_t)(uintptr_t)holes;
-    arg.vec_len = PRESENCE_VEC;
-    arg.category_inverted = PAGE_IS_PRESENT;
-    arg.category_mask = PAGE_IS_PRESENT;
-    arg.return_mask = PAGE_IS_PRESENT;
-    int n = ioctl(proc->pagemap_fd, PAGEMAP_SCAN, &arg);
+    int n = memdiff__linux_scan_presence(proc, holes, PRESENCE_VEC, start, end, 1, 0);
     if (n < 0 || n > (int)PRESENCE_VEC || !window_room(proc, s, PRESENCE_VEC + 1))
         return;
     size_t k = (size_t)n;
