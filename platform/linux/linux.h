@@ -460,6 +460,12 @@ int memdiff__linux_settle_entries(memdiff__proc *p, uint64_t first, uint64_t *pm
  * size 0: the task is exiting and has dropped its mm). */
 int memdiff__linux_alive(memdiff__proc *proc);
 
+/* pagemap (opened on the process's address space when the snapshot began) read nothing: the
+ * space is gone. MEMDIFF_ESRCH when the process has exited, else MEMDIFF_ECHANGED: it exec'd a
+ * program, and the snapshot is taken again on the new one; MEMDIFF_OK for a fixture tree (whose
+ * pagemap file may be shorter than its regions). how: what read ("read", "PAGEMAP_SCAN"). */
+int memdiff__linux_space_gone(memdiff__proc *p, const char *how);
+
 /* Reads <dir>/name of the process whole into proc->text (memdiff__linux_read_file, how:
  * MEMDIFF__LINUX_READ_*). An empty file of a process that is gone is MEMDIFF_ESRCH. */
 int memdiff__linux_read_proc(memdiff__proc *proc, const char *name, int how, size_t *len);

@@ -325,16 +325,3 @@ int memdiff__linux_exited_if_empty(memdiff__proc *p, uint64_t start)
         return memdiff__linux_space_gone(p, "PAGEMAP_SCAN");
     return MEMDIFF_OK;
 }
-
-int memdiff__linux_space_gone(memdiff__proc *p, const char *how)
-{
-    if (!memdiff__linux_alive(p))
-        return memdiff__set_error(MEMDIFF_ESRCH, "%s %s/pagemap: the process has exited", how,
-                                  p->dir);
-    if (!p->live)
-        return MEMDIFF_OK; /* a fixture's pagemap file may end before its regions do */
-    return memdiff__set_error(MEMDIFF_ECHANGED,
-                              "%s %s/pagemap: the address space it was opened on is gone (the "
-                              "process exec'd a program during the snapshot)",
-                              how, p->dir);
-}

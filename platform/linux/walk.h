@@ -199,11 +199,6 @@ int memdiff__linux_scan_batch_extras(memdiff__linux_walker *w, uint64_t addr, si
  * MEMDIFF_OK. */
 int memdiff__linux_exited_if_empty(memdiff__proc *p, uint64_t start);
 
-/* pagemap (opened on the process's address space when the snapshot began) read nothing: the
- * space is gone. MEMDIFF_ESRCH when the process has exited, else MEMDIFF_ECHANGED: it exec'd a
- * program, and the snapshot is taken again on the new one; MEMDIFF_OK for a fixture tree (whose
- * pagemap file may be shorter than its regions). how: what read ("read", "PAGEMAP_SCAN"). */
-int memdiff__linux_space_gone(memdiff__proc *p, const char *how);
 
 /* Fast depth's scan ahead: delivers [start, end) from the window when it covers the range (1),
  * else 0; scans a window from start over the small regions behind it. */
