@@ -6,8 +6,8 @@
  * snapshot sees. Presence comes from PAGEMAP_SCAN (scan.c) over windows of mappings, kept for
  * the whole pass (one ioctl instead of a pread each), else from a pread of pagemap.
  *
- * Owns struct memdiff__linux_presence (proc->presence): the windows scanned and their present
- * ranges, emptied when the region list is read again.
+ * Owns struct memdiff__linux_presence (proc->presence): the windows scanned and their ranges,
+ * emptied when the region list is read again.
  */
 #include <string.h>
 
@@ -63,6 +63,14 @@ static void reverse_ranges(struct page_region *r, size_t n)
     }
 }
 
+/* Whether a window from addr can be scanned: the scan there, not refused, a region list to
+ * bound it, and an address the kernel takes. */
+static int can_scan(const memdiff__proc *p, uint64_t addr)
+{
+    return (p->sources & MEMDIFF__SRC_PAGEMAP_SCAN) && !p->scan_refused && p->regions &&
+           p->pagemap_fd >= 0 && !(addr >> 63);
+}
+
 /* Files window [start, next), not overlapping any kept, whose present ranges are the fresh[0..n)
  * kept behind all others (s->ranges + s->range_count): rotates them into address order. Returns
  * the window's index. */
@@ -105,8 +113,7 @@ static int window_room(memdiff__proc *p, struct memdiff__linux_presence *s, size
  * cannot. */
 static size_t presence_scan(memdiff__proc *p, struct memdiff__linux_presence *s, uint64_t addr)
 {
-    if (!(p->sources & MEMDIFF__SRC_PAGEMAP_SCAN) || p->scan_refused || !p->regions ||
-        p->pagemap_fd < 0 || addr >> 63)
+    if (!can_scan(p, addr))
         return s->window_count;
     const unsigned shift = p->page_shift;
     const uint64_t start = addr >> shift << shift;
@@ -179,8 +186,7 @@ int memdiff__linux_page_present(memdiff__proc *proc, uint64_t addr)
 void memdiff__linux_presence_ahead(memdiff__proc *proc, uint64_t addr, uint64_t pages)
 {
     struct memdiff__linux_presence *s = presence_state(proc);
-    if (!s || window_at(s, addr) < s->window_count || !(proc->sources & MEMDIFF__SRC_PAGEMAP_SCAN) ||
-        proc->scan_refused || !proc->regions || proc->pagemap_fd < 0 || addr >> 63)
+    if (!s || window_at(s, addr) < s->window_count || !can_scan(proc, addr))
         return;
     const uint64_t start = addr >> proc->page_shift << proc->page_shift;
     size_t r = memdiff__linux_region_holding(proc, start, start);

@@ -58,6 +58,13 @@ int memdiff__linux_from_window(memdiff__linux_walker *w, uint64_t start, uint64_
     return 1;
 }
 
+/* The window's vector of WINDOW_VEC ranges, from the scratch arena on first use: 0 without. */
+static int window_buffer(memdiff__proc *p, struct memdiff__linux_scan *s)
+{
+    return s->window ||
+           (s->window = memdiff__arena_alloc_raw(p->scratch, WINDOW_VEC * sizeof *s->window));
+}
+
 /* The window's n ranges, in s->window, cover [start, next): served from start on. A window with
  * no range may be a process that has exited (memdiff__linux_exited_if_empty). */
 static int use_window(memdiff__proc *p, struct memdiff__linux_scan *s, int n, uint64_t start,
@@ -88,8 +95,7 @@ int memdiff__linux_scan_window(memdiff__linux_walker *w, uint64_t start, uint64_
     struct memdiff__linux_scan *s = w->scan;
     if (p->presence_walk) {
         /* attribution's windows asked the same of the same regions: no second scan */
-        if (!s->window &&
-            !(s->window = memdiff__arena_alloc_raw(p->scratch, WINDOW_VEC * sizeof *s->window)))
+        if (!window_buffer(p, s))
             return MEMDIFF_ENOMEM;
         uint64_t next;
         int n = memdiff__linux_presence_walk(p, start, s->window, WINDOW_VEC, &next);
@@ -117,8 +123,7 @@ int memdiff__linux_scan_window(memdiff__linux_walker *w, uint64_t start, uint64_
     }
     if (j == lo + 1)
         return MEMDIFF_OK; /* nothing joins: the region scans itself */
-    if (!s->window &&
-        !(s->window = memdiff__arena_alloc_raw(p->scratch, WINDOW_VEC * sizeof *s->window)))
+    if (!window_buffer(p, s))
         return MEMDIFF_ENOMEM;
     uint64_t ret = PAGE_IS_PRESENT | PAGE_IS_SWAPPED | PAGE_IS_PFNZERO | PAGE_IS_HUGE |
                    (ask ? PAGE_IS_FILE : 0);
