@@ -386,6 +386,17 @@ static const memdiff__plat_heap *heap_at(const memdiff__plat_heap *h, size_t n, 
     return NULL;
 }
 
+/* proc's heaps, from its region list read now: *n of them. */
+static const memdiff__plat_heap *heaps_now(memdiff__proc *proc, size_t *n)
+{
+    memdiff__plat_region *r;
+    size_t nr;
+    ck_assert_int_eq(memdiff__plat_regions(proc, &arena, &r, &nr), MEMDIFF_OK);
+    memdiff__plat_heap *h;
+    ck_assert_int_eq(memdiff__plat_heaps(proc, &arena, r, nr, &h, n), MEMDIFF_OK);
+    return h;
+}
+
 START_TEST(heaps_of_this_process)
 {
     void *small = __libc_malloc(100);
@@ -401,11 +412,8 @@ START_TEST(heaps_of_this_process)
     memdiff__caps caps;
     memdiff__proc *proc = open_root(NULL, &caps);
     ck_assert_uint_ne(caps.sources & MEMDIFF_SRC_HEAPS, 0);
-    memdiff__plat_region *r;
-    size_t nr, n;
-    ck_assert_int_eq(memdiff__plat_regions(proc, &arena, &r, &nr), MEMDIFF_OK);
-    memdiff__plat_heap *h;
-    ck_assert_int_eq(memdiff__plat_heaps(proc, &arena, r, nr, &h, &n), MEMDIFF_OK);
+    size_t n;
+    const memdiff__plat_heap *h = heaps_now(proc, &n);
     for (size_t i = 1; i < n; i++)
         ck_assert_uint_ge(h[i].start, h[i - 1].end);
 
@@ -452,11 +460,8 @@ static int heap_found_at_boundary(size_t reserved)
     memcpy(h, info, sizeof info);
     memdiff__caps caps;
     memdiff__proc *proc = open_root(NULL, &caps);
-    memdiff__plat_region *r;
-    size_t nr, n;
-    ck_assert_int_eq(memdiff__plat_regions(proc, &arena, &r, &nr), MEMDIFF_OK);
-    memdiff__plat_heap *hp;
-    ck_assert_int_eq(memdiff__plat_heaps(proc, &arena, r, nr, &hp, &n), MEMDIFF_OK);
+    size_t n;
+    const memdiff__plat_heap *hp = heaps_now(proc, &n);
     const memdiff__plat_heap *a = heap_at(hp, n, h);
     if (a) {
         ck_assert_int_eq(a->kind, MEMDIFF__HEAP_ARENA);
@@ -499,11 +504,8 @@ START_TEST(chunk_behind_other_memory_in_one_mapping)
 
     memdiff__caps caps;
     memdiff__proc *proc = open_root(NULL, &caps);
-    memdiff__plat_region *r;
-    size_t nr, n;
-    ck_assert_int_eq(memdiff__plat_regions(proc, &arena, &r, &nr), MEMDIFF_OK);
-    memdiff__plat_heap *h;
-    ck_assert_int_eq(memdiff__plat_heaps(proc, &arena, r, nr, &h, &n), MEMDIFF_OK);
+    size_t n;
+    const memdiff__plat_heap *h = heaps_now(proc, &n);
     const memdiff__plat_heap *c = heap_at(h, n, m + 20 * ps);
     if (caps.sources & MEMDIFF__SRC_PAGEMAP_SCAN) {
         ck_assert_ptr_nonnull(c);
