@@ -1106,6 +1106,60 @@ START_TEST(walk_takes_presence_windows_of_small_regions)
 }
 END_TEST
 
+/* Attribution's look-ahead over a chain of malloc chunks (memdiff__linux_presence_ahead) in a
+ * fast snapshot of another process asks the walk's categories there (private anonymous memory:
+ * no file bit), and the walk takes the chunks from it. 64 pages of private anonymous memory,
+ * walked in four pieces as chunks would be: pages 0 to 15 every other one written, page 17 the
+ * zero page, 30 to 33 absent, the rest written. With the look-ahead over pages 16 to 63, the
+ * walk makes one scan, of pages 0 to 15 only: page 31, written after the look-ahead, is still
+ * absent in the walk (a scan of the whole mapping, which the walk makes without the look-ahead's
+ * window or without ending its own where that window begins, would find it). Every other page
+ * has the attributes a walk without the look-ahead delivers; the look-ahead alone answers
+ * presence. */
+START_TEST(chunk_look_ahead_serves_the_walk)
+{
+    long ps = sysconf(_SC_PAGESIZE);
+    enum { N = 64, AHEAD = 16 };
+    memdiff__proc *proc = open_self_with_scan("chunk_look_ahead_serves_the_walk");
+    if (!proc)
+        return;
+    char *p = scn_map(N, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    for (int i = 0; i < N; i++)
+        if ((i < AHEAD && i % 2 == 0) || (i >= AHEAD && i != 17 && (i < 30 || i > 33)))
+            p[(size_t)i * (size_t)ps] = 1;
+    volatile char sink = p[17 * ps];
+    (void)sink;
+    const uint64_t a = (uint64_t)(uintptr_t)p, P1 = (uint64_t)ps;
+    const uint64_t cut[5] = {a, a + 8 * P1, a + AHEAD * P1, a + 40 * P1, a + N * P1};
+    unsigned want[N], got[N];
+    walk_regions(proc, cut, 4, want);
+    ck_assert_uint_eq(want[0], P);
+    ck_assert_uint_eq(want[1], 0);
+    ck_assert_uint_ne(want[17] & P, 0); /* Z too where the kernel maps the zero page */
+    ck_assert_uint_eq(want[31], 0);
+    ck_assert_uint_eq(want[63], P);
+
+    memdiff__plat_region *regions = NULL;
+    size_t count = 0;
+    ck_assert_int_eq(memdiff__plat_regions(proc, &arena, &regions, &count), MEMDIFF_OK);
+    proc->presence_walk = 1;
+    memdiff__linux_presence_ahead(proc, a + AHEAD * P1, N - AHEAD);
+    proc->scan_refuse_at_call = 1; /* from here on, a scan is refused */
+    ck_assert_int_eq(memdiff__linux_page_present(proc, a + 31 * P1), 0);
+    ck_assert_int_eq(memdiff__linux_page_present(proc, a + 40 * P1), 1);
+    p[31 * ps] = 1;
+    proc->scan_refuse_at_call = 2; /* one scan, then refusal */
+    walk_regions(proc, cut, 4, got);
+    ck_assert(!proc->scan_refused);
+    ck_assert_int_eq(proc->scan_refuse_at_call, 1); /* exactly one scan was made */
+    for (int i = 0; i < N; i++)
+        ck_assert_msg(got[i] == want[i], "page %d: attrs 0x%x, want 0x%x", i, got[i], want[i]);
+    ck_assert_uint_eq(scn_pagemap_entry(p + 31 * ps) & MEMDIFF__PM_PRESENT, MEMDIFF__PM_PRESENT);
+    memdiff__plat_close(proc);
+    scn_unmap(p, N);
+}
+END_TEST
+
 /* What attribution asks of page presence (is this page present? where is the first page, or
  * hole, from here?) is answered from one scan kept for the next questions: the answers equal
  * this process's own pagemap, page by page, and after the first question none needs a scan of
@@ -2243,6 +2297,7 @@ Suite *linux_pages_suite(void)
     tcase_add_test(tc, read_ahead_dropped_with_a_new_region_list);
     tcase_add_test(tc, scan_ahead_serves_small_regions_behind);
     tcase_add_test(tc, walk_takes_presence_windows_of_small_regions);
+    tcase_add_test(tc, chunk_look_ahead_serves_the_walk);
     tcase_add_test(tc, scan_ahead_dropped_with_a_new_region_list);
     tcase_add_test(tc, presence_answers_from_one_scan);
     tcase_add_test(tc, real_stretches_match_arrays);

@@ -506,6 +506,9 @@ int memdiff__linux_page_present(memdiff__proc *proc, uint64_t addr);
  * (a window may hold regions whose rule asks it). */
 #define MEMDIFF__LINUX_PRESENCE_WALK                                                          \
     (PAGE_IS_PRESENT | PAGE_IS_SWAPPED | PAGE_IS_PFNZERO | PAGE_IS_HUGE | PAGE_IS_FILE)
+/* The same without the file bit: a window inside one private anonymous mapping, where no page is
+ * a file page (memdiff__linux_presence_ahead). */
+#define MEMDIFF__LINUX_PRESENCE_WALK_ANON (MEMDIFF__LINUX_PRESENCE_WALK & ~(uint64_t)PAGE_IS_FILE)
 
 /* The ranges of the windows kept for the walk (proc->presence_walk) from `from` on, as far as
  * such windows reach without a gap: up to cap of them into vec, cut to start at from; *next:

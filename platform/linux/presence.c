@@ -196,6 +196,21 @@ void memdiff__linux_presence_ahead(memdiff__proc *proc, uint64_t addr, uint64_t 
     const size_t w = ending_above(s->windows, s->window_count, start);
     if (w < s->window_count && s->windows[w].start < end)
         end = s->windows[w].start;
+    if (proc->presence_walk &&
+        memdiff__linux_region_file_rule(proc, start, end) == MEMDIFF__FILE_NEVER) {
+        /* The fast walk scans these pages anyway, with the categories it asks of private
+         * anonymous memory (no file bit, which would cost the kernel each page's struct page):
+         * asked them here, the window is the walk's too, and the pages are scanned once. */
+        if (!window_room(proc, s, PRESENCE_VEC))
+            return;
+        uint64_t next;
+        int n = memdiff__linux_scan_into(proc, s->ranges + s->range_count, PRESENCE_VEC, start,
+                                         end, PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
+                                         MEMDIFF__LINUX_PRESENCE_WALK_ANON, 0, &next);
+        if (n >= 0)
+            file_window(s, start, next, (size_t)n, MEMDIFF__LINUX_PRESENCE_WALK_ANON);
+        return;
+    }
     struct page_region holes[PRESENCE_VEC];
     int n = memdiff__linux_scan_presence(proc, holes, PRESENCE_VEC, start, end, 1, 0);
     if (n < 0 || n > (int)PRESENCE_VEC || !window_room(proc, s, PRESENCE_VEC + 1))
@@ -258,6 +273,13 @@ int memdiff__linux_first_page_known(memdiff__proc *proc, uint64_t from, uint64_t
     return 0;
 }
 
+/* Whether a window was asked what the fast walk asks of the pages it covers. */
+static int walks(const struct page_region *window)
+{
+    return window->categories == MEMDIFF__LINUX_PRESENCE_WALK ||
+           window->categories == MEMDIFF__LINUX_PRESENCE_WALK_ANON;
+}
+
 int memdiff__linux_presence_walk(memdiff__proc *proc, uint64_t from, struct page_region *vec,
                                  size_t cap, uint64_t *next)
 {
@@ -265,11 +287,11 @@ int memdiff__linux_presence_walk(memdiff__proc *proc, uint64_t from, struct page
     if (!s || s->regions_read != proc->regions_read)
         return -1;
     size_t w = window_at(s, from);
-    if (w == s->window_count || s->windows[w].categories != MEMDIFF__LINUX_PRESENCE_WALK)
+    if (w == s->window_count || !walks(&s->windows[w]))
         return -1;
     uint64_t hi = s->windows[w].end;
     for (; w + 1 < s->window_count && s->windows[w + 1].start == hi &&
-           s->windows[w + 1].categories == MEMDIFF__LINUX_PRESENCE_WALK;
+           walks(&s->windows[w + 1]);
          w++)
         hi = s->windows[w + 1].end;
     size_t n = 0;
@@ -293,7 +315,7 @@ uint64_t memdiff__linux_presence_walk_after(memdiff__proc *proc, uint64_t from)
         return UINT64_MAX;
     for (size_t w = ending_above(s->windows, s->window_count, from); w < s->window_count; w++)
         if (s->windows[w].start > from &&
-            s->windows[w].categories == MEMDIFF__LINUX_PRESENCE_WALK)
+            walks(&s->windows[w]))
             return s->windows[w].start;
     return UINT64_MAX;
 }

@@ -121,7 +121,9 @@ int memdiff__linux_scan_window(memdiff__linux_walker *w, uint64_t start, uint64_
         pages += rp;
         wend = r->end;
     }
-    if (j == lo + 1)
+    if (kept >= end && kept < wend)
+        wend = kept; /* a window kept begins inside the last region joined */
+    if (j == lo + 1 && wend == p->regions[lo].end)
         return MEMDIFF_OK; /* nothing joins: the region scans itself */
     if (!window_buffer(p, s))
         return MEMDIFF_ENOMEM;
