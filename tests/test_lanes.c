@@ -5,7 +5,8 @@
  *
  * The target is lanes_target.c, exec'd and stopped (SIGSTOP) so that its pages hold still, with
  * one anonymous mapping of LANES_MIB MiB (MADV_NOHUGEPAGE), large enough for lanes (at least
- * four chunks of 16384 pages; the walk reads the plan's first chunk itself, timed), in three
+ * 65536 pages: four of the scan's chunks, eight of pagemap's; the walk reads the plan's first
+ * chunk itself, timed), in three
  * parts: every page written; every other page; runs of 1 to 70 pages with gaps of 1 to 9 (a
  * fixed cycle), so that chunk edges fall inside runs of every kind. The lanes' chunk edges are
  * not the single thread's batch edges: if the walk's output depended on where reads are cut,

@@ -330,7 +330,7 @@ static void other_processes(void)
     }
     fflush(NULL);
     /* 768 MiB, every page written, then every other one dropped in the last 64 MiB: regions
-     * large enough for the lanes (lanes.c: at least 4 chunks of 64 MiB), dense and not. */
+     * large enough for the lanes (lanes.c: at least 256 MiB), dense and not. */
     size_t big = (size_t)768 << 20, ps = (size_t)sysconf(_SC_PAGESIZE);
     pid_t pid = fork();
     if (pid == 0) {
