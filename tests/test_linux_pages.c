@@ -950,16 +950,22 @@ END_TEST
 
 /* Walks the regions [cut[r], cut[r + 1]) for r < n at fast depth, one call each, and puts the
  * attributes of their pages, from cut[0] on, into attrs. */
-static void walk_regions(memdiff__proc *proc, const uint64_t *cut, int n, unsigned *attrs)
+static void walk_regions_at(memdiff__proc *proc, const uint64_t *cut, int n, memdiff_depth depth,
+                            unsigned *attrs)
 {
     const uint64_t ps = (uint64_t)sysconf(_SC_PAGESIZE);
     uint64_t frames[64];
     for (int r = 0; r < n; r++) {
-        ck_assert_int_eq(walk(proc, cut[r], cut[r + 1], MEMDIFF_DEPTH_FAST), MEMDIFF_OK);
+        ck_assert_int_eq(walk(proc, cut[r], cut[r + 1], depth), MEMDIFF_OK);
         ck_assert_uint_le((cut[r + 1] - cut[r]) / ps, 64);
         per_page(cut[r], ps, (size_t)((cut[r + 1] - cut[r]) / ps), attrs + (cut[r] - cut[0]) / ps,
                  frames);
     }
+}
+
+static void walk_regions(memdiff__proc *proc, const uint64_t *cut, int n, unsigned *attrs)
+{
+    walk_regions_at(proc, cut, n, MEMDIFF_DEPTH_FAST, attrs);
 }
 
 /* Four small regions in a row at the start of a mapping of `pages` (12 or more) pages of
@@ -1157,6 +1163,77 @@ START_TEST(chunk_look_ahead_serves_the_walk)
     ck_assert_uint_eq(scn_pagemap_entry(p + 31 * ps) & MEMDIFF__PM_PRESENT, MEMDIFF__PM_PRESENT);
     memdiff__plat_close(proc);
     scn_unmap(p, N);
+}
+END_TEST
+
+/* Standard depth of another process (presence_pagemap, set here by hand on a snapshot of this
+ * one): attribution's windows are read from pagemap and the walk takes their entries instead of
+ * reading them again. 64 pages of private anonymous memory, walked in four pieces: pages 0 to 15
+ * every other one written, 30 to 33 absent, the rest written. A presence question at page 0 reads
+ * a window over the mapping (it is small); pages 40 and 41, written after it, are still absent in
+ * the walk, and every other page has the attributes of a walk without the window. Then the
+ * look-ahead of a chain of chunks (memdiff__linux_presence_ahead) in a second such mapping: its
+ * answers need no scan (one would be refused), and page 31, written after it, is still absent
+ * in the walk. A walk that read pagemap again would find those pages present. */
+START_TEST(standard_walk_takes_presence_entries)
+{
+    long ps = sysconf(_SC_PAGESIZE);
+    enum { N = 64, AHEAD = 16 };
+    memdiff__proc *proc = open_self_with_scan("standard_walk_takes_presence_entries");
+    if (!proc)
+        return;
+    char *m[2];
+    for (int k = 0; k < 2; k++) {
+        m[k] = scn_map(N, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        for (int i = 0; i < N; i++)
+            if ((i < AHEAD && i % 2 == 0) || (i >= AHEAD && (i < 30 || i > 33) && i != 40 &&
+                                              i != 41))
+                m[k][(size_t)i * (size_t)ps] = 1;
+    }
+    const uint64_t P1 = (uint64_t)ps;
+    unsigned want[2][N], got[N];
+    uint64_t cut[2][5];
+    for (int k = 0; k < 2; k++) {
+        const uint64_t a = (uint64_t)(uintptr_t)m[k];
+        const uint64_t c[5] = {a, a + 8 * P1, a + AHEAD * P1, a + 40 * P1, a + N * P1};
+        memcpy(cut[k], c, sizeof c);
+        walk_regions_at(proc, cut[k], 4, MEMDIFF_DEPTH_STANDARD, want[k]);
+        ck_assert_uint_ne(want[k][0] & P, 0);
+        ck_assert_uint_eq(want[k][1], 0);
+        ck_assert_uint_eq(want[k][31], 0);
+        ck_assert_uint_eq(want[k][40], 0);
+        ck_assert_uint_ne(want[k][63] & P, 0);
+    }
+
+    memdiff__plat_region *regions = NULL;
+    size_t count = 0;
+    ck_assert_int_eq(memdiff__plat_regions(proc, &arena, &regions, &count), MEMDIFF_OK);
+    proc->presence_pagemap = 1;
+    const uint64_t a0 = (uint64_t)(uintptr_t)m[0];
+    ck_assert_int_eq(memdiff__linux_page_present(proc, a0), 1);
+    m[0][40 * ps] = m[0][41 * ps] = 1;
+    walk_regions_at(proc, cut[0], 4, MEMDIFF_DEPTH_STANDARD, got);
+    for (int i = 0; i < N; i++)
+        ck_assert_msg(got[i] == want[0][i], "window, page %d: attrs 0x%x, want 0x%x", i, got[i],
+                      want[0][i]);
+
+    const uint64_t a1 = (uint64_t)(uintptr_t)m[1];
+    memdiff__linux_presence_ahead(proc, a1 + AHEAD * P1, N - AHEAD);
+    proc->scan_refuse_at_call = 1; /* from here on, a scan is refused */
+    ck_assert_int_eq(memdiff__linux_page_present(proc, a1 + 31 * P1), 0);
+    ck_assert_int_eq(memdiff__linux_page_present(proc, a1 + 39 * P1), 1);
+    ck_assert(!proc->scan_refused);
+    proc->scan_refuse_at_call = 0;
+    m[1][31 * ps] = 1;
+    walk_regions_at(proc, cut[1], 4, MEMDIFF_DEPTH_STANDARD, got);
+    for (int i = 0; i < N; i++)
+        ck_assert_msg(got[i] == want[1][i], "look-ahead, page %d: attrs 0x%x, want 0x%x", i,
+                      got[i], want[1][i]);
+    ck_assert_uint_eq(scn_pagemap_entry(m[0] + 40 * ps) & MEMDIFF__PM_PRESENT, MEMDIFF__PM_PRESENT);
+    ck_assert_uint_eq(scn_pagemap_entry(m[1] + 31 * ps) & MEMDIFF__PM_PRESENT, MEMDIFF__PM_PRESENT);
+    memdiff__plat_close(proc);
+    scn_unmap(m[0], N);
+    scn_unmap(m[1], N);
 }
 END_TEST
 
@@ -2298,6 +2375,7 @@ Suite *linux_pages_suite(void)
     tcase_add_test(tc, scan_ahead_serves_small_regions_behind);
     tcase_add_test(tc, walk_takes_presence_windows_of_small_regions);
     tcase_add_test(tc, chunk_look_ahead_serves_the_walk);
+    tcase_add_test(tc, standard_walk_takes_presence_entries);
     tcase_add_test(tc, scan_ahead_dropped_with_a_new_region_list);
     tcase_add_test(tc, presence_answers_from_one_scan);
     tcase_add_test(tc, real_stretches_match_arrays);

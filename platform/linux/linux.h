@@ -149,16 +149,26 @@ MEMDIFF__LINUX_LANE_CODE static inline int memdiff__linux_ranges_plain(
 struct memdiff__linux_stages;   /* the page walk's stages (walk.h) */
 struct memdiff__linux_idle;     /* the page_idle bits' buffers (refs.c) */
 
-/* What presence.c keeps for attribution: the ranges of every PAGEMAP_SCAN made for it
- * (ranges[0..range_count), by address: present pages, and where proc->presence_walk swapped ones
- * too, with the fast walk's categories) and the windows they cover (windows[0..window_count), by
- * address, none overlapping; a window's categories: those its ranges were asked for, which tell
- * whether the walk may take them); emptied when the region list is read again. */
+/* Spans of pagemap entries presence.c keeps for the walk (proc->presence_pagemap): a window's
+ * mappings back to back, a chain of chunks' look-ahead. More windows than this are scanned. */
+#define MEMDIFF__LINUX_KEPT_SPANS 32u
+
+/* What presence.c keeps for attribution: the ranges of every window (ranges[0..range_count), by
+ * address: present pages, and where proc->presence_walk swapped ones too, with the fast walk's
+ * categories) and the windows they cover (windows[0..window_count), by address, none
+ * overlapping; a window's categories: those its ranges were asked for, which tell whether the
+ * walk may take them); where proc->presence_pagemap, the pagemap entries windows were read from
+ * (spans[0..span_count), by address); emptied when the region list is read again. */
 struct memdiff__linux_presence {
     struct page_region *ranges;
     size_t range_count, range_cap;
     struct page_region *windows;
     size_t window_count, window_cap;
+    struct memdiff__linux_kept_span {
+        uint64_t first, count; /* entries of pages [first, first + count) */
+        uint64_t *entries;
+    } spans[MEMDIFF__LINUX_KEPT_SPANS];
+    size_t span_count;
     unsigned regions_read; /* proc->regions_read the windows are for */
 };
 
@@ -177,6 +187,10 @@ struct memdiff__proc {
      * (MEMDIFF__LINUX_PRESENCE_WALK), and the walk takes its small regions' ranges from them
      * instead of scanning them again (memdiff__linux_presence_walk). */
     int presence_walk;
+    /* Standard and deep depth of another process: presence.c's windows (small regions, the
+     * look-ahead of a chain of chunks outside regions lanes read) are read from pagemap, and
+     * the walk takes their entries instead of reading them again (memdiff__linux_kept_pagemap). */
+    int presence_pagemap;
     const char *proc_root;    /* copies in scratch */
     const char *sys_root;
     char dir[PATH_MAX];       /* "<proc_root>/<pid>" or "<proc_root>/self" */
@@ -546,6 +560,14 @@ int memdiff__linux_first_page_known(memdiff__proc *proc, uint64_t from, uint64_t
  * holds from. */
 int memdiff__linux_holes_kept(memdiff__proc *proc, uint64_t from, uint64_t to,
                               struct page_region *vec, size_t cap, uint64_t *end);
+
+/* Entries [first, first + n) of pagemap into pm from a span presence.c kept (whole, not in
+ * part): 1, else 0. */
+int memdiff__linux_kept_pagemap(memdiff__proc *proc, uint64_t first, size_t n, uint64_t *pm);
+
+/* The first page above first where a span presence.c kept begins (UINT64_MAX: none): the walk's
+ * read-ahead stops there. */
+uint64_t memdiff__linux_kept_after(memdiff__proc *proc, uint64_t first);
 
 /* ---- frames (radix.c) ------------------------------------------------------------------- */
 

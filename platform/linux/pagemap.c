@@ -67,7 +67,9 @@ void memdiff__linux_build_table(memdiff__linux_walker *w)
  * request that ends inside a mapping (a piece the core cut from it: a malloc chunk, a module's
  * segment) takes the rest of that mapping first (python3's eight 1 MiB chunks in one merged
  * mapping: one pread, not eight). Only whole mappings behind, so that each is read from it
- * entirely or not at all; only forward, so that no entry serves twice. */
+ * entirely or not at all; only forward, so that no entry serves twice. In a snapshot of another
+ * process the entries attribution's windows read (presence.c's spans) are taken from there, and
+ * a read-ahead ends where the next of them begins. */
 
 /* The end of the mapping holding [addr, addr + need pages) and of the mappings that follow it
  * without a gap, as far as they fit whole within MEMDIFF__AHEAD_PAGES pages of addr; addr +
@@ -132,7 +134,8 @@ int memdiff__linux_read_pagemap(memdiff__linux_walker *w, uint64_t addr, size_t 
     struct memdiff__linux_pagemap *s = w->pagemap;
     uint64_t *pm = s->entries + base;
     uint64_t first = addr >> p->page_shift;
-    if (from_ahead(s, first, n, pm))
+    if (from_ahead(s, first, n, pm) ||
+        (p->presence_pagemap && memdiff__linux_kept_pagemap(p, first, n, pm)))
         return any_swap_entry(pm, n) ? memdiff__linux_settle_entries(p, first, pm, n) : MEMDIFF_OK;
     if (p->lanes) {
         /* Read ahead by the lanes; what they did not give (a short read) is read here. */
@@ -150,6 +153,9 @@ int memdiff__linux_read_pagemap(memdiff__linux_walker *w, uint64_t addr, size_t 
     size_t want = n;
     if (n < MEMDIFF__AHEAD_PAGES && p->regions) {
         uint64_t reach = ahead_reach(p, addr, n);
+        const uint64_t kept = p->presence_pagemap ? memdiff__linux_kept_after(p, first) : UINT64_MAX;
+        if (kept != UINT64_MAX && (kept << p->page_shift) < reach)
+            reach = MEMDIFF__MAX(kept << p->page_shift, addr + ((uint64_t)n << p->page_shift));
         if (reach > addr + ((uint64_t)n << p->page_shift)) {
             if (!s->ahead && !(s->ahead = memdiff__arena_alloc_raw(
                                    p->scratch, MEMDIFF__AHEAD_PAGES * sizeof *s->ahead)))

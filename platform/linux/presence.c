@@ -4,10 +4,13 @@
  * Attribution (modules, heaps) reads a few words of many small regions, each only when its page
  * is present: /proc/PID/mem reads with FOLL_FORCE and would fault a page in, changing what a
  * snapshot sees. Presence comes from PAGEMAP_SCAN (scan.c) over windows of mappings, kept for
- * the whole pass (one ioctl instead of a pread each), else from a pread of pagemap.
+ * the whole pass (one ioctl instead of a pread each), else from a pread of pagemap. The walk
+ * reads those pages too: in a fast snapshot of another process the windows ask its categories
+ * and it takes their ranges (window.c), at standard and deep they are read from pagemap itself
+ * and it takes their entries (pagemap.c), so that no page is read twice.
  *
- * Owns struct memdiff__linux_presence (proc->presence): the windows scanned and their ranges,
- * emptied when the region list is read again.
+ * Owns struct memdiff__linux_presence (proc->presence): the windows and their ranges, the
+ * pagemap entries kept, emptied when the region list is read again.
  */
 #include <string.h>
 
@@ -108,6 +111,50 @@ static int window_room(memdiff__proc *p, struct memdiff__linux_presence *s, size
     return 1;
 }
 
+/* Reads window [start, end) from pagemap (proc->presence_pagemap): the entries of its mappings,
+ * a pread for each run of them back to back, kept as spans for the walk; the window's present
+ * ranges filed with it (categories PAGE_IS_PRESENT: presence alone, no walk window). Where the
+ * spans or the ranges run out the window ends short. Its index, or window_count when nothing
+ * could be read (the caller then scans). Room for PRESENCE_VEC ranges is there. */
+static size_t pagemap_window(memdiff__proc *p, struct memdiff__linux_presence *s, uint64_t start,
+                             uint64_t end)
+{
+    const unsigned shift = p->page_shift;
+    struct page_region *fresh = s->ranges + s->range_count;
+    size_t m = 0, j = memdiff__linux_region_holding(p, start, start);
+    uint64_t wend = start;
+    while (j < p->region_count && p->regions[j].start < end &&
+           s->span_count < MEMDIFF__LINUX_KEPT_SPANS) {
+        const uint64_t a = MEMDIFF__MAX(p->regions[j].start, start);
+        uint64_t b = p->regions[j++].end;
+        while (j < p->region_count && p->regions[j].start == b && b < end)
+            b = p->regions[j++].end;
+        b = MEMDIFF__MIN(b, end);
+        size_t n = (size_t)((b - a) >> shift);
+        uint64_t *e = memdiff__arena_alloc_raw(p->scratch, n * sizeof *e);
+        if (!e || memdiff__linux_pread_full(p->pagemap_fd, e, n * sizeof *e, (a >> shift) * 8) !=
+                      (ssize_t)(n * sizeof *e))
+            break; /* what the walk reads there shows why */
+        size_t i = 0;
+        while (i < n && m < PRESENCE_VEC) {
+            size_t q = i;
+            while (q < n && (e[q] & MEMDIFF__PM_PRESENT))
+                q++;
+            if (q > i)
+                fresh[m++] = (struct page_region){a + ((uint64_t)i << shift),
+                                                  a + ((uint64_t)q << shift), PAGE_IS_PRESENT};
+            while (q < n && !(e[q] & MEMDIFF__PM_PRESENT))
+                q++;
+            i = q;
+        }
+        s->spans[s->span_count++] = (struct memdiff__linux_kept_span){a >> shift, i, e};
+        wend = a + ((uint64_t)i << shift);
+        if (i < n)
+            break; /* the ranges filled: the window ends where they do */
+    }
+    return wend == start ? s->window_count : file_window(s, start, wend, m, PAGE_IS_PRESENT);
+}
+
 /* Scans a new window from addr's page (not covered by any), up to the next window kept, and
  * files its ranges and itself in address order. Returns its index, or window_count when it
  * cannot. */
@@ -141,6 +188,11 @@ static size_t presence_scan(memdiff__proc *p, struct memdiff__linux_presence *s,
         end = s->windows[w].start; /* known from there on */
     if (!window_room(p, s, PRESENCE_VEC))
         return s->window_count;
+    if (p->presence_pagemap && !alone) {
+        size_t read = pagemap_window(p, s, start, end);
+        if (read < s->window_count)
+            return read;
+    }
     uint64_t next;
     /* A window inside a large region is not the walk's: it reads such a region on its own,
      * split where attribution split it. */
@@ -160,7 +212,7 @@ static struct memdiff__linux_presence *presence_state(memdiff__proc *p)
     if (!s && !(s = p->presence = memdiff__arena_alloc(p->scratch, sizeof *s)))
         return NULL;
     if (s->regions_read != p->regions_read) {
-        s->range_count = s->window_count = 0;
+        s->range_count = s->window_count = s->span_count = 0;
         s->regions_read = p->regions_read;
     }
     return s;
@@ -196,6 +248,14 @@ void memdiff__linux_presence_ahead(memdiff__proc *proc, uint64_t addr, uint64_t 
     const size_t w = ending_above(s->windows, s->window_count, start);
     if (w < s->window_count && s->windows[w].start < end)
         end = s->windows[w].start;
+    if (proc->presence_pagemap &&
+        !memdiff__linux_lanes_may(proc, proc->regions[r].start, proc->regions[r].end)) {
+        /* The walk reads these entries anyway, on its own thread (no lanes in this mapping):
+         * read here, it takes them, and the pages cost no scan. */
+        if (window_room(proc, s, PRESENCE_VEC) &&
+            pagemap_window(proc, s, start, end) < s->window_count)
+            return;
+    }
     if (proc->presence_walk &&
         memdiff__linux_region_file_rule(proc, start, end) == MEMDIFF__FILE_NEVER) {
         /* The fast walk scans these pages anyway, with the categories it asks of private
@@ -232,6 +292,32 @@ void memdiff__linux_presence_ahead(memdiff__proc *proc, uint64_t addr, uint64_t 
     if (cur < end)
         fresh[m++] = (struct page_region){cur, end, PAGE_IS_PRESENT};
     file_window(s, start, end, m, PAGE_IS_PRESENT);
+}
+
+int memdiff__linux_kept_pagemap(memdiff__proc *proc, uint64_t first, size_t n, uint64_t *pm)
+{
+    const struct memdiff__linux_presence *s = proc->presence;
+    if (!s || s->regions_read != proc->regions_read)
+        return 0;
+    for (size_t k = 0; k < s->span_count; k++) {
+        const struct memdiff__linux_kept_span *x = &s->spans[k];
+        if (first >= x->first && first + n <= x->first + x->count) {
+            memcpy(pm, x->entries + (first - x->first), n * sizeof *pm);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+uint64_t memdiff__linux_kept_after(memdiff__proc *proc, uint64_t first)
+{
+    const struct memdiff__linux_presence *s = proc->presence;
+    uint64_t at = UINT64_MAX;
+    if (s && s->regions_read == proc->regions_read)
+        for (size_t k = 0; k < s->span_count; k++)
+            if (s->spans[k].first > first && s->spans[k].first < at)
+                at = s->spans[k].first;
+    return at;
 }
 
 int memdiff__linux_first_page_known(memdiff__proc *proc, uint64_t from, uint64_t to, int present,

@@ -381,6 +381,9 @@ int memdiff__plat_open(const memdiff__open_args *args, memdiff__arena *scratch,
             caps->pfn_why = NULL;
         }
     }
+    /* The walk reads pagemap (standard, deep): presence windows are read from it too, and the
+     * walk takes their entries. Not for the calling process, whose stack moves in between. */
+    proc->presence_pagemap = live && !proc->self && !proc->presence_walk && proc->pagemap_fd >= 0;
     caps->deep_why = DEEP_WHY;
     if ((src & MEMDIFF_SRC_FRAMES) && !(args->flags & MEMDIFF__OPEN_NO_DEEP)) {
         proc->kpageflags_fd = open_kpage(proc, "kpageflags", &caps->deep_why);
