@@ -25,10 +25,13 @@ static int scan_refused(int e)
     return e == EINVAL || e == ENOTTY || e == EOPNOTSUPP;
 }
 
-/* The ioctl, restarted after a signal: the number of ranges, or -errno. */
+/* The ioctl over [start, end) into vec[0..cap), at most max_pages pages (0: no bound), asking
+ * the pages whose categories, inverted where `inverted` says, have all of `mask` and any of
+ * `anyof` (0: no such test), and returning `ret` of them; restarted after a signal. The number
+ * of ranges, or -errno. */
 static int scan_call(const memdiff__proc *p, struct pm_scan_arg *arg, struct page_region *vec,
-                     size_t cap, uint64_t start, uint64_t end, uint64_t anyof, uint64_t ret,
-                     uint64_t max_pages)
+                     size_t cap, uint64_t start, uint64_t end, uint64_t inverted, uint64_t mask,
+                     uint64_t anyof, uint64_t ret, uint64_t max_pages)
 {
     int n;
     do {
@@ -39,6 +42,8 @@ static int scan_call(const memdiff__proc *p, struct pm_scan_arg *arg, struct pag
         arg->vec = (uint64_t)(uintptr_t)vec;
         arg->vec_len = cap;
         arg->max_pages = max_pages;
+        arg->category_inverted = inverted;
+        arg->category_mask = mask;
         arg->category_anyof_mask = anyof;
         arg->return_mask = ret;
         n = ioctl(p->pagemap_fd, PAGEMAP_SCAN, arg);
@@ -50,28 +55,10 @@ int memdiff__linux_scan_presence(const memdiff__proc *p, struct page_region *vec
                                  uint64_t start, uint64_t end, int absent, uint64_t max_pages)
 {
     struct pm_scan_arg arg;
-    int n;
-    do {
-        memset(&arg, 0, sizeof arg);
-        arg.size = sizeof arg;
-        arg.start = start;
-        arg.end = end;
-        arg.vec = (uint64_t)(uintptr_t)vec;
-        arg.vec_len = cap;
-        arg.max_pages = max_pages;
-        arg.category_inverted = absent ? PAGE_IS_PRESENT : 0;
-        arg.category_mask = PAGE_IS_PRESENT;
-        arg.return_mask = PAGE_IS_PRESENT;
-        n = ioctl(p->pagemap_fd, PAGEMAP_SCAN, &arg);
-    } while (n < 0 && errno == EINTR);
-    return n < 0 ? -errno : n;
+    return scan_call(p, &arg, vec, cap, start, end, absent ? PAGE_IS_PRESENT : 0, PAGE_IS_PRESENT,
+                     0, PAGE_IS_PRESENT, max_pages);
 }
 
-/* One PAGEMAP_SCAN call over [start, end) into vec. Returns the number of ranges (at most cap,
- * well-formed, inside the request and ascending) with *next set to where the following call
- * starts, or -errno. A scan for swapped pages also asks which are a guard region's and leaves
- * those out (no memory), and is made again while it finds swapped pages that may be pages
- * caught moving (transient.c). */
 /* Keeps the well-formed ranges of vec[0..n) inside [start, end), in order, guard ranges left out,
  * categories masked by ret: the kernel's answer decides how far the next call starts, so it must
  * not move us backwards. Returns how many were kept; *moving: one is swapped. */
@@ -120,6 +107,9 @@ uint64_t memdiff__linux_scan_ret(const memdiff__proc *p, uint64_t ret)
     return p->scan_no_guard ? ret : ret | PAGE_IS_GUARD;
 }
 
+/* One PAGEMAP_SCAN call over [start, end) into vec (walk.h). A scan for swapped pages also asks
+ * which are a guard region's and leaves those out (no memory), and is made again while it finds
+ * swapped pages that may be pages caught moving (transient.c). */
 int memdiff__linux_scan_into(memdiff__proc *p, struct page_region *vec, size_t cap, uint64_t start,
                              uint64_t end, uint64_t anyof, uint64_t ret, uint64_t max_pages,
                              uint64_t *next)
@@ -132,7 +122,7 @@ int memdiff__linux_scan_into(memdiff__proc *p, struct page_region *vec, size_t c
     size_t k;
     for (;;) {
         uint64_t guard = swapped && !p->scan_no_guard ? PAGE_IS_GUARD : 0;
-        n = scan_call(p, &arg, vec, cap, start, end, anyof, ret | guard, max_pages);
+        n = scan_call(p, &arg, vec, cap, start, end, 0, 0, anyof, ret | guard, max_pages);
         if (n == -EINVAL && guard) {
             p->scan_no_guard = 1; /* before Linux 6.15: no such category */
             continue;

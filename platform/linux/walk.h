@@ -199,7 +199,6 @@ int memdiff__linux_scan_batch_extras(memdiff__linux_walker *w, uint64_t addr, si
  * MEMDIFF_OK. */
 int memdiff__linux_exited_if_empty(memdiff__proc *p, uint64_t start);
 
-
 /* Fast depth's scan ahead: delivers [start, end) from the window when it covers the range (1),
  * else 0; scans a window from start over the small regions behind it. */
 int memdiff__linux_from_window(memdiff__linux_walker *w, uint64_t start, uint64_t end, int *rc);
