@@ -153,7 +153,8 @@ int memdiff__linux_read_pagemap(memdiff__linux_walker *w, uint64_t addr, size_t 
     size_t want = n;
     if (n < MEMDIFF__AHEAD_PAGES && p->regions) {
         uint64_t reach = ahead_reach(p, addr, n);
-        const uint64_t kept = p->presence_pagemap ? memdiff__linux_kept_after(p, first) : UINT64_MAX;
+        const uint64_t kept =
+            p->presence_pagemap ? memdiff__linux_kept_after(p, first) : UINT64_MAX;
         if (kept != UINT64_MAX && (kept << p->page_shift) < reach)
             reach = MEMDIFF__MAX(kept << p->page_shift, addr + ((uint64_t)n << p->page_shift));
         if (reach > addr + ((uint64_t)n << p->page_shift)) {

@@ -155,6 +155,18 @@ static size_t pagemap_window(memdiff__proc *p, struct memdiff__linux_presence *s
     return wend == start ? s->window_count : file_window(s, start, wend, m, PAGE_IS_PRESENT);
 }
 
+/* Scans window [start, end) for the pages present or swapped, asking categories ret, and files
+ * it with its ranges (short of end where the vector filled). Its index, or window_count when the
+ * scan failed. Room for PRESENCE_VEC ranges is there. */
+static size_t scan_window(memdiff__proc *p, struct memdiff__linux_presence *s, uint64_t start,
+                          uint64_t end, uint64_t ret)
+{
+    uint64_t next;
+    int n = memdiff__linux_scan_into(p, s->ranges + s->range_count, PRESENCE_VEC, start, end,
+                                     ret & (PAGE_IS_PRESENT | PAGE_IS_SWAPPED), ret, 0, &next);
+    return n < 0 ? s->window_count : file_window(s, start, next, (size_t)n, ret);
+}
+
 /* Scans a new window from addr's page (not covered by any), up to the next window kept, and
  * files its ranges and itself in address order. Returns its index, or window_count when it
  * cannot. */
@@ -193,15 +205,10 @@ static size_t presence_scan(memdiff__proc *p, struct memdiff__linux_presence *s,
         if (read < s->window_count)
             return read;
     }
-    uint64_t next;
     /* A window inside a large region is not the walk's: it reads such a region on its own,
      * split where attribution split it. */
-    const uint64_t ret = p->presence_walk && !alone ? MEMDIFF__LINUX_PRESENCE_WALK : PAGE_IS_PRESENT;
-    int n = memdiff__linux_scan_into(p, s->ranges + s->range_count, PRESENCE_VEC, start, end,
-                                     ret & (PAGE_IS_PRESENT | PAGE_IS_SWAPPED), ret, 0, &next);
-    if (n < 0)
-        return s->window_count;
-    return file_window(s, start, next, (size_t)n, ret); /* next: short of end if the vector filled */
+    return scan_window(p, s, start, end,
+                       p->presence_walk && !alone ? MEMDIFF__LINUX_PRESENCE_WALK : PAGE_IS_PRESENT);
 }
 
 /* The process's presence state, emptied when the region list was read again (a new pass);
@@ -261,14 +268,8 @@ void memdiff__linux_presence_ahead(memdiff__proc *proc, uint64_t addr, uint64_t 
         /* The fast walk scans these pages anyway, with the categories it asks of private
          * anonymous memory (no file bit, which would cost the kernel each page's struct page):
          * asked them here, the window is the walk's too, and the pages are scanned once. */
-        if (!window_room(proc, s, PRESENCE_VEC))
-            return;
-        uint64_t next;
-        int n = memdiff__linux_scan_into(proc, s->ranges + s->range_count, PRESENCE_VEC, start,
-                                         end, PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
-                                         MEMDIFF__LINUX_PRESENCE_WALK_ANON, 0, &next);
-        if (n >= 0)
-            file_window(s, start, next, (size_t)n, MEMDIFF__LINUX_PRESENCE_WALK_ANON);
+        if (window_room(proc, s, PRESENCE_VEC))
+            scan_window(proc, s, start, end, MEMDIFF__LINUX_PRESENCE_WALK_ANON);
         return;
     }
     struct page_region holes[PRESENCE_VEC];
@@ -376,8 +377,7 @@ int memdiff__linux_presence_walk(memdiff__proc *proc, uint64_t from, struct page
     if (w == s->window_count || !walks(&s->windows[w]))
         return -1;
     uint64_t hi = s->windows[w].end;
-    for (; w + 1 < s->window_count && s->windows[w + 1].start == hi &&
-           walks(&s->windows[w + 1]);
+    for (; w + 1 < s->window_count && s->windows[w + 1].start == hi && walks(&s->windows[w + 1]);
          w++)
         hi = s->windows[w + 1].end;
     size_t n = 0;
@@ -400,8 +400,7 @@ uint64_t memdiff__linux_presence_walk_after(memdiff__proc *proc, uint64_t from)
     if (!s || s->regions_read != proc->regions_read)
         return UINT64_MAX;
     for (size_t w = ending_above(s->windows, s->window_count, from); w < s->window_count; w++)
-        if (s->windows[w].start > from &&
-            walks(&s->windows[w]))
+        if (s->windows[w].start > from && walks(&s->windows[w]))
             return s->windows[w].start;
     return UINT64_MAX;
 }
