@@ -255,8 +255,9 @@ static size_t islands_after(const ctx *c, uint64_t pos, uint64_t end, int pos_ab
 
 /* Where two chunks came back to back, more usually follow (python's bytes objects of 1 MiB: 20
  * in one mapping); the presence of the next AHEAD_CHUNKS chunks of the last one's size, at most
- * AHEAD_PAGES, is then asked in one scan for the holes there (memdiff__linux_presence_ahead)
- * instead of a window of 64 pages at each chunk start. That scan costs the kernel about 2 ns a
+ * AHEAD_PAGES, is then asked at once (memdiff__linux_presence_ahead: in a snapshot of another
+ * process what the walk reads of those pages anyway, else one scan for the holes there) instead
+ * of a window of 64 pages at each chunk start. The scan for holes costs the kernel about 2 ns a
  * present page it passes, the window 2 us a call: it pays where chunks are at most 4 MiB (1024
  * pages), and a chain that ends behind the first of them costs at most AHEAD_PAGES of it. */
 #define AHEAD_CHUNKS 16u

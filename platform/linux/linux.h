@@ -510,10 +510,11 @@ int memdiff__linux_idle_attrs(memdiff__proc *proc, const uint64_t *pfn, unsigned
 int memdiff__linux_read_mem(memdiff__proc *proc, uint64_t addr, void *buf, size_t len);
 
 /* Whether addr's page is present (1) or not (0), from one PAGEMAP_SCAN over the region that
- * holds it and the small regions behind it (a window), kept with every other window scanned
- * for the next questions (what attribution reads is a few pages of each of many small regions:
- * one ioctl instead of a pread each); -1 when no scan can tell (none, refused, not mapped).
- * Swapped pages count as not present. */
+ * holds it and the small regions behind it (a window; at standard and deep depth of another
+ * process one pread of pagemap for each run of its mappings, proc->presence_pagemap), kept with
+ * every other window for the next questions (what attribution reads is a few pages of each of
+ * many small regions: one call instead of a pread each); -1 when no scan can tell (none,
+ * refused, not mapped). Swapped pages count as not present. */
 int memdiff__linux_page_present(memdiff__proc *proc, uint64_t addr);
 
 /* The categories a window kept for the walk was asked for: the fast walk's, PAGE_IS_FILE always
@@ -542,10 +543,12 @@ int memdiff__linux_scan_presence(const memdiff__proc *p, struct page_region *vec
                                  uint64_t start, uint64_t end, int absent, uint64_t max_pages);
 
 /* Makes presence known ahead, for pages [addr, addr + pages) of addr's mapping, where a chain
- * of questions will go (malloc's chunks, back to back): one PAGEMAP_SCAN for the holes there,
- * which costs the kernel less a present page it passes than the windows of
- * memdiff__linux_page_present (it outputs nothing for them), kept as a window. Nothing when a
- * window kept holds addr, or the pages go past its mapping. */
+ * of questions will go (malloc's chunks, back to back), kept as a window: in a snapshot of
+ * another process what the walk reads there anyway (pagemap at standard and deep, outside
+ * mappings lanes read; at fast the walk's categories, where the mapping is private anonymous
+ * memory), else one PAGEMAP_SCAN for the holes there, which costs the kernel less a present page
+ * it passes than the windows of memdiff__linux_page_present (it outputs nothing for them).
+ * Nothing when a window kept holds addr, or the pages go past its mapping. */
 void memdiff__linux_presence_ahead(memdiff__proc *proc, uint64_t addr, uint64_t pages);
 
 /* The first page of [from, to) that is present (present 1) or not (present 0), from the window
