@@ -1,7 +1,9 @@
 /*
  * lanes_target.c - the process test_lanes.c snapshots: a plain program (no sanitizer: its own
  * memory is what the test knows), exec'd, so that no page of it is shared copy-on-write with
- * the test, whose writes would make them private between two snapshots.
+ * the test, whose writes would make them private between two snapshots, and linked statically,
+ * so that no page of it is a shared library's, which turns shared or private between two
+ * snapshots as other processes map it and let it go.
  *
  * Without arguments it maps LANES_MIB MiB (MADV_NOHUGEPAGE) in three parts: every page written;
  * every other page; runs of 1 to 70 pages with gaps of 1 to 9 (a fixed cycle). Then, where the

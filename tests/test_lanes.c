@@ -3,12 +3,13 @@
  * exactly what a snapshot read on the calling thread alone stores: the same runs, bitmaps and
  * frame facts, byte for byte (compared in the storage itself, internal.h).
  *
- * The target is lanes_target.c, exec'd and stopped (SIGSTOP) so that its pages hold still, with
- * one anonymous mapping of LANES_MIB MiB (MADV_NOHUGEPAGE), large enough for lanes (at least
- * 65536 pages: four of the scan's chunks, eight of pagemap's; the walk reads the plan's first
- * chunk itself, timed), in three
- * parts: every page written; every other page; runs of 1 to 70 pages with gaps of 1 to 9 (a
- * fixed cycle), so that chunk edges fall inside runs of every kind. The lanes' chunk edges are
+ * The target is lanes_target.c, exec'd and stopped (SIGSTOP) so that its pages hold still, and
+ * static, so that they stay private or shared too (a dynamic one's libc pages turned private to
+ * shared as this process first ran the lanes' code: 1 to 18 pages in 7 runs of 20). It has one
+ * anonymous mapping of LANES_MIB MiB (MADV_NOHUGEPAGE), large enough for lanes (at least 65536
+ * pages: four of the scan's chunks, eight of pagemap's; the walk reads the plan's first chunk
+ * itself, timed), in three parts: every page written; every other page; runs of 1 to 70 pages
+ * with gaps of 1 to 9 (a fixed cycle), so that chunk edges fall inside runs of every kind. The lanes' chunk edges are
  * not the single thread's batch edges: if the walk's output depended on where reads are cut,
  * the two would differ here.
  *
@@ -128,7 +129,7 @@ static void same_storage(const memdiff_snapshot *a, const memdiff_snapshot *b, i
     ck_assert_uint_eq(a->aux_count, b->aux_count);
     if (!runs_too) {
         /* deep: how a run's values are cut into segments follows the runs; the frames not (map
-         * counts do change: libc's pages are mapped by processes that come and go) */
+         * counts do change: the vDSO's pages are mapped by processes that come and go) */
         ck_assert_uint_eq(a->frames.n, b->frames.n);
         for (uint64_t k = 0; k < a->frames.n; k++)
             ck_assert_msg(memdiff__seq_get(&a->frames, k) == memdiff__seq_get(&b->frames, k),
@@ -149,13 +150,6 @@ static void compare_threads(memdiff_depth depth)
 {
     pid_t pid = start_target(NULL);
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    /* This process runs the lanes' code path for the first time in a snapshot on two threads,
-     * faulting in pages of libc's text (with fault-around, up to 16 at a time) that the target
-     * may be the only process to map: they turn from private to shared between the two
-     * snapshots of a round (seen on a quiet machine, 1 to 18 pages of libc in 7 of 20 runs).
-     * One snapshot each way first, not compared, so that the rounds see what they read. */
-    memdiff_snapshot_free(take(pid, depth, 1));
-    memdiff_snapshot_free(take(pid, depth, 2));
     for (int round = 0; round < 3; round++) {
         memdiff_snapshot *one = take(pid, depth, 1), *two = take(pid, depth, 2);
         memdiff_snapshot_info i1, i2;
