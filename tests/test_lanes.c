@@ -9,9 +9,9 @@
  * anonymous mapping of LANES_MIB MiB (MADV_NOHUGEPAGE), large enough for lanes (at least 65536
  * pages: four of the scan's chunks, eight of pagemap's; the walk reads the plan's first chunk
  * itself, timed), in three parts: every page written; every other page; runs of 1 to 70 pages
- * with gaps of 1 to 9 (a fixed cycle), so that chunk edges fall inside runs of every kind. The lanes' chunk edges are
- * not the single thread's batch edges: if the walk's output depended on where reads are cut,
- * the two would differ here.
+ * with gaps of 1 to 9 (a fixed cycle), so that chunk edges fall inside runs of every kind. The
+ * lanes' chunk edges are not the single thread's batch edges: if the walk's output depended on
+ * where reads are cut, the two would differ here.
  *
  * Deep depth's kernel flags (referenced, active) change between two snapshots of a stopped
  * process as the LRU ages its pages, and with them deep's run attributes, so deep is compared
