@@ -801,6 +801,15 @@ static memdiff__proc *open_self_with_scan(const char *test)
     return NULL;
 }
 
+/* Reads the process's region list again, as a snapshot does before its walk: the walk and
+ * presence.c find mappings in it, and presence.c's windows are emptied with it. */
+static void read_regions(memdiff__proc *proc)
+{
+    memdiff__plat_region *regions = NULL;
+    size_t count = 0;
+    ck_assert_int_eq(memdiff__plat_regions(proc, &arena, &regions, &count), MEMDIFF_OK);
+}
+
 START_TEST(real_touched_pages)
 {
     long ps = sysconf(_SC_PAGESIZE);
@@ -858,9 +867,7 @@ static memdiff__proc *walk_twelve_in_fours(int split, char **out)
         ck_assert_int_eq(mprotect(p + 4 * ps, (size_t)ps * 4, PROT_READ), 0);
     memdiff__caps caps;
     memdiff__proc *proc = open_self(&caps);
-    memdiff__plat_region *regions = NULL;
-    size_t count = 0;
-    ck_assert_int_eq(memdiff__plat_regions(proc, &arena, &regions, &count), MEMDIFF_OK);
+    read_regions(proc);
     uint64_t a = (uint64_t)(uintptr_t)p, first = a / (uint64_t)ps, P4 = (uint64_t)ps * 4;
     const unsigned attrs = P | X;
     for (uint64_t k = 0; k < 3; k++) {
@@ -913,9 +920,7 @@ static void new_pass_sees_a_write(memdiff__proc *proc, memdiff_depth depth, unsi
     char *p = scn_map(12, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     p[0] = p[5 * ps] = 1;
     ck_assert_int_eq(mprotect(p + 4 * ps, (size_t)ps * 4, PROT_READ | PROT_WRITE | PROT_EXEC), 0);
-    memdiff__plat_region *regions = NULL;
-    size_t count = 0;
-    ck_assert_int_eq(memdiff__plat_regions(proc, &arena, &regions, &count), MEMDIFF_OK);
+    read_regions(proc);
     uint64_t a = (uint64_t)(uintptr_t)p, P4 = (uint64_t)ps * 4;
     ck_assert_int_eq(walk(proc, a, a + P4, depth), MEMDIFF_OK);
     if (depth == MEMDIFF_DEPTH_FAST) /* the second one scanned, or read, ahead */
@@ -925,7 +930,7 @@ static void new_pass_sees_a_write(memdiff__proc *proc, memdiff_depth depth, unsi
                           (a + 2 * P4) / (uint64_t)ps);
 
     p[6 * ps] = 1;
-    ck_assert_int_eq(memdiff__plat_regions(proc, &arena, &regions, &count), MEMDIFF_OK);
+    read_regions(proc);
     ck_assert_int_eq(walk(proc, a + P4, a + 2 * P4, depth), MEMDIFF_OK);
     ck_assert_uint_eq(rec->count, 1);
     expect_run(0, a + 5 * (uint64_t)ps, 2, attrs); /* pages 5 and 6: read in this pass */
@@ -1026,9 +1031,7 @@ START_TEST(scan_ahead_serves_small_regions_behind)
     ck_assert_uint_eq(want[9], 0);
     ck_assert_uint_eq(want[11], P | F);
 
-    memdiff__plat_region *regions = NULL;
-    size_t count = 0;
-    ck_assert_int_eq(memdiff__plat_regions(proc, &arena, &regions, &count), MEMDIFF_OK);
+    read_regions(proc);
     for (int r = 0; r < 4; r++) {
         ck_assert_int_eq(walk(proc, cut[r], cut[r + 1], MEMDIFF_DEPTH_FAST), MEMDIFF_OK);
         if (r == 0) {
@@ -1090,9 +1093,7 @@ START_TEST(walk_takes_presence_windows_of_small_regions)
     ck_assert_uint_eq(want[8], P | F);
     ck_assert_uint_eq(want[12], 0);
 
-    memdiff__plat_region *regions = NULL;
-    size_t count = 0;
-    ck_assert_int_eq(memdiff__plat_regions(proc, &arena, &regions, &count), MEMDIFF_OK);
+    read_regions(proc);
     proc->presence_walk = 1;
     ck_assert_int_eq(memdiff__linux_page_present(proc, a), 1);
     const uint64_t b = (uint64_t)(uintptr_t)big;
@@ -1145,9 +1146,7 @@ START_TEST(chunk_look_ahead_serves_the_walk)
     ck_assert_uint_eq(want[31], 0);
     ck_assert_uint_eq(want[63], P);
 
-    memdiff__plat_region *regions = NULL;
-    size_t count = 0;
-    ck_assert_int_eq(memdiff__plat_regions(proc, &arena, &regions, &count), MEMDIFF_OK);
+    read_regions(proc);
     proc->presence_walk = 1;
     memdiff__linux_presence_ahead(proc, a + AHEAD * P1, N - AHEAD);
     proc->scan_refuse_at_call = 1; /* from here on, a scan is refused */
@@ -1205,9 +1204,7 @@ START_TEST(standard_walk_takes_presence_entries)
         ck_assert_uint_ne(want[k][63] & P, 0);
     }
 
-    memdiff__plat_region *regions = NULL;
-    size_t count = 0;
-    ck_assert_int_eq(memdiff__plat_regions(proc, &arena, &regions, &count), MEMDIFF_OK);
+    read_regions(proc);
     proc->presence_pagemap = 1;
     const uint64_t a0 = (uint64_t)(uintptr_t)m[0];
     ck_assert_int_eq(memdiff__linux_page_present(proc, a0), 1);
@@ -1253,9 +1250,7 @@ START_TEST(presence_answers_from_one_scan)
     const int written[] = {0, 1, 4, 7, 8, 11};
     for (size_t i = 0; i < sizeof written / sizeof written[0]; i++)
         p[written[i] * ps] = (char)(10 + written[i]);
-    memdiff__plat_region *regions = NULL;
-    size_t count = 0;
-    ck_assert_int_eq(memdiff__plat_regions(proc, &arena, &regions, &count), MEMDIFF_OK);
+    read_regions(proc);
     const uint64_t a = (uint64_t)(uintptr_t)p, e = a + (uint64_t)ps * N;
     int truth[N];
     for (int i = 0; i < N; i++)
@@ -1305,9 +1300,7 @@ START_TEST(presence_windows_kept)
     ck_assert_int_eq(mprotect(p + N * ps, (size_t)GAP * (size_t)ps, PROT_NONE), 0);
     char *q = p + (size_t)(N + GAP) * (size_t)ps;
     p[0] = p[5 * ps] = q[ps] = q[7 * ps] = 1;
-    memdiff__plat_region *regions = NULL;
-    size_t count = 0;
-    ck_assert_int_eq(memdiff__plat_regions(proc, &arena, &regions, &count), MEMDIFF_OK);
+    read_regions(proc);
     const uint64_t a = (uint64_t)(uintptr_t)p, b = (uint64_t)(uintptr_t)q, gap_end = b;
     ck_assert_int_eq(memdiff__linux_page_present(proc, a), 1);
     ck_assert_int_eq(memdiff__linux_page_present(proc, b + (uint64_t)ps), 1);
@@ -1348,14 +1341,12 @@ START_TEST(presence_dropped_with_a_new_region_list)
         return;
     char *p = scn_map(8, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     p[0] = 1;
-    memdiff__plat_region *regions = NULL;
-    size_t count = 0;
-    ck_assert_int_eq(memdiff__plat_regions(proc, &arena, &regions, &count), MEMDIFF_OK);
+    read_regions(proc);
     const uint64_t a = (uint64_t)(uintptr_t)p;
     ck_assert_int_eq(memdiff__linux_page_present(proc, a), 1);
     ck_assert_int_eq(memdiff__linux_page_present(proc, a + (uint64_t)ps), 0);
     p[ps] = 1;
-    ck_assert_int_eq(memdiff__plat_regions(proc, &arena, &regions, &count), MEMDIFF_OK);
+    read_regions(proc);
     ck_assert_int_eq(memdiff__linux_page_present(proc, a + (uint64_t)ps), 1);
     memdiff__plat_close(proc);
     scn_unmap(p, 8);
