@@ -114,8 +114,9 @@ static int window_room(memdiff__proc *p, struct memdiff__linux_presence *s, size
 /* Reads window [start, end) from pagemap (proc->presence_pagemap): the entries of its mappings,
  * a pread for each run of them back to back, kept as spans for the walk; the window's present
  * ranges filed with it (categories PAGE_IS_PRESENT: presence alone, no walk window). Where the
- * spans or the ranges run out the window ends short. Its index, or window_count when nothing
- * could be read (the caller then scans). Room for PRESENCE_VEC ranges is there. */
+ * spans or the ranges run out the window ends short (no pread once the ranges are full: its
+ * entries could file none). Its index, or window_count when nothing could be read (the caller
+ * then scans). Room for PRESENCE_VEC ranges is there. */
 static size_t pagemap_window(memdiff__proc *p, struct memdiff__linux_presence *s, uint64_t start,
                              uint64_t end)
 {
@@ -123,7 +124,7 @@ static size_t pagemap_window(memdiff__proc *p, struct memdiff__linux_presence *s
     struct page_region *fresh = s->ranges + s->range_count;
     size_t m = 0, j = memdiff__linux_region_holding(p, start, start);
     uint64_t wend = start;
-    while (j < p->region_count && p->regions[j].start < end &&
+    while (j < p->region_count && p->regions[j].start < end && m < PRESENCE_VEC &&
            s->span_count < MEMDIFF__LINUX_KEPT_SPANS) {
         const uint64_t a = MEMDIFF__MAX(p->regions[j].start, start);
         uint64_t b = p->regions[j++].end;
