@@ -377,7 +377,7 @@ START_TEST(fast_starts_no_lane_where_not_worth_it)
 }
 END_TEST
 
-/* A small process is read on the calling thread alone: no region of four chunks. */
+/* A small process is read on the calling thread alone: no region of 256 MiB or more. */
 START_TEST(small_process_reads_alone)
 {
     pid_t pid = start_target("small");
